@@ -1,0 +1,5 @@
+import sys
+
+from corpusmix.cli import main
+
+sys.exit(main())
