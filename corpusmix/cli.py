@@ -16,6 +16,7 @@ from corpusmix.config import ConfigError
 from corpusmix.logging import configure
 
 COMMAND_MODULES: list[str] = [
+    "curate.demo_data",
     "curate.cli",
 ]
 

@@ -1,0 +1,42 @@
+# One command each for a fresh machine (see README):
+#   make demo   install everything, then run the whole pipeline on the shipped demo data (dvc repro)
+#   make test   install everything, then run the test suite
+# Both are idempotent: a second run reuses the virtual environment.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The CPU wheel of torch; installed first so that the `torch>=2.5` range in pyproject.toml does not
+# pull a multi-GB CUDA build. Override on a GPU machine: make setup TORCH_SPEC="torch".
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: setup demo test lint system-deps lmplz clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[spark,dev]"
+	touch $@
+
+system-deps:
+	bash scripts/system-deps.sh
+
+setup: system-deps $(VENV)/.installed lmplz
+
+lmplz: $(VENV)/.installed
+	$(BIN)/corpusmix curate build-lmplz
+
+demo: setup
+	. $(BIN)/activate && dvc repro && dvc metrics show
+
+test: setup
+	. $(BIN)/activate && python -m pytest -q tests
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+clean-venv:
+	rm -rf $(VENV)

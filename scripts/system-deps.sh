@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# System packages the pipeline needs beyond Python wheels, installed only when missing:
+#  - Java 17+ for Spark, a C++ toolchain + Boost/zlib/bz2/lzma for building KenLM's `lmplz`,
+#  - Chromium for the report's headless render test.
+# Needs root (or sudo); prints what to install otherwise.
+set -euo pipefail
+need=()
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+for pkg in libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev \
+           zlib1g-dev libbz2-dev liblzma-dev chromium; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "missing system packages: ${need[*]} (install them as root, e.g. apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+fi
+echo "installing system packages: ${need[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
