@@ -1,0 +1,114 @@
+"""Local deduplication engine: exact + MinHash-LSH near dedup on one machine, across processes.
+
+Run through :func:`curate.dedup.dedup_table` or ``corpusmix curate dedup --engine local``.
+
+Flow (documents are numbered by rank, see ``components``):
+
+1. batches of texts are hashed in ``workers`` processes (exact hash, shingles, signatures, band keys);
+   band keys are spilled to disk per batch (:class:`~curate.dedup.lsh.BandSpill`);
+2. exact groups by sorting the normalised-text hashes;
+3. candidate pairs band by band, among exact-group representatives that have at least one shingle;
+4. optional exact-Jaccard verification of candidates;
+5. union-find over exact + near edges; the representative is the smallest rank.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from corpusmix.logging import get_logger
+from curate.dedup.components import union_find
+from curate.dedup.config import DedupConfig
+from curate.dedup.exact import exact_roots
+from curate.dedup.lsh import BandSpill
+from curate.dedup.minhash import hash_batch
+from curate.dedup.verify import verify_pairs
+
+log = get_logger("curate.dedup")
+
+
+@dataclass
+class DedupResult:
+    """Per document (in rank order): root rank and kind; plus counters for stats."""
+
+    root: np.ndarray
+    kind: np.ndarray  # 0 = representative / unique, 1 = exact, 2 = near
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _hash_job(args: tuple[list[str], dict[str, int]]) -> dict[str, np.ndarray]:
+    texts, kw = args
+    out = hash_batch(texts, **kw)
+    out.pop("sig")
+    return out
+
+
+def hash_all(texts: Sequence[str | None], cfg: DedupConfig, *, keep_sig: bool = False,
+             desc: str = "dedup: hashing") -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """Yield ``(first_index, hash_batch output)`` per batch, in order, using ``cfg.workers`` processes."""
+    bands, rows = cfg.bands_rows()
+    kw = {"ngram": cfg.ngram, "num_perm": cfg.num_perm, "seed": cfg.seed, "bands": bands, "rows": rows}
+    starts = list(range(0, len(texts), cfg.batch_docs))
+    jobs = ((list(texts[s:s + cfg.batch_docs]), kw) for s in starts)
+    bar = tqdm(total=len(texts), desc=desc, unit="doc", disable=len(texts) < 50_000)
+    if cfg.workers > 1 and len(starts) > 1 and not keep_sig:
+        with mp.get_context("fork").Pool(cfg.workers) as pool:
+            for s, out in zip(starts, pool.imap(_hash_job, jobs), strict=True):
+                bar.update(out["exact"].shape[0])
+                yield s, out
+    else:
+        for s, (batch, k) in zip(starts, jobs, strict=True):
+            out = hash_batch(batch, **k)
+            if not keep_sig:
+                out.pop("sig")
+            bar.update(len(batch))
+            yield s, out
+    bar.close()
+
+
+def dedup_ranked(texts: Sequence[str | None], cfg: DedupConfig) -> DedupResult:
+    """Deduplicate texts already in rank order (index = rank)."""
+    n = len(texts)
+    bands, rows = cfg.bands_rows()
+    exact = np.zeros((n, 2), np.uint64)
+    n_words = np.zeros(n, np.int64)
+    n_sh = np.zeros(n, np.int64)
+    with BandSpill(cfg.spill_dir or None) as spill:
+        for s, out in hash_all(texts, cfg):
+            e = s + out["exact"].shape[0]
+            exact[s:e], n_words[s:e], n_sh[s:e] = out["exact"], out["n_words"], out["n_shingles"]
+            spill.add(out["keys"], np.arange(s, e))  # filtered to eligible docs below
+        nonempty = n_words > 0
+        eroot = exact_roots(exact, nonempty) if cfg.exact else np.arange(n, dtype=np.int64)
+        eligible = (eroot == np.arange(n)) & (n_sh > 0)
+        pairs = np.zeros((0, 2), np.int64)
+        n_candidates = 0
+        if cfg.near and eligible.sum() > 1:
+            pairs = spill.candidate_pairs(max_bucket_pairs=cfg.max_bucket_pairs, keep=eligible)
+            n_candidates = len(pairs)
+            if cfg.verify:
+                pairs, _ = verify_pairs(pairs, lambda docs: [texts[i] or "" for i in docs],
+                                        ngram=cfg.ngram, threshold=cfg.threshold)
+    exact_edges = np.stack((np.arange(n), eroot), axis=1)[eroot != np.arange(n)]
+    root = union_find(n, np.concatenate((exact_edges, pairs)))
+    kind = np.zeros(n, np.int8)
+    dup = root != np.arange(n)
+    same_text = np.all(exact[root] == exact, axis=1) & nonempty
+    kind[dup & same_text] = 1
+    kind[dup & ~same_text] = 2
+    stats = {
+        "docs": n, "bands": bands, "rows": rows,
+        "exact_duplicates": int((kind == 1).sum()), "near_duplicates": int((kind == 2).sum()),
+        "clusters": int((~dup).sum()), "candidate_pairs": int(n_candidates),
+        "verified_pairs": int(len(pairs)) if cfg.verify else None,
+        "skipped": {"empty_text": int((~nonempty).sum()),
+                    "shorter_than_shingle": int((nonempty & (n_sh == 0)).sum())},
+    }
+    log.info("dedup done", extra={"data": stats})
+    return DedupResult(root=root, kind=kind, stats=stats)
