@@ -10,6 +10,7 @@ import argparse
 import importlib
 
 CURATE_MODULES: list[str] = [
+    "curate.dedup.cli",
 ]
 
 

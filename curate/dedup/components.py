@@ -15,12 +15,14 @@ import numpy as np
 
 def rank_order(ids: Sequence[str], quality: Sequence[float | None] | None = None) -> np.ndarray:
     """Permutation sorting documents by (quality desc, missing last, id asc); ``order[r]`` = row."""
-    ids_arr = np.asarray(ids, dtype=object)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    by_id = pc.sort_indices(pa.array(ids, pa.string())).to_numpy().astype(np.int64)
     if quality is None:
-        return np.argsort(ids_arr, kind="stable")
+        return by_id
     q = np.array([np.nan if v is None else float(v) for v in quality], dtype=np.float64)
     missing = np.isnan(q)
-    by_id = np.argsort(ids_arr, kind="stable")
     # stable sorts: id, then -quality (missing last)
     key = np.where(missing, np.inf, -q)[by_id]
     return by_id[np.argsort(key, kind="stable")]

@@ -8,10 +8,19 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from corpusmix.config import ConfigError
 
 ENGINES = ("local", "spark")
+
+
+@lru_cache(maxsize=64)
+def optimal_bands_rows(threshold: float, num_perm: int, fp_weight: float, fn_weight: float) -> tuple[int, int]:
+    """datasketch's ``_optimal_param`` (numerical integration; cached, it takes ~0.2 s)."""
+    from datasketch.lsh import _optimal_param
+
+    return tuple(_optimal_param(threshold, num_perm, fp_weight, fn_weight))
 
 
 @dataclass
@@ -50,10 +59,8 @@ class DedupConfig:
 
     def bands_rows(self) -> tuple[int, int]:
         """(bands, rows) minimising weighted false positives + negatives (datasketch's method)."""
-        from datasketch.lsh import _optimal_param
-
         w = self.fp_weight + self.fn_weight
-        return _optimal_param(self.threshold, self.num_perm, self.fp_weight / w, self.fn_weight / w)
+        return optimal_bands_rows(self.threshold, self.num_perm, self.fp_weight / w, self.fn_weight / w)
 
     def hashing_key(self) -> str:
         """Hash of everything that changes signatures or band keys (stored in incremental indexes)."""
