@@ -18,6 +18,7 @@ from corpusmix.logging import configure
 COMMAND_MODULES: list[str] = [
     "curate.demo_data",
     "curate.cli",
+    "proxytrain.cli",
 ]
 
 

@@ -27,6 +27,7 @@ split (nanoGPT-style random crops); ``PoolDataset`` wraps the same draws as an `
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import multiprocessing as mp
@@ -37,8 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch.utils.data import IterableDataset
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
@@ -314,6 +313,8 @@ class PoolSampler:
 
     @staticmethod
     def _stack(rows: Sequence[dict[str, np.ndarray]]) -> dict[str, Any]:
+        import torch
+
         return {"tokens": torch.from_numpy(np.stack([r["tokens"] for r in rows])),
                 "segment_ids": torch.from_numpy(np.stack([r["segment_ids"] for r in rows])),
                 "domain_id": torch.tensor([int(r["domain_id"]) for r in rows], dtype=torch.int64)}
@@ -359,7 +360,7 @@ class PoolSampler:
         self.rng.bit_generator.state = state["rng"]
 
 
-class PoolDataset(IterableDataset):
+class _PoolDatasetBase:
     """``IterableDataset`` of rows drawn from pools: one domain or by weights, endless.
 
     ``PoolDataset(pools_dir, *, seq_len, domain=None, weights=None, split="train", seed=0, rank=0)``;
@@ -378,6 +379,8 @@ class PoolDataset(IterableDataset):
         self.probs = self.sampler.domain_probs(weights) if weights is not None else None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        import torch
+
         info = torch.utils.data.get_worker_info()
         wid = info.id if info is not None else 0
         rng = np.random.default_rng([self.seed, self.rank, wid])
@@ -388,3 +391,20 @@ class PoolDataset(IterableDataset):
             row = s._draw(d)
             yield {"tokens": torch.from_numpy(row["tokens"]), "segment_ids": torch.from_numpy(row["segment_ids"]),
                    "domain_id": torch.tensor(int(row["domain_id"]), dtype=torch.int64)}
+
+
+@functools.cache
+def _pool_dataset_class() -> type:
+    from torch.utils.data import IterableDataset
+
+    cls = type("PoolDataset", (_PoolDatasetBase, IterableDataset), {"__module__": __name__})
+    cls.__doc__ = _PoolDatasetBase.__doc__
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # PoolDataset subclasses torch's IterableDataset; built on first use so that importing this
+    # module (CLI registration, pool-building worker processes) does not import torch
+    if name == "PoolDataset":
+        return _pool_dataset_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
