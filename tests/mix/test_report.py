@@ -1,0 +1,353 @@
+"""``corpusmix report`` (mix/report*.py): input discovery, headline numbers and verdicts, funnel and
+metric tables, HTML + Markdown output, and a headless-Chromium render of the page.
+
+The inputs are small but realistic pipeline outputs written by the test in the documented formats
+(docs/formats.md and mix.ablation's summary), with losses chosen so that the expected numbers can
+be recomputed here with numpy.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from corpusmix.cli import main
+from mix.ablation import compare
+from mix.report import ReportConfig, build_report, headline, render_html, tidy_tables, write_report
+from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
+
+DOMAINS = ["code", "legal", "literature", "news", "reference"]
+# per-mixture base loss per domain; seeds add the offsets below (same for every domain of a seed)
+BASE = {
+    "natural": [3.10, 3.60, 4.40, 4.10, 3.90],
+    "uniform": [3.05, 3.55, 4.52, 4.12, 3.92],
+    "doremi": [3.08, 3.50, 4.42, 4.05, 3.86],
+    "regmix": [3.02, 3.45, 4.35, 4.00, 3.80],
+    "manual": [3.20, 3.70, 4.30, 4.15, 3.95],
+}
+SEED_OFFSETS = {"0": 0.0, "1": 0.012, "2": -0.008}
+WEIGHTS = {
+    "natural": [0.30, 0.10, 0.35, 0.15, 0.10],
+    "uniform": [0.2] * 5,
+    "doremi": [0.12, 0.28, 0.20, 0.22, 0.18],
+    "regmix": [0.18, 0.22, 0.25, 0.17, 0.18],
+    "manual": [0.10, 0.10, 0.50, 0.20, 0.10],
+}
+
+
+def _ablation_per_seed(base: dict[str, list[float]] = BASE) -> dict:
+    mixtures = {}
+    for name, losses in base.items():
+        seeds = {}
+        for s, off in SEED_OFFSETS.items():
+            curve = [[step, round(float(np.mean(losses)) + off + 6.0 * np.exp(-step / 25), 5)]
+                     for step in range(0, 101, 10)]
+            seeds[s] = {"val_loss": {d: round(x + off, 5) for d, x in zip(DOMAINS, losses, strict=True)},
+                        "curve": curve}
+        mixtures[name] = {"weights": dict(zip(DOMAINS, WEIGHTS[name], strict=True)), "seeds": seeds}
+    return {"mixtures": mixtures, "seeds": [0, 1, 2], "domains": DOMAINS}
+
+
+def _write(path: Path, obj) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2))
+    return path
+
+
+STATS = {
+    "steps": {
+        "normalise": {"docs_in": 1200, "bytes_in": 2_400_000, "kept": 1195, "dropped": {"error:UnicodeError": 5},
+                      "seconds": 1.5},
+        "langid": {"docs_in": 1195, "bytes_in": 2_390_000, "kept": 1080, "dropped": {"not_en": 115}, "seconds": 4.2},
+        "quality": {"docs_in": 1080, "bytes_in": 2_200_000, "kept": 980,
+                    "dropped": {"gopher_short": 40, "gopher_symbol_ratio": 35, "c4_curly_bracket": 25},
+                    "seconds": 2.0},
+        "dedup": {"docs_in": 980, "bytes_in": 2_000_000, "kept": 900, "dropped": {"exact_dup": 30, "near_dup": 50},
+                  "seconds": 6.1},
+    },
+    "totals": {"docs_in": 1200, "kept": 900, "dropped": 300},
+}
+
+
+def _drops() -> pd.DataFrame:
+    rows = []
+    doms = DOMAINS
+    for step, reasons in ((s, v["dropped"]) for s, v in STATS["steps"].items()):
+        i = 0
+        for reason, n in reasons.items():
+            for _ in range(n):
+                rows.append({"id": f"{step}/{i}", "step": step, "reason": reason, "domain": doms[i % len(doms)]})
+                i += 1
+    return pd.DataFrame(rows)
+
+
+def _pipeline_outputs(root: Path) -> Path:
+    """A pipeline output folder with one file of every kind, nested as a pipeline would nest them."""
+    _write(root / "curated" / "stats.json", STATS)
+    _drops().to_parquet(root / "curated" / "drops.parquet")
+    pd.DataFrame({"id": ["a"], "text": ["x"], "domain": ["code"], "source": ["s"]}).to_parquet(
+        root / "curated" / "part-0.parquet")
+    _write(root / "metrics" / "quality_metrics.json", {
+        "langid": {"accuracy": 0.975, "docs": 400},
+        "junk": {"precision": 0.91, "recall": 0.84},
+        "pii": {"EMAIL": {"precision": 1.0, "recall": 0.97, "support": 60},
+                "PHONE": {"precision": 0.93, "recall": 0.88, "support": 41}},
+        "dedup": {"pairs": {"precision": 0.99, "recall": 0.9, "f1": 0.9429}},
+    })
+    for name in ("natural", "uniform", "manual"):
+        _write(root / "mix" / name / "mixture.json",
+               {"weights": dict(zip(DOMAINS, WEIGHTS[name], strict=True)), "method": name, "params": {}})
+    traj = [{"round": 0, "step": s, **{d: w for d, w in zip(DOMAINS, np.roll([0.3, 0.2, 0.2, 0.15, 0.15], s // 5),
+                                                             strict=True)}} for s in range(20)]
+    _write(root / "mix" / "doremi" / "mixture.json",
+           {"weights": dict(zip(DOMAINS, WEIGHTS["doremi"], strict=True)), "method": "doremi",
+            "params": {"eta": 1.0, "smoothing": 0.001}, "provenance": {}})
+    _write(root / "mix" / "doremi" / "doremi_result.json", {"trajectory": traj, "domains": DOMAINS, "rounds": []})
+    _write(root / "mix" / "regmix" / "mixture.json",
+           {"weights": dict(zip(DOMAINS, WEIGHTS["regmix"], strict=True)), "method": "regmix",
+            "params": {"num_proxies": 32}, "provenance": {
+                "fit": {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
+                        "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8}}})
+    _write(root / "mix" / "regmix" / "fit_report.json",
+           {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
+            "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8})
+    _write(root / "mix" / "cache" / "0123abcd.json", {"val_loss": {"code": 3.0}, "config": {}, "seed": 0})
+    _write(root / "ablation" / "ablation.json", _ablation_per_seed())
+    _write(root / "pools" / "pools.json", {"vocab_size": 4096, "domains": {
+        d: {"tokens": 10_000 * (i + 1), "docs": 10} for i, d in enumerate(DOMAINS)}})
+    log = root / "train" / "train_log.jsonl"
+    log.parent.mkdir(parents=True)
+    with open(log, "w") as fh:
+        for step in range(1, 51):
+            rec = {"step": step, "loss": 8.0 * np.exp(-step / 20) + 3.0, "lr": 1e-3, "grad_norm": 1.0,
+                   "tokens_per_s": 2700.0 + step}
+            if step % 25 == 0:
+                rec.update({f"val_loss/{d}": 3.5 + i * 0.1 for i, d in enumerate(DOMAINS)})
+            fh.write(json.dumps(rec) + "\n")
+        fh.write("{truncated\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> Path:
+    return _pipeline_outputs(tmp_path_factory.mktemp("pipeline"))
+
+
+@pytest.fixture(scope="module")
+def written(outputs: Path, tmp_path_factory) -> dict[str, str]:
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    rc = main(["report", "--params", str(out.parent / "none.yaml"), "--output", str(out), "--inputs", str(outputs)])
+    assert rc == 0
+    return {"html": str(out), "md": str(out.with_suffix(".md")), "files": str(out.parent / "report_files")}
+
+
+def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
+    inp = collect_inputs([outputs])
+    assert list(inp.stats) == [f"{outputs.name}/curated/stats.json"]
+    assert len(inp.drops) == 1 and len(next(iter(inp.drops.values()))) == 300
+    assert sorted(m["method"] for m in inp.mixtures.values()) == ["doremi", "manual", "natural", "regmix", "uniform"]
+    assert len(inp.trajectories) == 1 and len(next(iter(inp.trajectories.values()))) == 20
+    # the fit is found both in its own report and inside regmix's mixture provenance
+    assert len(inp.regmix_fits) == 2
+    assert len(inp.ablations) == 1 and len(inp.train_logs) == 1 and len(inp.metrics) == 1
+    assert next(iter(inp.tokens.values()))["reference"] == 50_000
+    skipped = {Path(p).name: why for p, why in inp.skipped}
+    assert "proxy-run cache" in skipped["0123abcd.json"]
+    assert "not a drops file" in skipped["part-0.parquet"]
+    assert "1 malformed line" in skipped["train_log.jsonl"]
+
+
+def test_headline_picks_lowest_average_and_measures_it_in_seed_spreads():
+    domains, avg_over, runs = normalise_ablation(_ablation_per_seed())
+    hl = headline(runs, avg_over=avg_over)
+    avg = {n: np.array([np.mean(np.array(b) + o) for o in SEED_OFFSETS.values()]) for n, b in BASE.items()}
+    assert hl.chosen == "regmix" == min(avg, key=lambda n: avg[n].mean())
+    assert hl.avg == pytest.approx(avg["regmix"].mean(), abs=1e-9)
+    assert hl.worst_domain == "literature"
+    assert hl.worst == pytest.approx(4.35 + np.mean(list(SEED_OFFSETS.values())), abs=1e-9)
+    nat = next(c for c in hl.comparisons if c.other == "natural")
+    assert nat.avg_delta == pytest.approx(avg["natural"].mean() - avg["regmix"].mean(), abs=1e-9)
+    assert nat.avg_spread == pytest.approx(0.02, abs=1e-9)  # every mixture's seeds span 0.012 - (-0.008)
+    assert nat.avg_units == pytest.approx(nat.avg_delta / 0.02, rel=1e-9)
+    assert nat.worst_delta == pytest.approx(4.40 - 4.35, abs=1e-9)
+    assert [c.other for c in hl.comparisons] == ["natural", "uniform"]
+    assert all(c.verdict == "better beyond noise" for c in hl.comparisons)
+    assert hl.verdict.startswith("Use regmix")
+
+
+def test_verdict_says_when_the_lead_is_within_noise():
+    base = {"natural": BASE["natural"], "uniform": BASE["uniform"],
+            "doremi": [x - 0.005 for x in BASE["natural"]]}  # 0.005 better, seeds span 0.02
+    _, avg_over, runs = normalise_ablation(_ablation_per_seed(base))
+    hl = headline(runs, avg_over=avg_over)
+    assert hl.chosen == "doremi"
+    nat = next(c for c in hl.comparisons if c.other == "natural")
+    assert nat.avg_delta == pytest.approx(0.005, abs=1e-9)
+    assert nat.verdict == "within noise"
+    assert "not demonstrated" in hl.verdict and not hl.verdict.startswith("Use ")
+    # a single seed gives no noise estimate at all, and the verdict says so
+    one = {"mixtures": {n: {"seeds": {"0": {"val_loss": dict(zip(DOMAINS, b, strict=True))}}}
+                        for n, b in BASE.items()}}
+    hl1 = headline(normalise_ablation(one)[2])
+    assert "one seed" in hl1.verdict and all(c.verdict.startswith("one seed") for c in hl1.comparisons)
+
+
+def test_summary_shape_of_mix_ablation_agrees_with_its_compare_rule():
+    per_seed = _ablation_per_seed()
+    summaries = {}
+    for name, m in per_seed["mixtures"].items():
+        avg = [float(np.mean(list(s["val_loss"].values()))) for s in m["seeds"].values()]
+        summaries[name] = {"weights": m["weights"], "val_loss": dict(zip(DOMAINS, BASE[name], strict=True)),
+                           "val_loss_std": dict.fromkeys(DOMAINS, 0.01), "avg": float(np.mean(avg)),
+                           "avg_per_seed": avg, "avg_std": float(np.std(avg, ddof=1)),
+                           "avg_range": float(np.ptp(avg))}
+    # manual: a hair behind regmix with a wider seed range, i.e. within noise of it
+    manual = [x + o for x, o in zip(summaries["regmix"]["avg_per_seed"], [0.0, 0.03, 0.01], strict=True)]
+    summaries["manual"].update(avg_per_seed=manual, avg=float(np.mean(manual)), avg_range=float(np.ptp(manual)))
+    obj = {"mixtures": summaries, "domains": DOMAINS, "avg_over": DOMAINS, "seeds": [0, 1, 2],
+           "comparisons": compare(summaries)}
+    _, _, runs = normalise_ablation(obj)
+    hl = headline(runs, baselines=["natural", "uniform", "doremi", "manual"])
+    assert hl.chosen == "regmix"
+    for c in hl.comparisons:
+        rule = next(r for r in obj["comparisons"] if r["a"] == "regmix" and r["b"] == c.other)
+        assert c.avg_delta == pytest.approx(rule["margin"], abs=1e-5)
+        assert c.avg_spread == pytest.approx(rule["spread"], abs=1e-5)
+        assert (c.verdict == "better beyond noise") == rule["a_beats_b"]
+        assert c.worst_spread is None  # no per-seed domain losses in the summary shape
+    assert next(c for c in hl.comparisons if c.other == "manual").verdict == "within noise"
+
+
+def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path):
+    report = build_report(collect_inputs([outputs]), ReportConfig())
+    sec = {s.key: s for s in report.sections}
+    assert list(sec) == ["ablation", "weights", "search", "training", "funnel", "quality", "inputs"]
+    tables = {b.title.split(" (")[0]: b for b in sec["funnel"].blocks if hasattr(b, "rows")}
+    steps = tables["Documents per step"].rows
+    assert [r[0] for r in steps] == ["normalise", "langid", "quality", "dedup"]
+    assert steps[2][1:5] == [1080, 980, 100, pytest.approx(100 * 100 / 1080)]
+    assert all(r[-1] == "" for r in steps)  # docs_in = kept + dropped everywhere
+    per_dom = tables["Dropped documents per step and domain"]
+    assert per_dom.columns == ["step", *DOMAINS, "total"]
+    dedup = next(r for r in per_dom.rows if r[0] == "dedup")
+    assert dedup[1:] == [16, 16, 16, 16, 16, 80]
+    toks = tables["Tokens per domain after curation"].rows
+    assert toks[0] == ["code", 10_000, pytest.approx(10_000 / 150_000)]
+    quality = {b.title: b for b in sec["quality"].blocks if hasattr(b, "rows")}
+    flat = dict((r[0], r[1]) for r in quality[f"{outputs.name}/metrics/quality_metrics.json"].rows)
+    assert flat == {"langid.accuracy": 0.975, "langid.docs": 400, "junk.precision": 0.91, "junk.recall": 0.84}
+    dedup = next(t for n, t in quality.items() if n.endswith(": dedup"))
+    assert dedup.columns == ["", "precision", "recall", "f1"] and dedup.rows == [["pairs", 0.99, 0.9, 0.9429]]
+    pii = next(t for n, t in quality.items() if n.endswith(": pii"))
+    assert pii.columns == ["", "precision", "recall", "support"]
+    assert pii.rows == [["EMAIL", 1.0, 0.97, 60], ["PHONE", 0.93, 0.88, 41]]
+    weights = next(b for b in sec["weights"].blocks if hasattr(b, "rows"))
+    assert {r[0] for r in weights.rows} == set(BASE)
+    fit = next(b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("RegMix"))
+    assert fit.rows[0][:3] == ["lightgbm", 0.87, 0.9]
+
+
+def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Path):
+    bad = json.loads(json.dumps(STATS))
+    bad["steps"]["dedup"]["kept"] = 899
+    _write(tmp_path / "stats.json", bad)
+    rep = build_report(collect_inputs([tmp_path / "stats.json"]), ReportConfig())
+    rows = next(b for b in rep.sections[0].blocks if getattr(b, "title", "").startswith("Documents")).rows
+    assert rows[-1][-1] == "docs_in ≠ kept + dropped" and rep.headline is None
+    t = tidy_tables({"per_lang": [{"lang": "de", "acc": 0.9}, {"lang": "fr", "acc": 0.95}], "n": 3}, "lid")
+    assert t[0].rows == [["n", 3]] and t[1].columns == ["lang", "acc"] and t[1].rows[1] == ["fr", 0.95]
+
+
+def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
+    page = Path(written["html"]).read_text()
+    imgs = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
+    assert len(imgs) >= 7
+    for _, data in imgs:
+        assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 'class="headline"' in page and "Chosen mixture: regmix" in page and "Use regmix" in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page  # self-contained
+    md = Path(written["md"]).read_text()
+    links = re.findall(r"!\[[^\]]*\]\((report_files/[^)]+\.png)\)", md)
+    assert len(links) == len(imgs)
+    for link in links:
+        assert (Path(written["md"]).parent / link).read_bytes()[:4] == b"\x89PNG"
+    assert "> **Chosen mixture: regmix**" in md
+    assert "| normalise | 1,200 | 1,195 | 5 |" in md
+
+
+def test_cli_refuses_empty_inputs_with_a_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    (tmp_path / "empty").mkdir()
+    rc = main(["report", "--params", str(tmp_path / "none.yaml"), "--output", str(tmp_path / "r.html"),
+               "--inputs", str(tmp_path / "empty")])
+    assert rc == 2 and "nothing to report" in capsys.readouterr().err
+    with pytest.raises(ReportInputError, match="does not exist"):
+        collect_inputs([tmp_path / "missing"])
+    _, _, runs = normalise_ablation(_ablation_per_seed())
+    with pytest.raises(ReportInputError, match="not in the ablation"):
+        headline(runs, chosen="dsir")
+
+
+def test_write_report_without_markdown(outputs: Path, tmp_path: Path):
+    rep = build_report(collect_inputs([outputs / "ablation"]), ReportConfig(chosen="natural"))
+    written = write_report(rep, tmp_path / "r.html", markdown=False)
+    assert set(written) == {"html"} and not (tmp_path / "r.md").exists()
+    assert rep.headline.chosen == "natural" and "named explicitly" in rep.headline.why
+    assert "worse than regmix" not in render_html(rep)  # baselines only: natural vs uniform
+    assert [c.other for c in rep.headline.comparisons] == ["uniform"]
+
+
+CHECK_SCRIPT = """<script>
+window.addEventListener('load', () => {
+  const imgs = Array.from(document.images);
+  const ok = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
+  const out = document.createElement('pre');
+  out.id = 'imgcheck';
+  out.textContent = 'IMAGES ' + ok + '/' + imgs.length + ' ' + imgs.map(i => i.naturalWidth).join(',');
+  document.body.appendChild(out);
+});
+</script></body>"""
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _chromium_cmd(binary: str, profile: Path) -> list[str]:
+    return [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--virtual-time-budget=5000"]
+
+
+def test_page_renders_in_headless_chromium(written: dict[str, str], tmp_path: Path):
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (apt-get install chromium, or `make system-deps`)")
+    from PIL import Image
+
+    page = Path(written["html"]).read_text()
+    n_imgs = page.count("<img ")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", CHECK_SCRIPT, 1))
+    dom = subprocess.run([*_chromium_cmd(binary, tmp_path / "p1"), "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    m = re.search(r"IMAGES (\d+)/(\d+) ([\d,]*)", dom.stdout)
+    assert m, f"no image check in the dumped DOM; chromium said: {dom.stderr[-2000:]}"
+    assert int(m.group(1)) == int(m.group(2)) == n_imgs
+    assert all(int(w) >= 300 for w in m.group(3).split(","))
+    shot = tmp_path / "shot.png"
+    res = subprocess.run([*_chromium_cmd(binary, tmp_path / "p2"), f"--screenshot={shot}",
+                          "--window-size=1280,4000", Path(written["html"]).as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+    px = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
+    assert px.shape == (4000, 1280)
+    assert px.std() > 20  # not a blank page
+    assert (px < 128).mean() > 0.01  # text, tables and figures put real ink on it
