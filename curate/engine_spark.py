@@ -1,0 +1,536 @@
+"""The Spark engine of the curation chain: the same step objects as the local engine, run on Spark.
+
+Run it with ``corpusmix curate run --engine spark --master local[*]|spark://HOST:PORT`` or submit
+``curate/spark_submit.py`` with ``spark-submit`` (see ``docs/spark.md``). From Python::
+
+    from curate.engine_spark import SparkConfig, run_spark
+    stats = run_spark(inputs=["data/raw/docs"], output="data/curated_spark", steps=steps,
+                      dedup=dedup_cfg, cfg=SparkConfig(master="local[2]"))
+
+How it works:
+
+1. documents are read with Spark's data sources (Parquet or JSON lines, any URI Spark's
+   filesystem layer reads: local, ``hdfs://``, ``s3a://``);
+2. the per-document steps (datatrove ``BaseFilter`` objects, see ``curate/steps/base.py``) are
+   pickled once on the driver, broadcast, unpickled ONCE per executor Python process (a module-level
+   cache keyed by the chain's hash) and applied to Arrow batches in ``mapInArrow``. Every document
+   leaves the partition either kept (with the annotators' new columns) or dropped with exactly one
+   ``(step, reason)``; each partition also emits one statistics row (docs/bytes in, kept, dropped
+   by reason, seconds per step). Statistics are rows of the output, not accumulators, so a retried
+   task cannot count twice;
+3. model files that steps point to (fastText language ID / quality, KenLM) are shipped with
+   ``SparkContext.addFile`` and the step attributes that name them are rewritten on the executor to
+   the local ``SparkFiles`` copy, so steps never know where they run;
+4. global deduplication runs the dedup module's Spark shuffles (``curate.dedup.spark``);
+5. outputs follow the local engine's contracts (``docs/formats.md``): ``curated/<domain>.parquet``
+   (a Parquet directory per domain, readable by ``pyarrow.parquet.read_table``), ``drops.parquet``
+   and ``stats.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+import pyarrow as pa
+
+from corpusmix.logging import get_logger
+
+log = get_logger("curate.spark")
+
+#: columns every document has (docs/formats.md)
+BASE_COLUMNS = ("id", "text", "domain", "source")
+#: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
+KNOWN_TYPES: dict[str, pa.DataType] = {
+    "lang": pa.string(),
+    "lang_score": pa.float64(),
+    "quality_ft": pa.float64(),
+    "ppl": pa.float64(),
+    "ppl_bucket": pa.string(),
+    "pii_spans": pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("type", pa.string())])),
+    "pii_counts": pa.string(),
+    "dup_cluster": pa.string(),
+    "is_duplicate": pa.bool_(),
+    "dup_kind": pa.string(),
+}
+#: file suffixes of models that are shipped to executors when a step attribute names such a file
+MODEL_SUFFIXES = (".ftz", ".bin", ".arpa", ".klm", ".binary", ".model", ".json")
+DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"
+DEFAULT_REASON = "filtered"
+ROWS_KEY, PART_COL = "__rows__", "_part"
+
+# chains unpickled in this Python process, keyed by the hash of their pickle: a reused Spark Python
+# worker keeps its steps (and their lazily loaded models) from one task to the next.
+_PROCESS_CHAINS: dict[str, list[Any]] = {}
+
+
+@dataclass
+class SparkConfig:
+    """Spark engine settings (params.yaml section ``spark``)."""
+
+    master: str = field(default="local[*]", metadata={
+        "help": "Spark master: local[N], local[N,F] (F = attempts per task), spark://HOST:PORT, yarn, "
+                "k8s://...; ignored under spark-submit, which sets the master"})
+    app_name: str = field(default="corpusmix-curate", metadata={"help": "Spark application name"})
+    partitions: int = field(default=0, metadata={
+        "help": "repartition the input into this many partitions (0 = keep Spark's file splits)"})
+    batch_rows: int = field(default=256, metadata={"help": "documents per Arrow batch handed to the steps"})
+    driver_memory: str = field(default="2g", metadata={"help": "spark.driver.memory (local sessions only)"})
+    executor_memory: str = field(default="", metadata={"help": "spark.executor.memory ('' = Spark's default)"})
+    task_max_failures: int = field(default=4, metadata={"help": "spark.task.maxFailures (cluster masters)"})
+    model_files: list[str] = field(default_factory=list, metadata={
+        "help": "extra files to ship to executors (models named by step attributes are found automatically)"})
+    keep_work: bool = field(default=False, metadata={"help": "keep the intermediate _work/ folder"})
+    conf: dict[str, str] = field(default_factory=dict, metadata={"help": "extra Spark conf as JSON"})
+
+    def __post_init__(self) -> None:
+        from corpusmix.config import ConfigError
+
+        if self.batch_rows < 1:
+            raise ConfigError(f"spark.batch_rows must be >= 1, got {self.batch_rows}")
+        if self.partitions < 0:
+            raise ConfigError(f"spark.partitions must be >= 0, got {self.partitions}")
+
+
+# ----------------------------------------------------------------------------------------- session
+
+def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:
+    """A SparkSession for the engine (``set_master=False`` under spark-submit, which sets the master)."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(cfg.app_name)
+    if set_master and cfg.master:
+        builder = builder.master(cfg.master)
+    settings = {
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(cfg.batch_rows),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.task.maxFailures": str(cfg.task_max_failures),
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if set_master and cfg.master.startswith("local"):
+        settings["spark.driver.memory"] = cfg.driver_memory
+    if cfg.executor_memory:
+        settings["spark.executor.memory"] = cfg.executor_memory
+    settings.update({k: str(v) for k, v in cfg.conf.items()})
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
+
+
+# ------------------------------------------------------------------------------------------- input
+
+def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
+    """Documents from Parquet files/folders or JSON lines (``.jsonl``, ``.jsonl.gz``; any Spark URI).
+
+    ``domain`` defaults to ``unknown`` and ``source`` to ``unknown`` when absent (docs/formats.md).
+    """
+    from pyspark.sql import functions as F
+
+    if not inputs:
+        raise ValueError("no input given; pass --input PATH (Parquet file/folder or JSONL) at least once")
+    frames = []
+    for path in inputs:
+        lower = str(path).lower()
+        if any(lower.endswith(s) for s in (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".jsonl.bz2")):
+            df = spark.read.json(str(path))
+        elif lower.endswith(".jsonl.zst"):
+            raise ValueError(f"{path}: Spark has no zstd JSON codec by default; convert it to Parquet "
+                             "or .jsonl.gz first")
+        else:
+            df = spark.read.parquet(str(path))
+        missing = [c for c in ("id", "text") if c not in df.columns]
+        if missing:
+            raise ValueError(f"{path}: documents lack column(s) {missing}; every document needs `id` and `text`")
+        for c in ("domain", "source"):
+            if c not in df.columns:
+                df = df.withColumn(c, F.lit("unknown"))
+        frames.append(df)
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other, allowMissingColumns=True)
+    return df.select(*[F.col(c).cast("string") if c in BASE_COLUMNS else F.col(c) for c in df.columns])
+
+
+# ------------------------------------------------------------------------------------ model files
+
+def _walk_values(obj: Any, depth: int = 0) -> Iterator[tuple[Any, str, Any]]:
+    """(owner, attribute, value) for attributes of step objects, two levels deep."""
+    if depth > 2 or not hasattr(obj, "__dict__"):
+        return
+    for name, value in list(vars(obj).items()):
+        yield obj, name, value
+        if hasattr(value, "__dict__") and not isinstance(value, type) and value.__class__.__module__.split(".")[0] in (
+                "curate", "datatrove", "corpusmix"):
+            yield from _walk_values(value, depth + 1)
+
+
+def find_model_files(steps: Sequence[Any]) -> list[str]:
+    """Absolute paths of model files that step attributes name (shipped to executors as Spark files)."""
+    found: list[str] = []
+    for step in steps:
+        for _, _, value in _walk_values(step):
+            if isinstance(value, str | PurePath) and str(value).lower().endswith(MODEL_SUFFIXES):
+                p = Path(value)
+                if p.is_file() and str(p.resolve()) not in found:
+                    found.append(str(p.resolve()))
+    return found
+
+
+def localise_model_paths(steps: Sequence[Any], shipped: dict[str, str]) -> int:
+    """On an executor: point step attributes that name a shipped model at its local SparkFiles copy."""
+    if not shipped:
+        return 0
+    from pyspark import SparkFiles
+
+    changed = 0
+    for step in steps:
+        for owner, name, value in _walk_values(step):
+            if isinstance(value, str | PurePath):
+                key = str(Path(value).resolve()) if str(value) else ""
+                if key in shipped:
+                    local = SparkFiles.get(shipped[key])
+                    if os.path.exists(local):
+                        setattr(owner, name, type(value)(local) if isinstance(value, PurePath) else local)
+                        changed += 1
+    return changed
+
+
+def _process_steps(key: str, blob: bytes, shipped: dict[str, str]) -> list[Any]:
+    steps = _PROCESS_CHAINS.get(key)
+    if steps is None:
+        steps = pickle.loads(blob)
+        localise_model_paths(steps, shipped)
+        _PROCESS_CHAINS[key] = steps
+    return steps
+
+
+# ----------------------------------------------------------------------------- per-document steps
+
+def _empty_step_stats() -> dict[str, Any]:
+    return {"docs_in": 0, "bytes_in": 0, "kept": 0, "dropped": {}, "seconds": 0.0}
+
+
+def apply_steps(steps: Sequence[Any], docs: list[Any], stats: dict[str, dict[str, Any]]
+                ) -> list[tuple[Any, str | None, str | None]]:
+    """Run ``steps`` in order on datatrove Documents; ``(doc, drop_step, drop_reason)`` per document.
+
+    Uses each step's ``filter_batch`` in chunks of its ``batch_size`` (datatrove's contract), so
+    batched scorers run batched here as well. ``stats`` is updated in place (contract of stats.json).
+    """
+    fate: dict[int, tuple[str, str]] = {}
+    alive = list(range(len(docs)))
+    for step in steps:
+        name = step.step_name
+        st = stats.setdefault(name, _empty_step_stats())
+        t0 = time.perf_counter()
+        st["docs_in"] += len(alive)
+        st["bytes_in"] += sum(len(docs[i].text.encode("utf-8")) for i in alive)
+        size = max(int(getattr(step, "batch_size", 1) or 1), 1)
+        survivors = []
+        for s in range(0, len(alive), size):
+            chunk = alive[s:s + size]
+            results = step.filter_batch([docs[i] for i in chunk])
+            for i, res in zip(chunk, results, strict=True):
+                keep, reason = (res, None) if isinstance(res, bool) else (res[0], res[1] if len(res) > 1 else None)
+                if keep:
+                    survivors.append(i)
+                else:
+                    reason = reason or DEFAULT_REASON
+                    fate[i] = (name, reason)
+                    st["dropped"][reason] = st["dropped"].get(reason, 0) + 1
+        st["kept"] += len(survivors)
+        st["seconds"] += time.perf_counter() - t0
+        alive = survivors
+    return [(d, *fate.get(i, (None, None))) for i, d in enumerate(docs)]
+
+
+def _to_docs(rows: list[dict[str, Any]], base: Sequence[str]) -> list[Any]:
+    from datatrove.data import Document
+
+    docs = []
+    for r in rows:
+        meta = {k: v for k, v in r.items() if k not in ("id", "text")}
+        docs.append(Document(text=r["text"] if r["text"] is not None else "", id=r["id"], metadata=meta))
+    return docs
+
+
+def _to_batch(results: list[tuple[Any, str | None, str | None]], schema: pa.Schema) -> pa.RecordBatch:
+    cols: dict[str, list[Any]] = {n: [] for n in schema.names}
+    for doc, step, reason in results:
+        cols["id"].append(doc.id)
+        cols["text"].append(doc.text)
+        cols[DROP_STEP].append(step)
+        cols[DROP_REASON].append(reason)
+        cols[STATS_COL].append(None)
+        for n in schema.names:
+            if n not in ("id", "text", DROP_STEP, DROP_REASON, STATS_COL):
+                v = doc.metadata.get(n)
+                cols[n].append(v)
+    return pa.RecordBatch.from_pydict(cols, schema=schema)
+
+
+def _stats_batch(stats: dict[str, Any], schema: pa.Schema) -> pa.RecordBatch:
+    cols = {n: [None] for n in schema.names}
+    cols[STATS_COL] = [json.dumps(stats)]
+    return pa.RecordBatch.from_pydict(cols, schema=schema)
+
+
+def make_partition_fn(key: str, blob_bc: Any, shipped: dict[str, str], schema: pa.Schema,
+                      step_names: list[str]) -> Any:
+    """The ``mapInArrow`` function: Arrow batches of documents in, annotated/decided batches out."""
+    base = list(BASE_COLUMNS)
+
+    def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        steps = _process_steps(key, blob_bc.value, shipped)
+        stats: dict[str, Any] = {n: _empty_step_stats() for n in step_names}
+        rows = 0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows += batch.num_rows
+            docs = _to_docs(batch.to_pylist(), base)
+            yield _to_batch(apply_steps(steps, docs, stats), schema)
+        stats[ROWS_KEY] = rows
+        yield _stats_batch(stats, schema)
+
+    return run_partition
+
+
+def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: list[dict[str, Any]]
+                        ) -> pa.Schema:
+    """Input columns, then the columns the steps add (types from docs/formats.md or a sample run)."""
+    names = list(input_schema.names)
+    fields = [input_schema.field(n) for n in names]
+    declared: list[str] = []
+    for step in steps:
+        for c in getattr(step, "columns", ()) or ():
+            if c not in names and c not in declared:
+                declared.append(c)
+    sampled: dict[str, list[Any]] = {}
+    if sample:
+        docs = _to_docs(sample, BASE_COLUMNS)
+        apply_steps(steps, docs, {})
+        for d in docs:
+            for k, v in d.metadata.items():
+                if k not in names:
+                    sampled.setdefault(k, []).append(v)
+    for c in list(sampled):
+        if c not in declared:
+            declared.append(c)
+    for c in declared:
+        if c in KNOWN_TYPES:
+            tp = KNOWN_TYPES[c]
+        else:
+            values = [v for v in sampled.get(c, []) if v is not None]
+            tp = pa.array(values).type if values else pa.string()
+            if pa.types.is_null(tp):
+                tp = pa.string()
+            if pa.types.is_large_string(tp):
+                tp = pa.string()
+        fields.append(pa.field(c, tp))
+    fields += [pa.field(DROP_STEP, pa.string()), pa.field(DROP_REASON, pa.string()),
+               pa.field(STATS_COL, pa.string())]
+    return pa.schema(fields)
+
+
+def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequence[str] = (),
+              sample_rows: int = 64) -> tuple[Any, list[str]]:
+    """Apply per-document ``steps`` with ``mapInArrow``; returns (annotated DataFrame, step names).
+
+    The DataFrame has every input row (plus one statistics row per partition, ``_partition_stats``
+    not null) with the new columns and ``_drop_step``/``_drop_reason`` (null when kept).
+    """
+    from pyspark.serializers import CloudPickleSerializer
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    names = [s.step_name for s in steps]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"step names must be unique in one chain; repeated: {dup} (give each step its own step_name)")
+    blob = CloudPickleSerializer().dumps(list(steps))  # before any driver-side run loads models
+    key = hashlib.sha256(blob).hexdigest()[:20]
+    files = list(dict.fromkeys([*find_model_files(steps), *[str(Path(f).resolve()) if "://" not in f else f
+                                                               for f in model_files]]))
+    shipped: dict[str, str] = {}
+    sc = spark.sparkContext
+    already = set(_added_files(sc))
+    for f in files:
+        base = os.path.basename(f)
+        if base in shipped.values() and shipped.get(f) != base:
+            raise ValueError(f"two model files share the name {base!r}; rename one so executors can tell them apart")
+        if base not in already:
+            sc.addFile(f)
+        shipped[f] = base
+    if shipped:
+        log.info("shipping model files to executors", extra={"data": {"files": sorted(shipped)}})
+    in_schema = to_arrow_schema(df.schema)
+    sample = df.limit(sample_rows).toArrow().to_pylist() if sample_rows else []
+    sample_steps = pickle.loads(blob)  # a separate copy: its models stay on the driver
+    localise_model_paths(sample_steps, {})
+    out_schema = infer_output_schema(in_schema, sample_steps, sample)
+    fn = make_partition_fn(key, sc.broadcast(blob), shipped, out_schema, names)
+    return df.mapInArrow(fn, from_arrow_schema(out_schema)), names
+
+
+def _added_files(sc: Any) -> list[str]:
+    try:
+        return [os.path.basename(str(k)) for k in sc._jsc.sc().listFiles()]  # type: ignore[attr-defined]
+    except Exception:  # listFiles is a developer API; without it files are simply added again
+        return []
+
+
+# --------------------------------------------------------------------------------------- the chain
+
+def merge_stats(parts: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Sum per-partition statistics, steps in chain order."""
+    out = {n: _empty_step_stats() for n in names}
+    for part in parts:
+        for n, st in part.items():
+            o = out.setdefault(n, _empty_step_stats())
+            for k in ("docs_in", "bytes_in", "kept"):
+                o[k] += st[k]
+            o["seconds"] += st["seconds"]
+            for r, c in st["dropped"].items():
+                o["dropped"][r] = o["dropped"].get(r, 0) + c
+    for o in out.values():
+        o["seconds"] = round(o["seconds"], 3)
+        o["dropped"] = dict(sorted(o["dropped"].items()))
+    return out
+
+
+def _hadoop_fs(spark: Any, path: str) -> tuple[Any, Any]:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    jpath = jvm.org.apache.hadoop.fs.Path(path)
+    return jpath.getFileSystem(spark._jsc.hadoopConfiguration()), jpath  # type: ignore[attr-defined]
+
+
+def write_text(spark: Any, path: str, text: str) -> None:
+    """Write a small text file through Spark's filesystem layer (local, HDFS, S3, ...)."""
+    fs, jpath = _hadoop_fs(spark, path)
+    out = fs.create(jpath, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+
+
+def delete_path(spark: Any, path: str) -> None:
+    fs, jpath = _hadoop_fs(spark, path)
+    if fs.exists(jpath):
+        fs.delete(jpath, True)
+
+
+def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup: Any = None,
+              cfg: SparkConfig | None = None, spark: Any = None, set_master: bool = True) -> dict[str, Any]:
+    """Run the curation chain on Spark; writes ``curated/<domain>.parquet``, ``drops.parquet``, ``stats.json``.
+
+    ``steps`` are the per-document steps; ``dedup`` (a ``DedupConfig`` or None) adds global
+    deduplication after them as step ``dedup``. Returns the stats dict written to ``stats.json``.
+    Spark jobs: one sample for the output schema, one pass that runs the steps and materialises
+    their result, one small collect of the statistics, then one write per output (plus dedup's).
+    """
+    from pyspark.sql import functions as F
+
+    cfg = cfg or SparkConfig()
+    spark = spark or get_session(cfg, set_master=set_master)
+    output = str(output).rstrip("/")
+    work = f"{output}/_work"
+    t_start = time.perf_counter()
+    df = read_documents(spark, inputs)
+    if cfg.partitions:
+        df = df.repartition(cfg.partitions)
+    mapped, names = map_steps(spark, df, steps, model_files=cfg.model_files)
+    # one materialisation: the steps run exactly once per document, every output below reads it
+    mapped.write.mode("overwrite").parquet(f"{work}/annotated")
+    ann = spark.read.parquet(f"{work}/annotated")
+    part_stats = [json.loads(r[0]) for r in ann.where(F.col(STATS_COL).isNotNull()).select(STATS_COL).collect()]
+    docs_in = sum(p.pop(ROWS_KEY) for p in part_stats)
+    stats = merge_stats(part_stats, names)
+    docs = ann.where(F.col(STATS_COL).isNull())
+    kept = docs.where(F.col(DROP_STEP).isNull()).drop(DROP_STEP, DROP_REASON, STATS_COL)
+    drops = docs.where(F.col(DROP_STEP).isNotNull()).select(
+        "id", F.col(DROP_STEP).alias("step"), F.col(DROP_REASON).alias("reason"), "domain")
+    n_kept = stats[names[-1]]["kept"] if names else docs_in
+    if dedup is not None:
+        kept, drops = _dedup_stage(spark, kept, drops, dedup, stats, work, n_in=n_kept)
+        n_kept = stats["dedup"]["kept"]
+    _write_outputs(spark, kept, drops, output, work)
+    totals = {"docs_in": docs_in, "kept": n_kept, "dropped": docs_in - n_kept}
+    n_drops = sum(sum(s["dropped"].values()) for s in stats.values())
+    if n_drops != totals["dropped"]:
+        raise RuntimeError(f"statistics do not add up: {n_drops} drops counted, {totals['dropped']} documents "
+                           "missing from the output")
+    result = {"steps": stats, "totals": totals,
+              "engine": {"name": "spark", "master": spark.sparkContext.master,
+                         "seconds": round(time.perf_counter() - t_start, 3)}}
+    write_text(spark, f"{output}/stats.json", json.dumps(result, indent=2) + "\n")
+    if not cfg.keep_work:
+        delete_path(spark, work)
+    log.info("spark curation done", extra={"data": {"output": output, **totals}})
+    return result
+
+
+def _dedup_stage(spark: Any, kept: Any, drops: Any, dedup_cfg: Any, stats: dict[str, Any], work: str,
+                 *, n_in: int) -> tuple[Any, Any]:
+    """Global dedup of the kept documents with the dedup module's Spark shuffles; duplicates are drops."""
+    from pyspark.sql import functions as F
+
+    from curate.dedup.spark import dedup_dataframe
+
+    t0 = time.perf_counter()
+    bytes_in = kept.select(F.sum(F.octet_length("text"))).first()[0]
+    marked = dedup_dataframe(kept, dedup_cfg)
+    marked.write.mode("overwrite").parquet(f"{work}/dedup")
+    marked = spark.read.parquet(f"{work}/dedup")
+    dup = marked.where(F.col("is_duplicate"))
+    by_reason = {r[0]: r[1] for r in dup.groupBy(F.concat(F.coalesce("dup_kind", F.lit("near")), F.lit("_dup")))
+                 .count().collect()}
+    n_dup = sum(by_reason.values())
+    stats["dedup"] = {"docs_in": n_in, "bytes_in": int(bytes_in or 0), "kept": n_in - n_dup,
+                      "dropped": dict(sorted(by_reason.items())), "seconds": round(time.perf_counter() - t0, 3)}
+    new_drops = dup.select("id", F.lit("dedup").alias("step"),
+                           F.concat(F.coalesce("dup_kind", F.lit("near")), F.lit("_dup")).alias("reason"), "domain")
+    return marked.where(~F.col("is_duplicate")), drops.unionByName(new_drops)
+
+
+def _write_outputs(spark: Any, kept: Any, drops: Any, output: str, work: str) -> None:
+    """``curated/<domain>.parquet`` folders and ``drops.parquet``, one Spark job each.
+
+    Kept documents are written once, partitioned by a copy of ``domain`` (the files keep the
+    ``domain`` column, same schema as the local engine); each ``_part=<domain>`` folder is then
+    renamed to ``curated/<domain>.parquet`` through the Hadoop filesystem API.
+    """
+    from pyspark.sql import functions as F
+
+    staged = f"{work}/curated"
+    (kept.withColumn(PART_COL, F.coalesce(F.col("domain"), F.lit("unknown")))
+     .repartition(PART_COL).sortWithinPartitions("id")
+     .write.mode("overwrite").option("compression", "zstd").partitionBy(PART_COL).parquet(staged))
+    delete_path(spark, f"{output}/curated")
+    fs, root = _hadoop_fs(spark, f"{output}/curated")
+    fs.mkdirs(root)
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    for status in fs.listStatus(jvm.org.apache.hadoop.fs.Path(staged)):
+        name = status.getPath().getName()
+        if status.isDirectory() and name.startswith(PART_COL + "="):
+            domain = _unescape(name[len(PART_COL) + 1:])
+            fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(f"{output}/curated/{domain}.parquet"))
+    (drops.coalesce(1).sortWithinPartitions("id").write.mode("overwrite")
+     .option("compression", "zstd").parquet(f"{output}/drops.parquet"))
+
+
+def _unescape(value: str) -> str:
+    """Undo Spark's escaping of partition values in folder names (``%2F`` etc.)."""
+    from urllib.parse import unquote
+
+    return unquote(value)

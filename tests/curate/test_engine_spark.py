@@ -1,0 +1,254 @@
+"""The Spark engine: same decisions as a plain datatrove run, model shipping, retries after a failure.
+
+One Spark session (``local[2,2]``: 2 cores, 2 attempts per task) serves every test of the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+
+from datatrove.data import Document  # noqa: E402
+
+from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
+from curate.engine_spark import SparkConfig, apply_steps, find_model_files, get_session, run_spark  # noqa: E402
+from curate.steps.base import Annotator, CurationStep, ThresholdFilter  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ------------------------------------------------------------------ small steps of the test's own
+class WordCount(Annotator):
+    step_name = "word_count"
+    columns = ("n_words",)
+
+    def annotate(self, doc: Document) -> None:
+        doc.metadata["n_words"] = len(doc.text.split())
+
+
+class Lowercase(Annotator):
+    """Rewrites the text (bytes_in of later steps must follow the rewritten text)."""
+
+    step_name = "lowercase"
+
+    def annotate(self, doc: Document) -> None:
+        doc.text = " ".join(doc.text.lower().split())
+
+
+class AlphaRatio(CurationStep):
+    step_name = "alpha_ratio"
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        if not doc.text:
+            return False, "empty"
+        ratio = sum(c.isalpha() for c in doc.text) / len(doc.text)
+        return True if ratio >= 0.6 else (False, "low_alpha")
+
+
+class StopwordModel(Annotator):
+    """Loads a 'model' (a word list file) lazily, once per process, and logs every load."""
+
+    step_name = "stopwords"
+    columns = ("stop_frac",)
+
+    def __init__(self, model_path: str, load_log: str) -> None:
+        super().__init__()
+        self.model_path = model_path
+        self.load_log = load_log
+        self._words: set[str] | None = None
+
+    def annotate(self, doc: Document) -> None:
+        if self._words is None:
+            self._words = set(Path(self.model_path).read_text().split())
+            with open(self.load_log, "a") as fh:
+                fh.write(f"{os.getpid()}\t{self.model_path}\n")
+        words = doc.text.split()
+        doc.metadata["stop_frac"] = sum(w in self._words for w in words) / max(len(words), 1)
+
+
+class FailOnce(CurationStep):
+    """Raises (a task failure, not a drop) the first time it sees ``doc_id``; a marker file remembers."""
+
+    step_name = "fail_once"
+
+    def __init__(self, doc_id: str, marker: str) -> None:
+        super().__init__()
+        self.doc_id = doc_id
+        self.marker = marker
+
+    def filter(self, doc: Document) -> bool:
+        if doc.id == self.doc_id and not os.path.exists(self.marker):
+            Path(self.marker).write_text(str(os.getpid()))
+            raise RuntimeError("injected failure on the first attempt")
+        return True
+
+
+def chain(model: Path, load_log: Path) -> list:
+    return [Lowercase(), WordCount(), ThresholdFilter(column="n_words", min_value=20, step_name="min_words"),
+            AlphaRatio(), StopwordModel(str(model), str(load_log)),
+            ThresholdFilter(column="stop_frac", min_value=0.15, step_name="stop_frac")]
+
+
+# ---------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # executors cannot import tests/
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = get_session(SparkConfig(master="local[2,2]", conf={"spark.ui.enabled": "false"}))
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("raw")
+    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(out)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("models") / "stopwords.bin"
+    p.write_text("the of and a to in is that it for as with was on be by this are")
+    return p
+
+
+def reference(docs: list[dict], steps: list) -> tuple[set[str], dict[str, tuple[str, str]], dict[str, dict]]:
+    """A plain datatrove run: each step's own ``run`` generator, drops read from its exclusion writer."""
+
+    class Sink:
+        def __init__(self) -> None:
+            self.rows: list[Document] = []
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+        def write(self, doc: Document, rank: int = 0) -> None:
+            self.rows.append(doc)
+
+    data = [Document(text=d["text"], id=d["id"], metadata={k: d[k] for k in ("domain", "source")}) for d in docs]
+    drops: dict[str, tuple[str, str]] = {}
+    counts: dict[str, dict] = {}
+    for step in steps:
+        sink = Sink()
+        step.exclusion_writer = sink
+        n_in = len(data)
+        data = list(step.run(iter(data)))
+        for d in sink.rows:
+            drops[d.id] = (step.step_name, d.metadata["filter_reason"])
+        counts[step.step_name] = {"docs_in": n_in, "kept": len(data)}
+    return {d.id for d in data}, drops, counts
+
+
+def read_outputs(out: Path) -> tuple[dict[str, dict], dict[str, tuple[str, str]], dict]:
+    kept = {}
+    for folder in sorted((out / "curated").glob("*.parquet")):
+        for row in pq.read_table(folder).to_pylist():
+            assert row["domain"] == folder.name[:-len(".parquet")]
+            kept[row["id"]] = row
+    drops = {r["id"]: (r["step"], r["reason"]) for r in pq.read_table(out / "drops.parquet").to_pylist()}
+    return kept, drops, json.loads((out / "stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def spark_run(spark, raw: Path, model: Path, tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("spark_run")
+    log = tmp / "loads.log"
+    stats = run_spark(inputs=[str(raw / "docs")], output=str(tmp / "out"), steps=chain(model, log),
+                      cfg=SparkConfig(partitions=6), spark=spark)
+    return tmp / "out", stats, log
+
+
+# ------------------------------------------------------------------------------------------- tests
+def test_same_decisions_as_datatrove_run(spark_run, raw: Path, model: Path, tmp_path: Path) -> None:
+    out, stats, _ = spark_run
+    docs = pq.read_table(raw / "docs").to_pylist()
+    want_kept, want_drops, want_counts = reference(docs, chain(model, tmp_path / "ref.log"))
+    kept, drops, written = read_outputs(out)
+    assert written == json.loads(json.dumps(stats))
+    assert set(kept) == want_kept
+    assert drops == want_drops
+    assert 0 < len(kept) < len(docs) and len({s for s, _ in drops.values()}) >= 3
+    for name, c in want_counts.items():
+        assert stats["steps"][name]["docs_in"] == c["docs_in"], name
+        assert stats["steps"][name]["kept"] == c["kept"], name
+        st = stats["steps"][name]
+        assert st["docs_in"] == st["kept"] + sum(st["dropped"].values())
+        reasons = {}
+        for step, reason in want_drops.values():
+            if step == name:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        assert st["dropped"] == reasons
+    assert stats["totals"] == {"docs_in": len(docs), "kept": len(want_kept), "dropped": len(want_drops)}
+    # bytes_in follows the text as rewritten by earlier steps
+    lowered = sum(len(" ".join(d["text"].lower().split()).encode()) for d in docs)
+    assert stats["steps"]["word_count"]["bytes_in"] == lowered
+    assert stats["steps"]["lowercase"]["bytes_in"] == sum(len(d["text"].encode()) for d in docs)
+
+
+def test_output_schema_and_values(spark_run, raw: Path) -> None:
+    out, _, _ = spark_run
+    kept, _, _ = read_outputs(out)
+    first = pq.read_table(next((out / "curated").glob("*.parquet")))
+    assert first.column_names[:4] == ["id", "text", "domain", "source"]
+    assert first.schema.field("n_words").type == "int64"
+    assert first.schema.field("stop_frac").type == "double"
+    assert not any(c.startswith("_") for c in first.column_names)
+    docs = {r["id"]: r for r in pq.read_table(raw / "docs").to_pylist()}
+    for doc_id, row in list(kept.items())[:200]:
+        text = " ".join(docs[doc_id]["text"].lower().split())
+        assert row["text"] == text and row["n_words"] == len(text.split())
+        assert row["source"] == docs[doc_id]["source"]
+
+
+def test_models_shipped_and_loaded_once_per_process(spark_run, model: Path) -> None:
+    _, _, log = spark_run
+    loads = [line.split("\t") for line in log.read_text().splitlines()]
+    executor = [(pid, path) for pid, path in loads if pid != str(os.getpid())]
+    assert executor, "the executors loaded the model"
+    assert all(path != str(model) and Path(path).name == model.name for _, path in executor), \
+        "executors read the shipped SparkFiles copy, not the driver's path"
+    pids = [pid for pid, _ in executor]
+    assert len(pids) == len(set(pids)), "one load per executor Python process"
+    assert len(pids) < 6, "fewer loads than partitions: workers kept the model between tasks"
+    assert find_model_files(chain(model, log)) == [str(model.resolve())]
+
+
+def test_failed_task_is_retried_with_identical_output(spark, spark_run, raw: Path, model: Path,
+                                                      tmp_path: Path) -> None:
+    out, stats, _ = spark_run
+    docs = pq.read_table(raw / "docs").to_pylist()
+    marker = tmp_path / "failed-once"
+    steps = [FailOnce(docs[len(docs) // 2]["id"], str(marker)), *chain(model, tmp_path / "loads.log")]
+    stats2 = run_spark(inputs=[str(raw / "docs")], output=str(tmp_path / "out"), steps=steps,
+                       cfg=SparkConfig(partitions=6), spark=spark)
+    assert marker.exists(), "the first attempt failed"
+    kept, drops, _ = read_outputs(out)
+    kept2, drops2, _ = read_outputs(tmp_path / "out")
+    assert kept2 == kept and drops2 == drops
+    assert stats2["steps"]["fail_once"]["docs_in"] == len(docs) == stats2["steps"]["fail_once"]["kept"]
+    for name, st in stats["steps"].items():
+        assert {k: v for k, v in stats2["steps"][name].items() if k != "seconds"} == \
+            {k: v for k, v in st.items() if k != "seconds"}
+    assert stats2["totals"] == stats["totals"]
+
+
+def test_apply_steps_counts_every_document() -> None:
+    docs = [Document(text=t, id=str(i)) for i, t in enumerate(["", "abc def", "123 456 789 0"])]
+    stats: dict = {}
+    res = apply_steps([AlphaRatio()], docs, stats)
+    assert [(s, r) for _, s, r in res] == [("alpha_ratio", "empty"), (None, None), ("alpha_ratio", "low_alpha")]
+    assert stats["alpha_ratio"]["docs_in"] == 3 and stats["alpha_ratio"]["kept"] == 1
+    assert stats["alpha_ratio"]["dropped"] == {"empty": 1, "low_alpha": 1}
