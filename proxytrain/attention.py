@@ -1,0 +1,124 @@
+"""Document-masked causal attention backends behind one switch (``attn_backend``).
+
+- ``flash``: flash-attn's ``flash_attn_varlen_func`` on CUDA; packed documents become separate
+  sequences through ``cu_seqlens`` computed from ``segment_ids`` (imported only when used).
+- ``sdpa``: PyTorch ``scaled_dot_product_attention`` with a block-diagonal causal boolean mask built
+  from ``segment_ids`` (rows of one document and no padding take the plain ``is_causal`` path).
+- ``flex``: PyTorch FlexAttention with a ``create_block_mask`` document mask. It runs on CPU in
+  torch 2.13, but unfused (it materialises the scores) unless compiled, and compiling it costs
+  ~25 s here, so it is an explicit choice, not the CPU default.
+- ``auto``: ``flash`` when flash-attn imports and the tensors are on CUDA, else ``sdpa``.
+
+Padding positions (segment id -1) attend among themselves (never to a document), so no row of the
+mask is empty and no NaN appears; their outputs are ignored by the loss.
+
+``prepare_attention(segment_ids, backend)`` runs once per forward (outside any compiled block) and
+``attend(q, k, v, ctx)`` once per layer with q/k/v as [B, H, S, D].
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+BACKENDS = ("auto", "sdpa", "flex", "flash")
+
+
+@functools.cache
+def flash_available() -> bool:
+    try:
+        import flash_attn  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_backend(name: str, device: torch.device | str) -> str:
+    """Turn ``auto`` into a concrete backend for ``device``; refuse impossible choices clearly."""
+    if name not in BACKENDS:
+        raise ValueError(f"attn_backend must be one of {BACKENDS}, got {name!r}")
+    dev = torch.device(device).type
+    if name == "auto":
+        return "flash" if dev == "cuda" and flash_available() else "sdpa"
+    if name == "flash":
+        if dev != "cuda":
+            raise ValueError("attn_backend=flash needs a CUDA device; use sdpa (or auto) on CPU")
+        if not flash_available():
+            raise ValueError("attn_backend=flash but flash-attn is not installed: "
+                             "pip install 'corpusmix[gpu]', or use attn_backend=sdpa")
+    return name
+
+
+@dataclass
+class AttnContext:
+    """Per-batch attention inputs shared by every layer."""
+
+    backend: str
+    mask: torch.Tensor | None = None  # sdpa: [B, 1, S, S] bool, None with is_causal
+    block_mask: Any = None  # flex: BlockMask
+    cu_seqlens: torch.Tensor | None = None  # flash: int32 [n_seqs + 1]
+    max_seqlen: int = 0
+
+
+def document_mask(segment_ids: torch.Tensor) -> torch.Tensor:
+    """[B, S, S] bool: query i may see key j iff j <= i and both are in the same segment."""
+    s = segment_ids.shape[1]
+    causal = torch.ones(s, s, dtype=torch.bool, device=segment_ids.device).tril()
+    return (segment_ids[:, :, None] == segment_ids[:, None, :]) & causal
+
+
+def cu_seqlens_from_segments(segment_ids: torch.Tensor) -> torch.Tensor:
+    """int32 boundaries of the runs of equal segment ids, row by row, in the flattened [B*S] batch."""
+    b, s = segment_ids.shape
+    starts = torch.ones_like(segment_ids, dtype=torch.bool)
+    starts[:, 1:] = segment_ids[:, 1:] != segment_ids[:, :-1]
+    idx = torch.nonzero(starts.reshape(-1), as_tuple=False).flatten()
+    end = torch.tensor([b * s], device=segment_ids.device, dtype=idx.dtype)
+    return torch.cat([idx, end]).to(torch.int32)
+
+
+def prepare_attention(segment_ids: torch.Tensor, backend: str) -> AttnContext:
+    backend = resolve_backend(backend, segment_ids.device)
+    b, s = segment_ids.shape
+    if backend == "flash":
+        return AttnContext("flash", cu_seqlens=cu_seqlens_from_segments(segment_ids), max_seqlen=s)
+    if backend == "flex":
+        from torch.nn.attention.flex_attention import create_block_mask
+
+        seg = segment_ids
+
+        def doc_causal(bi, h, qi, ki):  # noqa: ANN001 - flex's mask_mod signature
+            return (seg[bi, qi] == seg[bi, ki]) & (qi >= ki)
+
+        return AttnContext("flex", block_mask=create_block_mask(doc_causal, b, None, s, s,
+                                                                device=str(segment_ids.device)))
+    # sdpa: one document per row and no padding is plain causal attention (fast kernel path)
+    if bool((segment_ids == segment_ids[:, :1]).all()) and bool((segment_ids >= 0).all()):
+        return AttnContext("sdpa")
+    return AttnContext("sdpa", mask=document_mask(segment_ids)[:, None])
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
+    """Attention of q [B, H, S, D] over k/v [B, Hkv, S, D] (Hkv divides H); returns [B, H, S, D]."""
+    gqa = k.shape[1] != q.shape[1]
+    if ctx.backend == "flash":
+        from flash_attn import flash_attn_varlen_func
+
+        b, h, s, d = q.shape
+        # flash-attn computes in fp16/bf16 only; fp32 runs get bf16 attention
+        half = q.dtype if q.dtype in (torch.float16, torch.bfloat16) else torch.bfloat16
+        q_, k_, v_ = (t.transpose(1, 2).reshape(b * s, t.shape[1], d).to(half) for t in (q, k, v))
+        out = flash_attn_varlen_func(q_, k_, v_, ctx.cu_seqlens, ctx.cu_seqlens, ctx.max_seqlen,
+                                     ctx.max_seqlen, causal=True)
+        return out.view(b, s, h, d).transpose(1, 2).to(q.dtype)
+    if ctx.backend == "flex":
+        from torch.nn.attention.flex_attention import flex_attention
+
+        return flex_attention(q, k, v, block_mask=ctx.block_mask, enable_gqa=gqa)
+    if ctx.mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, enable_gqa=gqa)

@@ -1,0 +1,413 @@
+"""The training loop: flat and readable top to bottom (nanoGPT-like); parallelism comes from outside.
+
+Run it through the CLI (``corpusmix train``, see ``proxytrain.train_cli``) or in-process::
+
+    result = train(TrainConfig(model="tiny", steps=200), source=SyntheticSource(vocab_size=512, seq_len=128))
+
+What one step does: ``grad_accum`` micro-batches, each a forward + per-token loss whose sum is
+divided by the GLOBAL number of target tokens of the step (all micro-batches, all ranks), so the
+gradient is exact whatever the split; FSDP sums the gradients over ranks. Then the spike guard,
+global-norm clipping, AdamW, and the log record (JSONL + dvclive + tqdm). Checkpoints every
+``ckpt_every`` steps (atomic, see ``proxytrain.checkpoint``) and auto-resume from the latest one,
+with data cursor and RNG state, so a killed run continues with exactly the same losses on CPU.
+
+Spike guard: a non-finite loss or gradient norm, or a loss above ``spike_factor`` × the median of
+the last ``spike_window`` accepted losses, skips the batch (no optimizer step). ``spike_max_consecutive``
+spikes in a row roll back to the last checkpoint, keep the data cursor (the bad data is skipped, as
+in PaLM), and multiply the learning rate by ``spike_lr_factor``. Everything is logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from corpusmix.config import ConfigError
+from corpusmix.logging import get_logger
+from proxytrain import checkpoint as ckpt
+from proxytrain.flops import flops_per_token, mfu, peak_flops
+from proxytrain.model import (
+    ModelConfig,
+    build_model,
+    count_params,
+    domain_sums,
+    evaluate,
+    lr_at,
+    make_optimizer,
+    per_token_loss,
+    target_mask,
+)
+from proxytrain.parallel import all_reduce_sum, is_distributed, parallelize, setup_distributed
+
+log = get_logger("proxytrain.train")
+
+
+class BatchSource(Protocol):
+    """Where batches come from (see ``proxytrain.train_cli`` for shards, pools and synthetic data).
+
+    ``next_batch(n)`` returns the trainer-batch dict of docs/formats.md with a leading batch
+    dimension (``tokens`` int64 [n, S], ``segment_ids`` int32 [n, S], ``domain_id`` int64 [n]);
+    ``state_dict()`` is the JSON-able data cursor saved in checkpoints.
+    """
+
+    domains: list[str]
+    vocab_size: int
+
+    def next_batch(self, n: int) -> dict[str, torch.Tensor]: ...
+
+    def eval_batches(self, n: int, count: int) -> list[dict[str, torch.Tensor]]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def _f(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run reads from ``params.yaml``'s ``train:`` section."""
+
+    model: str = _f("tiny", "model preset: tiny | small | medium | 125m | 350m")
+    d_model: int = _f(0, "override the preset's width (0 = preset)")
+    n_layers: int = _f(0, "override the preset's depth (0 = preset)")
+    n_heads: int = _f(0, "override the preset's heads (0 = preset)")
+    vocab_size: int = _f(0, "0 = from the tokenizer / data source")
+    n_kv_heads: int = _f(0, "grouped-query attention heads (0 = n_heads)")
+    tie_embeddings: bool = _f(True, "share input embedding and output head")
+    seq_len: int = _f(256, "tokens per row (shards: must match the manifest)")
+    steps: int = _f(1000, "optimizer steps in the whole run")
+    micro_batch_size: int = _f(8, "rows per rank per micro-batch")
+    grad_accum: int = _f(1, "micro-batches per optimizer step")
+    lr: float = _f(1e-3, "peak learning rate")
+    min_lr: float = _f(1e-4, "learning rate at the end of the cosine")
+    warmup_steps: int = _f(100, "linear warmup steps")
+    weight_decay: float = _f(0.1, "AdamW weight decay on matrices (not norms)")
+    beta1: float = _f(0.9, "AdamW beta1")
+    beta2: float = _f(0.95, "AdamW beta2")
+    grad_clip: float = _f(1.0, "clip the global gradient norm (0 = off)")
+    dtype: str = _f("auto", "auto (fp32 on CPU, bf16 on CUDA) | fp32 | bf16")
+    attn_backend: str = _f("auto", "auto | sdpa | flex | flash")
+    compile: bool = _f(False, "torch.compile each block")
+    activation_checkpointing: bool = _f(False, "recompute blocks in backward")
+    device: str = _f("auto", "auto | cpu | cuda")
+    seed: int = _f(0, "init and data seed")
+    ckpt_every: int = _f(200, "checkpoint every N steps (0 = off)")
+    keep_checkpoints: int = _f(3, "complete checkpoints kept (0 = all)")
+    resume: bool = _f(True, "resume from the latest complete checkpoint in out_dir")
+    eval_every: int = _f(100, "per-domain validation loss every N steps (0 = off)")
+    eval_batches: int = _f(4, "validation batches per domain")
+    spike_factor: float = _f(3.0, "skip a batch whose loss exceeds this x the recent median")
+    spike_window: int = _f(50, "accepted losses the median is taken over")
+    spike_min_history: int = _f(20, "accepted losses needed before the factor test is active")
+    spike_max_consecutive: int = _f(3, "spikes in a row that trigger a rollback")
+    spike_lr_factor: float = _f(0.5, "lr multiplier after a rollback")
+    max_rollbacks: int = _f(3, "rollbacks before the run gives up with an error")
+    overfit_one_batch: bool = _f(False, "train on the first batch only (sanity check: loss -> ~0)")
+    out_dir: str = _f("runs/train", "log, dvclive and checkpoint folder")
+    data: str = _f("", "shards folder (manifest.json) or pools folder (pools.json); empty = synthetic")
+    val_data: str = _f("", "validation shards/pools folder (pools: its held-out split by default)")
+    mixture: str = _f("", "mixture.json for pools data (default: token shares)")
+    tokenizer: str = _f("", "tokenizer.json the data must have been made with (hash checked)")
+    tokenizer_sha256: str = _f("", "or: the expected tokenizer sha256")
+    dvclive: bool = _f(True, "write dvclive metrics for dvc plots")
+    progress: bool = _f(True, "tqdm progress bar")
+
+    def resolved_dtype(self, device: torch.device) -> str:
+        if self.dtype == "auto":
+            return "bf16" if device.type == "cuda" else "fp32"
+        if self.dtype not in ("fp32", "bf16"):
+            raise ConfigError(f"dtype must be auto, fp32 or bf16, got {self.dtype!r}")
+        return self.dtype
+
+
+def model_config(cfg: TrainConfig, vocab_size: int) -> ModelConfig:
+    """The ModelConfig a TrainConfig describes (preset plus explicit overrides)."""
+    shape = {k: getattr(cfg, k) for k in ("d_model", "n_layers", "n_heads") if getattr(cfg, k)}
+    return ModelConfig.preset(cfg.model, vocab_size=vocab_size, max_seq_len=cfg.seq_len, n_kv_heads=cfg.n_kv_heads,
+                              tie_embeddings=cfg.tie_embeddings, attn_backend=cfg.attn_backend, **shape)
+
+
+@dataclass
+class TrainResult:
+    model: torch.nn.Module
+    history: list[dict[str, Any]]
+    val: dict[str, float]
+    step: int
+
+
+class SpikeGuard:
+    """Decides whether a step's loss is a spike; its state is saved in checkpoints."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.recent: list[float] = []
+        self.consecutive = 0
+        self.rollbacks = 0
+        self.lr_scale = 1.0
+
+    def check(self, loss: float, grad_norm: float | None = None) -> str | None:
+        """None when fine, else the reason (``non_finite`` or ``spike``)."""
+        if not math.isfinite(loss) or (grad_norm is not None and not math.isfinite(grad_norm)):
+            return "non_finite"
+        c = self.cfg
+        if c.spike_factor > 0 and len(self.recent) >= c.spike_min_history:
+            if loss > c.spike_factor * statistics.median(self.recent):
+                return "spike"
+        return None
+
+    def accept(self, loss: float) -> None:
+        self.consecutive = 0
+        self.recent = (self.recent + [loss])[-self.cfg.spike_window:]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"recent": self.recent, "consecutive": self.consecutive, "rollbacks": self.rollbacks,
+                "lr_scale": self.lr_scale}
+
+    def load_state_dict(self, s: dict[str, Any]) -> None:
+        self.recent, self.consecutive = list(s["recent"]), int(s["consecutive"])
+        self.rollbacks, self.lr_scale = int(s["rollbacks"]), float(s["lr_scale"])
+
+
+def _param_norm(model: torch.nn.Module) -> float:
+    from torch.distributed.tensor import DTensor
+
+    sq = torch.zeros((), dtype=torch.float64, device=next(model.parameters()).device)
+    for p in model.parameters():
+        t = p.to_local() if isinstance(p, DTensor) else p
+        sq += t.detach().double().pow(2).sum()
+    return float(all_reduce_sum(sq).sqrt())
+
+
+def _grad_norm_clip(model: torch.nn.Module, clip: float) -> float:
+    params = [p for p in model.parameters() if p.grad is not None]
+    norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"), foreach=True)
+    if hasattr(norm, "full_tensor"):
+        norm = norm.full_tensor()
+    return float(norm)
+
+
+class _Logger:
+    """JSONL + dvclive + tqdm, on rank 0 only."""
+
+    def __init__(self, cfg: TrainConfig, out: Path, start: int, rank: int, resumed: bool) -> None:
+        self.on = rank == 0
+        self.fh = self.live = self.bar = None
+        if not self.on:
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        self.fh = open(out / "train_log.jsonl", "a" if resumed else "w")
+        if cfg.dvclive:
+            from dvclive import Live
+
+            self.live = Live(dir=str(out / "dvclive"), resume=resumed, save_dvc_exp=False, dvcyaml=None)
+        if cfg.progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=cfg.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+
+    def record(self, rec: dict[str, Any]) -> None:
+        if not self.on:
+            return
+        self.fh.write(json.dumps(rec) + "\n")
+        self.fh.flush()
+        if self.live is not None:
+            self.live.step = rec["step"]
+            for k, v in rec.items():
+                if k != "step" and isinstance(v, int | float) and v is not None and math.isfinite(v):
+                    self.live.log_metric(k.replace("/", "_"), v, plot=True)  # "loss" vs "loss/x" would clash
+            self.live.next_step()
+        if self.bar is not None and "loss" in rec:
+            self.bar.n = rec["step"] + 1
+            self.bar.set_postfix(loss=f"{rec['loss']:.4f}", refresh=False)
+            self.bar.refresh()
+
+    def event(self, rec: dict[str, Any]) -> None:
+        """Guard events (skips, rollbacks): JSONL only, they are not metrics."""
+        if self.fh:
+            self.fh.write(json.dumps(rec) + "\n")
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh:
+            self.fh.close()
+        if self.live is not None:
+            self.live.end()
+        if self.bar is not None:
+            self.bar.close()
+
+
+def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | None = None,
+          on_step: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
+    """Run (or resume) a training run; ``on_step(step, record)`` is called after every step.
+
+    Under torchrun, ``source`` must already be this rank's share of the data.
+    """
+    rank, world, device = setup_distributed(cfg.device)
+    dtype = cfg.resolved_dtype(device)
+    torch.manual_seed(cfg.seed)
+    domains = source.domains
+    vocab = cfg.vocab_size or source.vocab_size
+    if vocab < source.vocab_size:
+        raise ConfigError(f"vocab_size={vocab} is smaller than the data's vocabulary {source.vocab_size}")
+
+    # ---- model, parallelism, optimizer
+    mcfg = model_config(cfg, vocab)
+    model = build_model(mcfg, device, materialize=False)
+    parallelize(model, _ParallelOpts(cfg.activation_checkpointing, cfg.compile, dtype))
+    model.to_empty(device=device)
+    model.init_weights(cfg.seed)
+    optimizer = make_optimizer(model, cfg)
+    # single process bf16: autocast (FSDP runs cast the parameters through its policy instead)
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bf16" and not is_distributed()
+                else contextlib.nullcontext())
+    guard = SpikeGuard(cfg)
+    out = Path(cfg.out_dir)
+    ckpt_dir = out / "checkpoints"
+
+    # ---- resume
+    step, resumed = 0, False
+    latest = ckpt.latest_checkpoint(ckpt_dir) if cfg.resume else None
+    if latest is not None:
+        extra = ckpt.load_checkpoint(latest, model, optimizer)
+        step, resumed = int(extra["step"]), True
+        source.load_state_dict(extra["data"])
+        guard.load_state_dict(extra["guard"])
+        ckpt.set_rng_state(extra["rng"], device)
+        log.info("resumed", extra={"data": {"checkpoint": str(latest), "step": step}})
+
+    def save(at: int) -> None:
+        ckpt.save_checkpoint(ckpt_dir, at, model, optimizer, {
+            "data": source.state_dict(), "guard": guard.state_dict(), "rng": ckpt.rng_state(device),
+            "scheduler": {"step": at, "lr_scale": guard.lr_scale}}, keep=cfg.keep_checkpoints)
+
+    n_params = count_params(model)
+    flops_tok = flops_per_token(mcfg, model, seq_len=cfg.seq_len)
+    peak = peak_flops(device, dtype)
+    tokens_per_step = cfg.micro_batch_size * cfg.seq_len * cfg.grad_accum * world
+    val_batches = _val_batches(cfg, val_source)
+    logger = _Logger(cfg, out, step, rank, resumed)
+    if rank == 0:
+        log.info("start", extra={"data": {"params_non_embedding": n_params, "world": world, "device": str(device),
+                                          "dtype": dtype, "tokens_per_step": tokens_per_step,
+                                          "config": asdict(cfg)}})
+    fixed = [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)] \
+        if cfg.overfit_one_batch else None
+    history: list[dict[str, Any]] = []
+    val: dict[str, float] = {}
+
+    model.train()
+    try:
+        while step < cfg.steps:
+            t0 = time.perf_counter()
+            lr = lr_at(step, cfg) * guard.lr_scale
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            micro = fixed or [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)]
+            micro = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in micro]
+            for b in micro:
+                if int(b["tokens"].max()) >= vocab or int(b["tokens"].min()) < 0:
+                    raise ConfigError(f"token id {int(b['tokens'].max())} outside the vocabulary 0..{vocab - 1}: "
+                                      "the data was made with another tokenizer; pass the right --tokenizer")
+            n_tgt = torch.tensor(float(sum(target_mask(b["segment_ids"]).sum() for b in micro)), device=device)
+            n_tgt = all_reduce_sum(n_tgt).clamp_min(1.0)
+
+            # ---- forward / backward over the micro-batches
+            sums = torch.zeros(2, len(domains), dtype=torch.float64, device=device)
+            for i, b in enumerate(micro):
+                if is_distributed():
+                    model.set_requires_gradient_sync(i == len(micro) - 1)
+                with autocast:
+                    logits = model(b["tokens"], b["segment_ids"])
+                loss_tok, mask = per_token_loss(logits, b["tokens"], b["segment_ids"])
+                (loss_tok.sum() / n_tgt).backward()
+                sums += domain_sums(loss_tok, mask, b["domain_id"], len(domains))
+            all_reduce_sum(sums)
+            loss = float(sums[0].sum() / sums[1].sum().clamp_min(1.0))
+            grad_norm = _grad_norm_clip(model, cfg.grad_clip)
+
+            # ---- spike guard, then the update
+            reason = guard.check(loss, grad_norm)
+            if reason is not None:
+                optimizer.zero_grad(set_to_none=True)
+                guard.consecutive += 1
+                rec = {"step": step, "event": "skip", "reason": reason, "loss": loss, "grad_norm": grad_norm,
+                       "consecutive": guard.consecutive}
+                log.warning("loss spike: batch skipped", extra={"data": rec})
+                logger.event(rec)
+                history.append(rec)
+                if guard.consecutive >= cfg.spike_max_consecutive:
+                    step = _rollback(cfg, ckpt_dir, model, optimizer, guard, device, step, logger, history)
+                continue
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            guard.accept(loss)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            dt = time.perf_counter() - t0
+            tps = tokens_per_step / dt
+            rec = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm, "param_norm": _param_norm(model),
+                   "tokens_per_s": tps, "mfu": mfu(tps, flops_tok, peak, world), "step_s": dt}
+            for d, name in enumerate(domains):
+                if sums[1, d] > 0:
+                    rec[f"loss/{name}"] = float(sums[0, d] / sums[1, d])
+            step += 1
+            if val_batches and cfg.eval_every > 0 and (step % cfg.eval_every == 0 or step == cfg.steps):
+                val = evaluate(model, val_batches, domains, reduce=all_reduce_sum)
+                rec.update({f"val_loss/{k}": v for k, v in val.items()})
+            logger.record(rec)
+            history.append(rec)
+            if cfg.ckpt_every > 0 and (step % cfg.ckpt_every == 0 or step == cfg.steps):
+                save(step)
+            if on_step is not None:
+                on_step(step, rec)
+    finally:
+        logger.close()
+    return TrainResult(model=model, history=history, val=val, step=step)
+
+
+@dataclass
+class _ParallelOpts:
+    activation_checkpointing: bool
+    compile: bool
+    dtype: str
+
+
+def _val_batches(cfg: TrainConfig, val_source: BatchSource | None) -> list[dict[str, torch.Tensor]]:
+    if val_source is None or cfg.eval_every <= 0:
+        return []
+    return val_source.eval_batches(cfg.micro_batch_size, cfg.eval_batches)
+
+
+def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+              guard: SpikeGuard, device: torch.device, step: int, logger: _Logger,
+              history: list[dict[str, Any]]) -> int:
+    """Reload the latest checkpoint's model/optimizer, keep the data cursor, lower the lr."""
+    latest = ckpt.latest_checkpoint(ckpt_dir)
+    if latest is None:
+        raise RuntimeError(f"{guard.consecutive} loss spikes in a row at step {step} and no checkpoint to roll "
+                           "back to: lower lr, raise warmup_steps, or set ckpt_every")
+    if guard.rollbacks >= cfg.max_rollbacks:
+        raise RuntimeError(f"loss keeps spiking after {guard.rollbacks} rollbacks (step {step}): lower lr or "
+                           "inspect the data around this step")
+    extra = ckpt.load_checkpoint(latest, model, optimizer)
+    rollbacks, scale = guard.rollbacks + 1, guard.lr_scale * cfg.spike_lr_factor
+    guard.load_state_dict(extra["guard"])
+    guard.rollbacks, guard.lr_scale, guard.consecutive = rollbacks, scale, 0
+    back = int(extra["step"])
+    rec = {"step": step, "event": "rollback", "to_step": back, "lr_scale": scale, "rollbacks": rollbacks}
+    log.warning("rolled back after repeated loss spikes", extra={"data": rec})
+    logger.event(rec)
+    history.append(rec)
+    return back
