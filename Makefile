@@ -29,11 +29,13 @@ setup: system-deps $(VENV)/.installed lmplz
 lmplz: $(VENV)/.installed
 	$(BIN)/corpusmix curate build-lmplz
 
+# Both run inside a network namespace with only loopback (scripts/offline.sh): proof that nothing
+# is downloaded at run time.
 demo: setup
-	. $(BIN)/activate && dvc repro && dvc metrics show
+	. $(BIN)/activate && scripts/offline.sh dvc repro && dvc metrics show
 
 test: setup
-	. $(BIN)/activate && python -m pytest -q tests
+	. $(BIN)/activate && scripts/offline.sh python -m pytest -q tests
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
