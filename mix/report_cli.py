@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     written = write_report(report, cfg.output, markdown=cfg.markdown)
     for path, why in inputs.skipped:
         log.info("input skipped", extra={"data": {"file": path, "reason": why}})
-    hl = report.headline
+    c = report.callout
     log.info("report written", extra={"data": {
-        **written, "sections": [s.key for s in report.sections], "chosen": hl.chosen if hl else None,
-        "verdict": hl.verdict if hl else None, "skipped": len(inputs.skipped)}})
+        **written, "sections": [s.key for s in report.sections], "headline": c.title if c else None,
+        "verdict": c.verdict if c else None, "skipped": len(inputs.skipped)}})
     print(written["html"])
     return 0

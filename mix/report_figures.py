@@ -45,9 +45,8 @@ def funnel_figure(steps: Sequence[str], docs_in: Sequence[int], kept: Sequence[i
     y = np.arange(len(steps))
     ax1.barh(y, docs_in, color="#c8d3e6", label="docs in")
     ax1.barh(y, kept, color=color(0), label="kept")
-    for yi, (di, k) in enumerate(zip(docs_in, kept, strict=True)):
+    for yi, k in enumerate(kept):
         ax1.text(k, yi, f" {k:,}", va="center", fontsize=8)
-        del di
     ax1.set_yticks(y, steps)
     ax1.invert_yaxis()
     ax1.set_xlabel("documents")
@@ -97,14 +96,18 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], values: np.ndarray, *, tit
         shade = values - np.asarray(center, dtype=float)[None, :]
         lim = float(np.nanmax(np.abs(shade))) or 1.0
         im = ax.imshow(shade, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        dark = np.abs(shade) > 0.6 * lim
     else:
         im = ax.imshow(values, cmap="viridis_r", aspect="auto")
+        lo, hi = np.nanmin(values), np.nanmax(values)
+        dark = (values - lo) > 0.6 * ((hi - lo) or 1.0)  # viridis_r is dark at the high end
     ax.set_xticks(np.arange(len(cols)), cols, rotation=30, ha="right")
     ax.set_yticks(np.arange(len(rows)), rows)
     for i in range(len(rows)):
         for j in range(len(cols)):
             if np.isfinite(values[i, j]):
-                ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", fontsize=8)
+                ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", fontsize=8,
+                        color="white" if dark[i, j] else "black")
     fig.colorbar(im, ax=ax, label=cbar_label, shrink=0.9)
     ax.set_title(title)
     return _png(fig)
@@ -135,27 +138,36 @@ def spread_figure(names: Sequence[str], avg: Sequence[Sequence[float]], worst: S
 
 
 def curves_figure(curves: Mapping[str, Sequence[Sequence[tuple[float, float]]]], *, title: str,
-                  ylabel: str = "loss") -> bytes:
-    """One line per name (mean over its runs, on the steps they share) with a min-max band."""
-    fig = _figure(9, 4)
-    ax = fig.subplots()
+                  ylabel: str = "loss", zoom: bool = False) -> bytes:
+    """One line per name (mean over its runs, on the steps they share) with a min-max band.
+
+    ``zoom`` adds a right panel with the last half of the steps on its own y range, where curves
+    that overlap at full scale separate.
+    """
+    fig = _figure(12 if zoom else 9, 4)
+    axes = fig.subplots(1, 2 if zoom else 1, squeeze=False)[0]
+    lines = []
     for i, (name, runs) in enumerate(curves.items()):
         runs = [r for r in runs if r]
         if not runs:
             continue
         common = sorted(set.intersection(*[{s for s, _ in r} for r in runs]))
         if not common:
-            common = sorted({s for s, _ in runs[0]})
-            runs = runs[:1]
+            common, runs = sorted({s for s, _ in runs[0]}), runs[:1]
         mats = np.array([[dict(r)[s] for s in common] for r in runs])
-        ax.plot(common, mats.mean(axis=0), color=color(i), label=f"{name} ({len(runs)} run{'s' * (len(runs) > 1)})")
-        if len(runs) > 1:
-            ax.fill_between(common, mats.min(axis=0), mats.max(axis=0), color=color(i), alpha=0.2)
-    ax.set_xlabel("step")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+        lines.append((name, i, np.array(common), mats))
+    for k, ax in enumerate(axes):
+        for name, i, steps, mats in lines:
+            keep = steps >= (steps.min() + steps.max()) / 2 if k == 1 else np.ones(len(steps), dtype=bool)
+            ax.plot(steps[keep], mats.mean(axis=0)[keep], color=color(i),
+                    label=f"{name} ({len(mats)} run{'s' * (len(mats) > 1)})")
+            if len(mats) > 1:
+                ax.fill_between(steps[keep], mats.min(axis=0)[keep], mats.max(axis=0)[keep], color=color(i), alpha=0.2)
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title if k == 0 else "last half (zoomed)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
     return _png(fig)
 
 

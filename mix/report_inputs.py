@@ -86,6 +86,9 @@ def collect_inputs(paths: Iterable[str | Path]) -> ReportInputs:
         for f in files:
             label = str(f.relative_to(root)) if root.is_dir() else f.name
             if root.is_dir():
+                if "dvclive" in f.relative_to(root).parts[:-1]:
+                    out.skipped.append((str(f), "dvclive output (train_log.jsonl holds the same metrics)"))
+                    continue
                 label = f"{root.name}/{label}" if root.name else label
             try:
                 _classify(f, label, out)

@@ -21,8 +21,9 @@ import pytest
 
 from corpusmix.cli import main
 from mix.ablation import compare
-from mix.report import ReportConfig, build_report, headline, render_html, tidy_tables, write_report
+from mix.report import ReportConfig, build_report, headline, tidy_tables, write_report
 from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
+from mix.report_render import render_html
 
 DOMAINS = ["code", "legal", "literature", "news", "reference"]
 # per-mixture base loss per domain; seeds add the offsets below (same for every domain of a seed)
@@ -133,6 +134,7 @@ def _pipeline_outputs(root: Path) -> Path:
                 rec.update({f"val_loss/{d}": 3.5 + i * 0.1 for i, d in enumerate(DOMAINS)})
             fh.write(json.dumps(rec) + "\n")
         fh.write("{truncated\n")
+    _write(root / "train" / "dvclive" / "metrics.json", {"step": 50, "loss": 3.3})
     return root
 
 
@@ -163,6 +165,7 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
     assert "proxy-run cache" in skipped["0123abcd.json"]
     assert "not a drops file" in skipped["part-0.parquet"]
     assert "1 malformed line" in skipped["train_log.jsonl"]
+    assert "dvclive" in skipped["metrics.json"]
 
 
 def test_headline_picks_lowest_average_and_measures_it_in_seed_spreads():
@@ -178,6 +181,10 @@ def test_headline_picks_lowest_average_and_measures_it_in_seed_spreads():
     assert nat.avg_spread == pytest.approx(0.02, abs=1e-9)  # every mixture's seeds span 0.012 - (-0.008)
     assert nat.avg_units == pytest.approx(nat.avg_delta / 0.02, rel=1e-9)
     assert nat.worst_delta == pytest.approx(4.40 - 4.35, abs=1e-9)
+    assert nat.relative == pytest.approx(100 * nat.avg_delta / avg["natural"].mean(), rel=1e-9)
+    assert (nat.domains_lower, nat.n_domains) == (5, 5)
+    uni = next(c for c in hl.comparisons if c.other == "uniform")
+    assert uni.domains_lower == 5 and uni.worst_delta == pytest.approx(4.52 - 4.35, abs=1e-9)
     assert [c.other for c in hl.comparisons] == ["natural", "uniform"]
     assert all(c.verdict == "better beyond noise" for c in hl.comparisons)
     assert hl.verdict.startswith("Use regmix")
@@ -234,7 +241,7 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path):
     steps = tables["Documents per step"].rows
     assert [r[0] for r in steps] == ["normalise", "langid", "quality", "dedup"]
     assert steps[2][1:5] == [1080, 980, 100, pytest.approx(100 * 100 / 1080)]
-    assert all(r[-1] == "" for r in steps)  # docs_in = kept + dropped everywhere
+    assert all(r[-1] == "ok" for r in steps)  # docs_in = kept + dropped everywhere
     per_dom = tables["Dropped documents per step and domain"]
     assert per_dom.columns == ["step", *DOMAINS, "total"]
     dedup = next(r for r in per_dom.rows if r[0] == "dedup")
@@ -243,9 +250,8 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path):
     assert toks[0] == ["code", 10_000, pytest.approx(10_000 / 150_000)]
     quality = {b.title: b for b in sec["quality"].blocks if hasattr(b, "rows")}
     flat = dict((r[0], r[1]) for r in quality[f"{outputs.name}/metrics/quality_metrics.json"].rows)
-    assert flat == {"langid.accuracy": 0.975, "langid.docs": 400, "junk.precision": 0.91, "junk.recall": 0.84}
-    dedup = next(t for n, t in quality.items() if n.endswith(": dedup"))
-    assert dedup.columns == ["", "precision", "recall", "f1"] and dedup.rows == [["pairs", 0.99, 0.9, 0.9429]]
+    assert flat == {"langid.accuracy": 0.975, "langid.docs": 400, "junk.precision": 0.91, "junk.recall": 0.84,
+                    "dedup.pairs.precision": 0.99, "dedup.pairs.recall": 0.9, "dedup.pairs.f1": 0.9429}
     pii = next(t for n, t in quality.items() if n.endswith(": pii"))
     assert pii.columns == ["", "precision", "recall", "support"]
     assert pii.rows == [["EMAIL", 1.0, 0.97, 60], ["PHONE", 0.93, 0.88, 41]]
@@ -261,9 +267,19 @@ def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Pat
     _write(tmp_path / "stats.json", bad)
     rep = build_report(collect_inputs([tmp_path / "stats.json"]), ReportConfig())
     rows = next(b for b in rep.sections[0].blocks if getattr(b, "title", "").startswith("Documents")).rows
-    assert rows[-1][-1] == "docs_in ≠ kept + dropped" and rep.headline is None
+    assert rows[-1][-1] == "docs_in ≠ kept + dropped" and rep.callout is None
     t = tidy_tables({"per_lang": [{"lang": "de", "acc": 0.9}, {"lang": "fr", "acc": 0.95}], "n": 3}, "lid")
     assert t[0].rows == [["n", 3]] and t[1].columns == ["lang", "acc"] and t[1].rows[1] == ["fr", 0.95]
+    # the shape `corpusmix curate dedup-eval` writes: settings, then one object per dataset/method
+    dedup = {"threshold": 0.8, "num_perm": 128,
+             "labelled/ours_verified": {"precision": 0.98, "recall": 0.91, "f1": 0.9437, "tp": 91, "seconds": 1.2},
+             "labelled/datasketch": {"precision": 0.95, "recall": 0.9, "f1": 0.9243, "tp": 90, "seconds": 3.4},
+             "demo/ours_verified": {"precision": 1.0, "recall": 0.97, "f1": 0.9848}}
+    t = tidy_tables(dedup, "dedup")
+    assert t[0].rows == [["threshold", 0.8], ["num_perm", 128], ["demo/ours_verified.precision", 1.0],
+                         ["demo/ours_verified.recall", 0.97], ["demo/ours_verified.f1", 0.9848]]
+    assert t[1].columns == ["", "precision", "recall", "f1", "tp", "seconds"]
+    assert [r[0] for r in t[1].rows] == ["labelled/ours_verified", "labelled/datasketch"]
 
 
 def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
@@ -272,14 +288,14 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     assert len(imgs) >= 7
     for _, data in imgs:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
-    assert 'class="headline"' in page and "Chosen mixture: regmix" in page and "Use regmix" in page
+    assert 'class="headline"' in page and "Use: regmix" in page and "Use regmix: it beats natural" in page
     assert "<script" not in page and "http://" not in page and "https://" not in page  # self-contained
     md = Path(written["md"]).read_text()
     links = re.findall(r"!\[[^\]]*\]\((report_files/[^)]+\.png)\)", md)
     assert len(links) == len(imgs)
     for link in links:
         assert (Path(written["md"]).parent / link).read_bytes()[:4] == b"\x89PNG"
-    assert "> **Chosen mixture: regmix**" in md
+    assert "> **Use: regmix**" in md
     assert "| normalise | 1,200 | 1,195 | 5 |" in md
 
 
@@ -299,9 +315,12 @@ def test_write_report_without_markdown(outputs: Path, tmp_path: Path):
     rep = build_report(collect_inputs([outputs / "ablation"]), ReportConfig(chosen="natural"))
     written = write_report(rep, tmp_path / "r.html", markdown=False)
     assert set(written) == {"html"} and not (tmp_path / "r.md").exists()
-    assert rep.headline.chosen == "natural" and "named explicitly" in rep.headline.why
-    assert "worse than regmix" not in render_html(rep)  # baselines only: natural vs uniform
-    assert [c.other for c in rep.headline.comparisons] == ["uniform"]
+    assert rep.callout.title == "Chosen: natural (see the verdict)" and "named explicitly" in rep.callout.note
+    page = render_html(rep)
+    # compared with the baselines only; natural leads uniform by 0.012 < the 0.02 seed spread
+    assert "regmix" not in rep.callout.verdict and "is within noise of uniform (difference +0.0120" in page
+    assert 'class="headline caution"' in page
+    assert [r[0] for r in rep.callout.table.rows] == ["uniform"]
 
 
 CHECK_SCRIPT = """<script>

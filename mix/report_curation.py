@@ -1,0 +1,147 @@
+"""Curation sections of ``corpusmix report``: the funnel (documents per step, drop reasons, drops per
+domain, tokens per domain) and the quality metrics against the demo ground truth.
+
+Library module of :mod:`mix.report`. Metric files have no fixed schema (language ID, junk, PII and
+dedup evaluations each write their own JSON), so :func:`tidy_tables` renders whatever keys they hold:
+sibling objects with the same keys become one table (one row each), lists of flat objects become a
+table, and every other number lands in one ``metric | value`` table with a dotted key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mix import report_figures as figs
+from mix.report_inputs import ReportInputs
+from mix.report_render import Figure, Section, Table, fmt, slug
+
+
+def funnel_section(inputs: ReportInputs) -> Section | None:
+    if not inputs.stats and not inputs.drops and not inputs.tokens:
+        return None
+    sec = Section("funnel", "Curation funnel")
+    for label, st in inputs.stats.items():
+        steps = list(st["steps"])
+        rows, reasons = [], {}
+        for s in steps:
+            d = st["steps"][s]
+            reasons[s] = {str(k): int(v) for k, v in (d.get("dropped") or {}).items()}
+            n_drop = sum(reasons[s].values())
+            docs_in, kept = int(d.get("docs_in", 0)), int(d.get("kept", 0))
+            rows.append([s, docs_in, kept, n_drop, 100.0 * n_drop / docs_in if docs_in else 0.0,
+                         int(d["bytes_in"]) if "bytes_in" in d else None,
+                         float(d["seconds"]) if "seconds" in d else None,
+                         "ok" if docs_in == kept + n_drop else "docs_in ≠ kept + dropped"])
+        sec.blocks.append(Table(f"Documents per step ({label})",
+                                ["step", "docs in", "kept", "dropped", "dropped %", "bytes in", "seconds",
+                                 "check"], rows))
+        tot = st.get("totals")
+        if isinstance(tot, Mapping):
+            sec.blocks.append(Table(f"Totals ({label})", [str(k) for k in tot], [[_cell(v) for v in tot.values()]]))
+        sec.blocks.append(Figure(f"funnel_{slug(label)}", f"Curation funnel ({label})", figs.funnel_figure(
+            steps, [r[1] for r in rows], [r[2] for r in rows], reasons)))
+        rrows = [[s, r, n] for s in steps for r, n in sorted(reasons[s].items(), key=lambda kv: -kv[1])]
+        if rrows:
+            sec.blocks.append(Table(f"Drop reasons ({label})", ["step", "reason", "documents"], rrows))
+        per_dom = _per_domain_stats(st, label)
+        if per_dom is not None:
+            sec.blocks.append(per_dom)
+    for label, df in inputs.drops.items():
+        if "domain" in df.columns and len(df):
+            pv = df.pivot_table(index="step", columns="domain", values="id", aggfunc="count", fill_value=0)
+            pv = pv.reindex(list(dict.fromkeys(df["step"])))  # steps in pipeline order, domains sorted
+            sec.blocks.append(Table(f"Dropped documents per step and domain ({label})",
+                                    ["step", *map(str, pv.columns), "total"],
+                                    [[str(s), *[int(v) for v in row], int(sum(row))] for s, row in
+                                     zip(pv.index, pv.to_numpy().tolist(), strict=True)]))
+        dup = int(df["id"].duplicated().sum())
+        if dup:
+            sec.blocks.append(f"Warning: {dup} document id(s) in {label} are dropped more than once; every "
+                              "dropped document must have exactly one (step, reason).")
+    for label, toks in inputs.tokens.items():
+        total = sum(toks.values()) or 1
+        sec.blocks.append(Table(f"Tokens per domain after curation ({label})", ["domain", "tokens", "share"],
+                                [[d, int(n), n / total] for d, n in sorted(toks.items())]))
+    return sec
+
+
+def _per_domain_stats(st: Mapping[str, Any], label: str) -> Table | None:
+    """Per-step, per-domain counts when the stats carry a ``domains`` breakdown per step."""
+    rows, cols = [], []
+    for s, d in st["steps"].items():
+        doms = d.get("domains")
+        if not isinstance(doms, Mapping):
+            continue
+        for dom, vals in doms.items():
+            if isinstance(vals, Mapping):
+                cols += [k for k in vals if k not in cols]
+                rows.append((s, dom, vals))
+    if not rows:
+        return None
+    return Table(f"Per step and domain ({label})", ["step", "domain", *cols],
+                 [[s, dom, *[_cell(vals.get(k)) for k in cols]] for s, dom, vals in rows])
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}: {fmt(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return ", ".join(map(fmt, v))
+    return v
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _flat_dict(v: Any) -> bool:
+    return isinstance(v, Mapping) and bool(v) and all(_scalar(x) for x in v.values())
+
+
+def tidy_tables(obj: Any, title: str) -> list[Table]:
+    """Tables for any JSON value; see the module docstring for the rules."""
+    tables: list[Table] = []
+    flat: list[list[Any]] = []
+
+    def visit(prefix: str, node: Any) -> None:
+        if isinstance(node, Mapping):
+            groups: dict[frozenset, list[str]] = {}
+            for k, v in node.items():
+                if _flat_dict(v):
+                    groups.setdefault(frozenset(v), []).append(k)
+            tabled = set()
+            for keys in groups.values():
+                if len(keys) >= 2:
+                    cols = list(node[keys[0]])
+                    tables.append(Table(f"{title}: {prefix}" if prefix else title, ["", *cols],
+                                        [[k, *[node[k].get(c) for c in cols]] for k in keys]))
+                    tabled.update(keys)
+            for k, v in node.items():
+                if k not in tabled:
+                    visit(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(node, list) and node and all(_flat_dict(x) for x in node):
+            cols: list[str] = []
+            for rec in node:
+                cols += [k for k in rec if k not in cols]
+            tables.append(Table(f"{title}: {prefix}", cols, [[rec.get(c) for c in cols] for rec in node]))
+        elif isinstance(node, list) and all(_scalar(x) for x in node):
+            flat.append([prefix, ", ".join(fmt(x) for x in node[:20]) + (" …" if len(node) > 20 else "")])
+        elif _scalar(node):
+            flat.append([prefix, node])
+
+    visit("", obj)
+    if flat:
+        tables.insert(0, Table(title, ["metric", "value"], flat))
+    return tables
+
+
+def quality_section(inputs: ReportInputs) -> Section | None:
+    if not inputs.metrics:
+        return None
+    sec = Section("quality", "Curation quality against the ground truth")
+    sec.blocks.append("Every metric file found, rendered as-is (language ID, junk and PII detection, dedup "
+                      "pairs): sibling entries with the same fields share one table.")
+    for label, obj in inputs.metrics.items():
+        sec.blocks.extend(tidy_tables(obj, label))
+    return sec
