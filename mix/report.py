@@ -23,6 +23,7 @@ loss exceeds A's by more than the *seed spread*, the larger of the two max-min r
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -308,7 +309,13 @@ def search_section(inputs: ReportInputs) -> Section | None:
         mean = {d: float(np.mean([r.get(d, 0.0) for r in traj])) for d in doms}
         sec.blocks.append(Table(f"DoReMi weights ({label})", ["domain", "last step", "mean over steps"],
                                 [[d, float(traj[-1].get(d, 0.0)), mean[d]] for d in doms]))
+    seen: dict[str, str] = {}
     for label, fit in inputs.regmix_fits.items():
+        key = json.dumps(fit, sort_keys=True, default=str)
+        if key in seen:  # the same fit copied into a mixture's provenance
+            sec.blocks.append(f"The RegMix fit in {label} is the same as in {seen[key]}.")
+            continue
+        seen[key] = label
         rows = [[m, (fit.get(m) or {}).get("spearman"), (fit.get(m) or {}).get("pearson"),
                  (fit.get(m) or {}).get("mae"), fit.get("n_fit"), fit.get("n_heldout")] for m in ("lightgbm", "linear")]
         sec.blocks.append(Table(f"RegMix regression fit on held-out proxy runs ({label})",

@@ -29,7 +29,7 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
             reasons[s] = {str(k): int(v) for k, v in (d.get("dropped") or {}).items()}
             n_drop = sum(reasons[s].values())
             docs_in, kept = int(d.get("docs_in", 0)), int(d.get("kept", 0))
-            rows.append([s, docs_in, kept, n_drop, 100.0 * n_drop / docs_in if docs_in else 0.0,
+            rows.append([s, docs_in, kept, n_drop, f"{100.0 * n_drop / docs_in:.2f}%" if docs_in else "n/a",
                          int(d["bytes_in"]) if "bytes_in" in d else None,
                          float(d["seconds"]) if "seconds" in d else None,
                          "ok" if docs_in == kept + n_drop else "docs_in ≠ kept + dropped"])

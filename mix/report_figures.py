@@ -61,7 +61,7 @@ def funnel_figure(steps: Sequence[str], docs_in: Sequence[int], kept: Sequence[i
     ax2.set_xlabel("documents dropped")
     ax2.set_title("drops by reason")
     if all_reasons:
-        ax2.legend(fontsize=7, loc="best")
+        ax2.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return _png(fig)
 
 

@@ -110,7 +110,7 @@ figure{margin:1em 0} figure img{max-width:100%;height:auto;border:1px solid #eee
 figcaption{font-size:.9em;color:#555} .note{font-size:.85em;color:#555}
 """
 
-_NUMERIC = re.compile(r"^[+−-]?[\d,.]+(e[+-]?\d+)?(x|%)?( ± [\d.,e+-]+)?$|^n/a$")
+_NUMERIC = re.compile(r"^[+−-]?[\d,.]+(e[+-]?\d+)?(x|%|/\d+)?( ± [\d.,e+-]+)?$|^n/a$")
 
 
 def _td(v: Any) -> str:
