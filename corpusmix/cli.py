@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "curate.cli",
     "proxytrain.cli",
     "mix.report_cli",
+    "mix.cli",
 ]
 
 

@@ -148,3 +148,92 @@ def iterate_rounds(run_round, initial: np.ndarray, *, max_rounds: int, tol: floa
         if r > 0 and change < tol:
             break
     return ref, rounds
+
+
+def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True
+               ) -> dict:
+    """Full DoReMi (optionally iterated) on a token-pools folder; resumable through ``cache_dir``.
+
+    Returns ``{"weights": {domain: w}, "domains", "rounds", "trajectory": [{"round", "step",
+    domain: w, ...}], "seconds"}``. Each round's result is cached as JSON and its reference model
+    as a ``state_dict`` file, so a finished round (or reference) is never retrained.
+    """
+    import dataclasses
+    import json
+    import time
+    from pathlib import Path
+
+    from mix.mixture import natural_mixture
+    from mix.proxy import pool_domains, pools_fingerprint, proxy_key
+
+    cfg.validate()
+    tokens = pool_domains(pools_dir)
+    domains = list(tokens)
+    k = len(domains)
+    pcfg = dataclasses.replace(proxy_cfg, steps=cfg.steps)
+    if cfg.reference_mixture == "natural":
+        nat = natural_mixture(tokens)
+        ref0 = np.array([nat[d] for d in domains])
+    else:
+        ref0 = np.full(k, 1.0 / k)
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    fp = pools_fingerprint(pools_dir)
+    tag = f"doremi eta={cfg.eta} c={cfg.smoothing}"
+    t0 = time.perf_counter()
+    trajectory: list[dict] = []
+
+    def run_round(ref_w: np.ndarray, r: int) -> np.ndarray:
+        key = proxy_key(fp, ref_w, pcfg, seed, tag)
+        out = cache / f"doremi-{key}.json"
+        if not out.exists():
+            _log().info("doremi round", extra={"data": {"round": r, "reference": ref_w.tolist()}})
+            reference = _reference_model(pools_dir, ref_w, pcfg, seed, fp, cache)
+            dro = GroupDRO(k, eta=cfg.eta, smoothing=cfg.smoothing)
+            from mix.proxy import train_proxy
+
+            _, res = train_proxy(pools_dir, None, pcfg, seed=seed + 1, dro=dro, reference=reference,
+                                 progress=progress)
+            res.update(weights=dro.average().tolist(), history=[h.tolist() for h in dro.history],
+                       reference_weights=ref_w.tolist(), round=r)
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(json.dumps(res))
+            tmp.replace(out)
+        res = json.loads(out.read_text())
+        for step, h in enumerate(res["history"]):
+            trajectory.append({"round": r, "step": step, **dict(zip(domains, h, strict=True))})
+        return np.array(res["weights"])
+
+    if cfg.iterate:
+        final, rounds = iterate_rounds(run_round, ref0, max_rounds=cfg.max_rounds, tol=cfg.tol)
+    else:
+        final = run_round(ref0, 0)
+        rounds = [{"round": 0, "reference": ref0.tolist(), "weights": final.tolist(),
+                   "l1_change": l1_change(final, ref0)}]
+    final = final / final.sum()
+    return {"weights": dict(zip(domains, final.tolist(), strict=True)), "domains": domains, "rounds": rounds,
+            "trajectory": trajectory, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _log():
+    from corpusmix.logging import get_logger
+
+    return get_logger("mix.doremi")
+
+
+def _reference_model(pools_dir, ref_w: np.ndarray, pcfg, seed: int, fp: str, cache):
+    """Train (or load) the reference model on ``ref_w``; its weights are cached as a state dict."""
+    import torch
+
+    from mix.proxy import build_proxy_model, proxy_key, train_proxy
+
+    path = cache / f"reference-{proxy_key(fp, ref_w, pcfg, seed, 'reference')}.pt"
+    if path.exists():
+        model = build_proxy_model(pools_dir, pcfg, seed)
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model
+    model, _ = train_proxy(pools_dir, ref_w, pcfg, seed=seed)
+    tmp = path.with_suffix(".tmp")
+    torch.save(model.state_dict(), tmp)
+    tmp.replace(path)
+    return model

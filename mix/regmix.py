@@ -44,6 +44,8 @@ class RegMixConfig:
     max_epochs: float = field(default=4.0, metadata={"help": "cap: passes over a domain's tokens"})
     heldout_fraction: float = field(default=0.25, metadata={"help": "runs held out for Spearman"})
     target: str = field(default="avg", metadata={"help": "avg | worst | <domain name>"})
+    target_domains: list[str] = field(
+        default_factory=list, metadata={"help": "domains avg/worst are taken over (empty = all)"})
     candidates: int = field(default=100_000, metadata={"help": "mixtures searched"})
     top_k: int = field(default=100, metadata={"help": "best candidates averaged"})
     workers: int = field(default=2, metadata={"help": "parallel proxy processes"})
@@ -114,15 +116,15 @@ def sample_mixtures(prior: np.ndarray, n: int, *, concentrations: list[float], r
 
 
 def target_values(val_losses: list[dict[str, float]], target: str, domains: list[str]) -> np.ndarray:
-    """Regression target per run from per-domain validation losses."""
+    """Regression target per run from per-domain validation losses (avg/worst over ``domains``)."""
     if target not in ("avg", "worst") and target not in domains:
         raise ValueError(f"regmix target must be 'avg', 'worst' or one of {domains}, got {target!r}")
+    if target not in ("avg", "worst"):
+        return np.array([run[target] for run in val_losses], dtype=np.float64)
     rows = np.array([[run[d] for d in domains] for run in val_losses], dtype=np.float64)
     if target == "avg":
         return rows.mean(axis=1)
-    if target == "worst":
-        return rows.max(axis=1)
-    return rows[:, domains.index(target)]
+    return rows.max(axis=1)
 
 
 def split_heldout(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -235,3 +237,51 @@ def search(model, prior: np.ndarray, *, candidates: int, top_k: int, concentrati
     w /= w.sum()
     return w, {"candidates": int(candidates), "top_k": int(top_k),
                "best_predicted": float(best_p[0]), "topk_mean_predicted": float(best_p.mean())}
+
+
+def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_dir) -> dict:
+    """Full RegMix on a token-pools folder: sample, train (cached, parallel), fit, score, search.
+
+    Returns ``{"weights": {domain: w}, "report": {...}}``; the report holds the fit scores on the
+    held-out runs (``fit``), the search summary, and every run's weights, losses and target.
+    """
+    import time
+
+    from mix.proxy import pool_domains, train_proxies
+
+    cfg.validate()
+    t0 = time.perf_counter()
+    tokens = pool_domains(pools_dir)
+    domains = list(tokens)
+    avail = np.array([tokens[d] for d in domains], dtype=np.float64)
+    prior = avail / avail.sum()
+    tgt_domains = list(cfg.target_domains) or domains
+    unknown = sorted(set(tgt_domains) - set(domains))
+    if unknown:
+        raise ValueError(f"regmix target_domains {unknown} are not in the pools {domains}")
+    if cfg.target not in ("avg", "worst") and cfg.target not in domains:
+        raise ValueError(f"regmix target must be 'avg', 'worst' or one of {domains}, got {cfg.target!r}")
+    budget = proxy_cfg.steps * proxy_cfg.batch_size * proxy_cfg.seq_len
+    caps = epoch_caps(avail, budget, cfg.max_epochs)
+    rng = np.random.default_rng(seed)
+    x = sample_mixtures(prior, cfg.num_proxies, concentrations=cfg.concentrations, rng=rng, caps=caps)
+    results = train_proxies(pools_dir, [(w, seed) for w in x], proxy_cfg, cache_dir=cache_dir,
+                            workers=cfg.workers)
+    losses = [r["val_loss"] for r in results]
+    y = target_values(losses, cfg.target, tgt_domains)
+    fit_idx, held_idx = split_heldout(len(x), cfg.heldout_fraction, np.random.default_rng(seed + 1))
+    lgbm, lin, fit = fit_and_score(x, y, fit_idx, held_idx, rounds=cfg.lgbm_rounds, seed=seed)
+    # the final regressor uses every run: the held-out scores above measure how well this works
+    final = LGBMModel(rounds=cfg.lgbm_rounds, seed=seed).fit(x, y)
+    w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,
+                     concentrations=cfg.concentrations, rng=np.random.default_rng(seed + 2), caps=caps)
+    info["predicted_prior"] = float(final.predict(prior[None])[0])
+    info["predicted_chosen"] = float(final.predict(w[None])[0])
+    report = {
+        "domains": domains, "target": cfg.target, "target_domains": tgt_domains, "fit": fit,
+        "search": info, "prior": prior.tolist(), "caps": caps.tolist(), "budget_tokens": int(budget),
+        "runs": [{"weights": xi.tolist(), "val_loss": li, "target": float(yi), "heldout": bool(i in set(held_idx))}
+                 for i, (xi, li, yi) in enumerate(zip(x, losses, y, strict=True))],
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    return {"weights": dict(zip(domains, w.tolist(), strict=True)), "report": report}

@@ -1,0 +1,258 @@
+"""``corpusmix mix ...``: mixture search and selection.
+
+    corpusmix mix doremi   --input POOLS --output mixture.json [--preset tiny] [--seed 0]
+    corpusmix mix regmix   --input POOLS --output mixture.json [--preset tiny] [--target avg]
+    corpusmix mix select   --input POOLS --output mixture.json [--method natural] [--doremi F] [--regmix F]
+    corpusmix mix ablation --input POOLS --mixture NAME=FILE ... --output ablation.json [--seeds 3]
+
+``POOLS`` is a token-pools folder (``corpusmix tokenize pools``). Settings come from the ``mix:``
+section of ``params.yaml`` (``--params``), then the chosen preset (``mix.presets.<name>``, built-in
+defaults in :data:`PRESETS`), then command-line flags. Proxy runs are cached under ``--cache``
+(default: ``<output dir>/proxies``) so an interrupted search resumes without retraining.
+
+Outputs next to ``mixture.json``: DoReMi writes its weight trajectory (``--trajectory``, a CSV with
+``round, step`` and one column per domain, for ``dvc plots``); RegMix writes its fit report
+(``--report``: held-out Spearman/Pearson of LightGBM and linear, every run's weights and losses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+
+# Built-in presets; params.yaml ``mix.presets.<name>`` overrides them key by key.
+# tiny: the ~1M-non-embedding-parameter ``tiny`` model (d=128, 5 layers), seq 128, batch 8,
+#   150 steps (~150k tokens) per proxy, 24 RegMix proxies; sized for ~10 minutes per method on
+#   2 CPU cores. micro: a 2-layer d=64 model for tests and smoke runs.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "tiny": {
+        "proxy": {"model_preset": "tiny", "steps": 150, "batch_size": 8, "seq_len": 128, "lr": 3e-3,
+                  "warmup": 15, "val_batches": 4},
+        "doremi": {"steps": 150},
+        "regmix": {"num_proxies": 24},
+    },
+    "micro": {
+        "proxy": {"model_preset": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 80,
+                  "batch_size": 8, "seq_len": 64, "lr": 1e-2, "warmup": 8, "val_batches": 4},
+        "doremi": {"steps": 80},
+        "regmix": {"num_proxies": 24},
+    },
+}
+METHODS = ("doremi", "regmix", "uniform", "natural", "manual")
+
+
+def resolve(section: str, cls: type, params: dict[str, Any], preset: str, args: argparse.Namespace | None,
+            prefix: str = ""):
+    """``mix.<section>`` params, then ``mix.presets.<preset>.<section>``, then CLI flags."""
+    presets = copy.deepcopy(PRESETS)
+    for name, p in (params.get("presets") or {}).items():
+        for sec, vals in (p or {}).items():
+            presets.setdefault(name, {}).setdefault(sec, {}).update(vals or {})
+    if preset not in presets:
+        raise ConfigError(f"unknown mix preset {preset!r}; choose one of {sorted(presets)} or add it "
+                          "under mix.presets in params.yaml")
+    data = {**(params.get(section) or {}), **presets[preset].get(section, {})}
+    return config_from(cls, params=data, args=args, prefix=prefix, where=f"mix.{section} / preset {preset}")
+
+
+def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
+    from corpusmix import __version__
+    from mix.proxy import pools_fingerprint
+
+    meta = json.loads((Path(pools_dir) / "pools.json").read_text())
+    return {"input": str(pools_dir), "pools_sha": pools_fingerprint(pools_dir),
+            "tokenizer_sha256": meta.get("tokenizer_sha256"),
+            "tokens": {d: v["tokens"] for d, v in meta["domains"].items()},
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "corpusmix": __version__, **extra}
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", required=True, help="token-pools folder (pools.json + <domain>.bin)")
+    p.add_argument("--output", required=True, help="mixture.json to write")
+    p.add_argument("--params", default="params.yaml", help="params file (section mix)")
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    from mix.proxy import ProxyConfig
+
+    _common(p)
+    p.add_argument("--preset", default=None, help="mix.presets entry (default: mix.preset or tiny)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", default=None, help="proxy-run cache folder (default: <output dir>/proxies)")
+    add_config_args(p, ProxyConfig, prefix="proxy-")
+
+
+def _setup(args: argparse.Namespace):
+    from mix.proxy import ProxyConfig
+
+    params = load_params(args.params, "mix")
+    preset = args.preset or params.get("preset", "tiny")
+    pcfg = resolve("proxy", ProxyConfig, params, preset, args, prefix="proxy-")
+    out = Path(args.output)
+    cache = Path(args.cache) if args.cache else out.parent / "proxies"
+    return params, preset, pcfg, out, cache
+
+
+def cmd_doremi(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.mixture import save_mixture
+
+    params, preset, pcfg, out, cache = _setup(args)
+    cfg = resolve("doremi", DoReMiConfig, params, preset, args)
+    try:
+        cfg.validate()
+        res = run_doremi(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    traj = Path(args.trajectory) if args.trajectory else out.parent / "doremi_trajectory.csv"
+    write_trajectory(traj, res["trajectory"], res["domains"])
+    save_mixture(out, res["weights"], method="doremi",
+                 params={"doremi": asdict(cfg), "proxy": asdict(pcfg), "preset": preset, "seed": args.seed},
+                 provenance=_provenance(args.input, {"rounds": res["rounds"], "seconds": res["seconds"],
+                                                      "trajectory_file": str(traj)}))
+    print(json.dumps({"weights": res["weights"], "seconds": res["seconds"]}, indent=1))
+    return 0
+
+
+def write_trajectory(path: Path, trajectory: list[dict[str, Any]], domains: list[str]) -> None:
+    """DoReMi weights per step as CSV (``round, step, <domains>``; ``step`` counts over rounds)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["step", "round", *domains])
+        for i, rec in enumerate(trajectory):
+            w.writerow([i, rec["round"], *(f"{rec[d]:.6f}" for d in domains)])
+
+
+def cmd_regmix(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from mix.mixture import save_mixture
+    from mix.regmix import RegMixConfig, run_regmix
+
+    params, preset, pcfg, out, cache = _setup(args)
+    cfg = resolve("regmix", RegMixConfig, params, preset, args)
+    try:
+        cfg.validate()
+        res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    report = Path(args.report) if args.report else out.parent / "regmix_report.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(res["report"], indent=1))
+    save_mixture(out, res["weights"], method="regmix",
+                 params={"regmix": asdict(cfg), "proxy": asdict(pcfg), "preset": preset, "seed": args.seed},
+                 provenance=_provenance(args.input, {"fit": res["report"]["fit"], "search": res["report"]["search"],
+                                                      "report_file": str(report),
+                                                      "seconds": res["report"]["seconds"]}))
+    print(json.dumps({"weights": res["weights"], "fit": res["report"]["fit"]}, indent=1))
+    return 0
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    """Materialise the pipeline's chosen mixture (``mix.method``) into ``--output``."""
+    from mix.mixture import load_mixture, natural_mixture, save_mixture, uniform_mixture
+    from mix.proxy import pool_domains
+
+    params = load_params(args.params, "mix")
+    method = args.method or params.get("method", "natural")
+    if method not in METHODS:
+        raise ConfigError(f"mix method must be one of {list(METHODS)}, got {method!r}")
+    try:
+        tokens = pool_domains(args.input)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(str(exc)) from None
+    prov = _provenance(args.input, {"selected": method})
+    if method == "natural":
+        save_mixture(args.output, natural_mixture(tokens), method="natural", provenance=prov)
+    elif method == "uniform":
+        save_mixture(args.output, uniform_mixture(tokens), method="uniform", provenance=prov)
+    elif method == "manual":
+        weights = (params.get("manual") or {}).get("weights")
+        if not weights:
+            raise ConfigError("mix.method is manual but mix.manual.weights is empty in params.yaml; "
+                              "give {domain: weight} summing to 1")
+        w = {d: float(weights.get(d, 0.0)) for d in tokens} | {d: float(v) for d, v in weights.items()}
+        from mix.mixture import validate_mixture
+
+        save_mixture(args.output, validate_mixture(w, tokens), method="manual", provenance=prov)
+    else:
+        src = getattr(args, method) or (params.get("select") or {}).get(method)
+        if not src:
+            raise ConfigError(f"mix method {method}: pass --{method} FILE (the search's mixture.json)")
+        m = load_mixture(src, tokens)
+        save_mixture(args.output, m.weights, method=m.method, params=m.params,
+                     provenance={**m.provenance, "selected": method, "selected_from": str(src)})
+    print(Path(args.output).read_text())
+    return 0
+
+
+def cmd_ablation(args: argparse.Namespace) -> int:
+    from mix.ablation import run_ablation
+    from mix.mixture import load_mixture, natural_mixture, uniform_mixture
+    from mix.proxy import pool_domains
+
+    params, preset, pcfg, out, cache = _setup(args)
+    tokens = pool_domains(args.input)
+    mixtures: dict[str, dict[str, float]] = {}
+    for spec in args.mixture or ["natural", "uniform"]:
+        name, _, path = spec.partition("=")
+        if name == "natural" and not path:
+            mixtures[name] = natural_mixture(tokens)
+        elif name == "uniform" and not path:
+            mixtures[name] = uniform_mixture(tokens)
+        elif path:
+            mixtures[name] = load_mixture(path, tokens).weights
+        else:
+            raise ConfigError(f"--mixture {spec!r}: use NAME=FILE, or the built-ins natural / uniform")
+    avg_over = [d for d in (args.avg_over or "").split(",") if d] or None
+    rep = run_ablation(args.input, mixtures, pcfg, seeds=list(range(args.seeds)), cache_dir=cache,
+                       workers=args.workers, domains_for_avg=avg_over)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rep, indent=1))
+    for name, s in rep["mixtures"].items():
+        print(f"{name:>10s}  avg {s['avg']:.4f}  range {s['avg_range']:.4f}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from mix.doremi import DoReMiConfig
+    from mix.regmix import RegMixConfig
+
+    p = sub.add_parser("mix", help="mixture search (DoReMi, RegMix), selection and ablation",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    msub = p.add_subparsers(dest="mix_command", metavar="METHOD")
+    d = msub.add_parser("doremi", help="DoReMi: Group-DRO proxy against a reference model")
+    _search_args(d)
+    d.add_argument("--trajectory", default=None, help="weight trajectory CSV (default: next to --output)")
+    add_config_args(d, DoReMiConfig)
+    d.set_defaults(func=cmd_doremi)
+    r = msub.add_parser("regmix", help="RegMix: regression over many tiny proxy runs")
+    _search_args(r)
+    r.add_argument("--report", default=None, help="fit report JSON (default: next to --output)")
+    add_config_args(r, RegMixConfig)
+    r.set_defaults(func=cmd_regmix)
+    s = msub.add_parser("select", help="write the pipeline's chosen mixture (mix.method) to --output")
+    _common(s)
+    s.add_argument("--method", default=None, choices=METHODS, help="default: mix.method in params")
+    s.add_argument("--doremi", default=None, help="DoReMi mixture.json (method doremi)")
+    s.add_argument("--regmix", default=None, help="RegMix mixture.json (method regmix)")
+    s.set_defaults(func=cmd_select)
+    a = msub.add_parser("ablation", help="train the same proxy on each mixture with several seeds")
+    _search_args(a)
+    a.add_argument("--mixture", action="append", help="NAME=mixture.json, or natural / uniform (repeatable)")
+    a.add_argument("--seeds", type=int, default=3)
+    a.add_argument("--workers", type=int, default=2)
+    a.add_argument("--avg-over", default="", help="comma-separated domains of the average (default: all)")
+    a.set_defaults(func=cmd_ablation)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

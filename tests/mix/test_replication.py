@@ -1,0 +1,143 @@
+"""Replication of the mixture-search claims on real domains plus a pure random-token noise domain.
+
+Four real domains from /work/shared/corpora (capped to ~200k tokens each with a 512-token BPE
+vocabulary) and one domain of uniformly random token ids. With the ``micro`` preset proxies it checks:
+
+- DoReMi does not upweight the noise domain (its weight stays below the uniform 1/k the Group-DRO
+  weights start from) and its weights are stable across 3 seeds (per-domain range reported);
+- RegMix's LightGBM ranks held-out mixtures with Spearman >= 0.9, better than the linear model;
+- proxies trained on the DoReMi and RegMix mixtures against natural and uniform (3 seeds each):
+  the figures are recorded; the assertion is the one the issue asks for (beat by more than the
+  seed spread).
+
+The average loss (RegMix target and ablation) is taken over the real domains: the noise domain is
+a planted defect whose loss is irreducible, not a domain a model should be good at.
+Set ``CORPUSMIX_REPLICATION_OUT=path.json`` to keep the figures (docs/mix.md quotes them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CORPORA = Path("/work/shared/corpora")
+DOMAINS = ["code", "legal", "literature", "quotes"]
+CHARS_PER_DOMAIN = 400_000
+
+pytestmark = pytest.mark.slow
+
+
+def _subset(src: Path, dst: Path, max_chars: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(src, columns=["id", "text", "domain", "source"])
+    texts, n, keep = t.column("text").to_pylist(), 0, []
+    for i, x in enumerate(texts):
+        keep.append(i)
+        n += min(len(x), 20_000)
+        if n >= max_chars:
+            break
+    sub = t.take(keep)
+    sub = sub.set_column(1, "text", pa.array([x[:20_000] for x in sub.column("text").to_pylist()]))
+    pq.write_table(sub, dst)
+
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory) -> Path:
+    if not all((CORPORA / f"{d}.parquet").exists() for d in DOMAINS):
+        pytest.skip("/work/shared/corpora is not available")
+    from mix.ablation import add_noise_domain
+    from proxytrain.pools import PoolsConfig, build_pools
+    from proxytrain.tokenizer import TokenizerConfig, train_tokenizer
+
+    root = tmp_path_factory.mktemp("replication")
+    cur = root / "curated"
+    cur.mkdir()
+    for d in DOMAINS:
+        _subset(CORPORA / f"{d}.parquet", cur / f"{d}.parquet", CHARS_PER_DOMAIN)
+    train_tokenizer(cur, root / "tokenizer.json", TokenizerConfig(vocab_size=512))
+    build_pools(cur, root / "tokenizer.json", root / "pools", PoolsConfig(val_fraction=0.1, workers=2))
+    add_noise_domain(root / "pools", name="noise", tokens=100_000, doc_len=256, seed=7)
+    return root / "pools"
+
+
+def _proxy_cfg():
+    from mix.cli import PRESETS
+    from mix.proxy import ProxyConfig
+
+    return ProxyConfig(**PRESETS["micro"]["proxy"])
+
+
+def _doremi_seed(args):
+    pools_dir, seed, cache = args
+    from mix.cli import PRESETS
+    from mix.doremi import DoReMiConfig, run_doremi
+
+    cfg = DoReMiConfig(**PRESETS["micro"]["doremi"])
+    return run_doremi(pools_dir, cfg, _proxy_cfg(), seed=seed, cache_dir=cache, progress=False)
+
+
+def test_replication(pools: Path, tmp_path: Path):
+    from mix.ablation import run_ablation
+    from mix.cli import PRESETS
+    from mix.mixture import natural_mixture, uniform_mixture
+    from mix.proxy import pool_domains
+    from mix.regmix import RegMixConfig, run_regmix
+
+    tokens = pool_domains(pools)
+    domains = list(tokens)
+    real = [d for d in domains if d != "noise"]
+    k = len(domains)
+    figures: dict = {"domains": domains, "preset": PRESETS["micro"]}
+
+    # --- DoReMi, 3 seeds (one process per seed run)
+    with ProcessPoolExecutor(max_workers=2) as ex:
+        runs = list(ex.map(_doremi_seed, [(str(pools), s, str(tmp_path / "cache")) for s in range(3)]))
+    w = np.array([[r["weights"][d] for d in domains] for r in runs])
+    spread = dict(zip(domains, np.ptp(w, axis=0).round(4).tolist(), strict=True))
+    doremi = dict(zip(domains, (w.mean(axis=0) / w.mean(axis=0).sum()).tolist(), strict=True))
+    figures["doremi"] = {"per_seed": w.round(4).tolist(), "mean": doremi, "range": spread}
+
+    # --- RegMix
+    rcfg = RegMixConfig(**{**PRESETS["micro"]["regmix"], "num_proxies": 32, "target": "avg",
+                           "target_domains": real})
+    reg = run_regmix(str(pools), rcfg, _proxy_cfg(), seed=0, cache_dir=tmp_path / "cache")
+    fit = reg["report"]["fit"]
+    figures["regmix"] = {"weights": reg["weights"], "fit": fit, "search": reg["report"]["search"]}
+
+    # --- ablation: the same proxy on each mixture, 3 seeds
+    abl_cfg = replace(_proxy_cfg())
+    mixtures = {"natural": natural_mixture(tokens), "uniform": uniform_mixture(tokens),
+                "doremi": doremi, "regmix": reg["weights"]}
+    abl = run_ablation(pools, mixtures, abl_cfg, seeds=[10, 11, 12], cache_dir=tmp_path / "cache",
+                       workers=2, domains_for_avg=real)
+    figures["ablation"] = {n: {k2: s[k2] for k2 in ("avg", "avg_per_seed", "avg_range", "val_loss")}
+                           for n, s in abl["mixtures"].items()}
+    figures["comparisons"] = abl["comparisons"]
+    out = os.environ.get("CORPUSMIX_REPLICATION_OUT")
+    if out:
+        Path(out).write_text(json.dumps(figures, indent=1))
+    print(json.dumps(figures, indent=1))
+    shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+    # DoReMi: the noise domain ends below the uniform weight the DRO weights start from
+    assert doremi["noise"] < 1.0 / k, f"DoReMi upweighted noise: {doremi}"
+    assert max(spread.values()) <= 0.15, f"DoReMi weights unstable across seeds: range {spread}"
+    # RegMix: held-out ranking quality
+    assert fit["n_heldout"] >= 6
+    assert fit["lightgbm"]["spearman"] >= 0.9, fit
+    assert fit["lightgbm"]["spearman"] > fit["linear"]["spearman"], fit
+    assert reg["weights"]["noise"] < tokens["noise"] / sum(tokens.values())
+    # searched mixtures beat the baselines by more than the seed spread
+    beats = {(c["a"], c["b"]): c["a_beats_b"] for c in abl["comparisons"]}
+    for a in ("doremi", "regmix"):
+        for b in ("natural", "uniform"):
+            assert beats[(a, b)], f"{a} does not beat {b} beyond the seed spread: {figures['ablation']}"
