@@ -358,10 +358,14 @@ def inputs_section(inputs: ReportInputs) -> Section:
     used = [[kind, label] for kind, group in (
         ("ablation", inputs.ablations), ("mixture", inputs.mixtures), ("weight trajectory", inputs.trajectories),
         ("regmix fit", inputs.regmix_fits), ("train log", inputs.train_logs), ("curation stats", inputs.stats),
-        ("drops", inputs.drops), ("token counts", inputs.tokens), ("metrics", inputs.metrics)) for label in group]
+        ("drops", inputs.drops), ("curated documents (counted per domain)", sorted(inputs.used_documents)),
+        ("token counts", inputs.tokens), ("metrics", inputs.metrics)) for label in group]
+    skipped = [list(s) for s in inputs.skipped] + [
+        [d, "documents not in a curation output folder (next to stats.json + drops.parquet, or in its curated/)"]
+        for d in inputs.documents if d not in inputs.used_documents]
     sec.blocks.append(Table("Files used", ["kind", "file"], used))
-    if inputs.skipped:
-        sec.blocks.append(Table("Files skipped", ["file", "reason"], [list(s) for s in inputs.skipped]))
+    if skipped:
+        sec.blocks.append(Table("Files skipped", ["file", "reason"], skipped))
     return sec
 
 

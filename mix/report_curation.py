@@ -10,7 +10,10 @@ table, and every other number lands in one ``metric | value`` table with a dotte
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
+
+import numpy as np
 
 from mix import report_figures as figs
 from mix.report_inputs import ReportInputs
@@ -47,6 +50,7 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
         per_dom = _per_domain_stats(st, label)
         if per_dom is not None:
             sec.blocks.append(per_dom)
+        sec.blocks.extend(_domain_funnel(inputs, label, st))
     for label, df in inputs.drops.items():
         if "domain" in df.columns and len(df):
             pv = df.pivot_table(index="step", columns="domain", values="id", aggfunc="count", fill_value=0)
@@ -64,6 +68,59 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
         sec.blocks.append(Table(f"Tokens per domain after curation ({label})", ["domain", "tokens", "share"],
                                 [[d, int(n), n / total] for d, n in sorted(toks.items())]))
     return sec
+
+
+def _beside(label: str, others: Mapping[str, Any], *, sub: str = "") -> list[str]:
+    """Labels in ``others`` that sit in the folder of ``label`` (or below its ``sub`` folder)."""
+    folder = PurePosixPath(label).parent
+    out = []
+    for o in others:
+        p = PurePosixPath(o)
+        if p.parent == folder or (sub and folder / sub in p.parents):
+            out.append(o)
+    return out
+
+
+def domain_funnel(steps: list[str], drops: Any, kept: Mapping[str, int]) -> tuple[list[str], np.ndarray]:
+    """Documents entering each step per domain, rebuilt from the drops and the kept documents.
+
+    Every dropped document has exactly one (step, reason), so the documents of domain ``d`` that
+    enter step ``k`` are the kept ones plus those dropped at step ``k`` or later. Returns the
+    domains and a ``[len(steps) + 1, domains]`` matrix (the last row: kept after the last step).
+    """
+    domains = sorted(set(kept) | set(drops["domain"].astype(str)))
+    counts = drops.groupby(["step", "domain"]).size()
+    per_step = np.array([[int(counts.get((s, d), 0)) for d in domains] for s in steps], dtype=np.int64)
+    final = np.array([int(kept.get(d, 0)) for d in domains], dtype=np.int64)
+    entering = final[None, :] + np.cumsum(per_step[::-1], axis=0)[::-1]
+    return domains, np.vstack([entering, final[None, :]])
+
+
+def _domain_funnel(inputs: ReportInputs, label: str, st: Mapping[str, Any]) -> list[Table | Figure | str]:
+    drops = [d for d in _beside(label, inputs.drops) if "domain" in inputs.drops[d].columns]
+    docs = _beside(label, inputs.documents, sub="curated")
+    if not drops or not docs:
+        return []
+    steps = list(st["steps"])
+    kept: dict[str, int] = {}
+    for d in docs:
+        for dom, n in inputs.documents[d].items():
+            kept[dom] = kept.get(dom, 0) + n
+        inputs.used_documents.add(d)
+    domains, mat = domain_funnel(steps, inputs.drops[drops[0]], kept)
+    stages = [*steps, "kept"]
+    expected = [int(st["steps"][s].get("docs_in", 0)) for s in steps] + [int(st["steps"][steps[-1]].get("kept", 0))]
+    rows = [[stage, *row.tolist(), int(row.sum()), "ok" if int(row.sum()) == e else f"stats say {e:,}"]
+            for stage, row, e in zip(stages, mat, expected, strict=True)]
+    return [
+        Table(f"Documents entering each step, per domain ({drops[0]} + {len(docs)} curated file(s))",
+              ["step", *domains, "total", "check"], rows,
+              "Rebuilt from the drops (one step per dropped document) and the curated output; the last row "
+              "is what survives curation."),
+        Figure(f"domain_funnel_{slug(label)}", "Share of each domain's documents surviving each step",
+               figs.domain_funnel_figure(stages, domains, mat),
+               "100% = the domain's documents entering the first step."),
+    ]
 
 
 def _per_domain_stats(st: Mapping[str, Any], label: str) -> Table | None:

@@ -185,3 +185,20 @@ def trajectory_figure(steps: Sequence[float], weights: Mapping[str, Sequence[flo
     ax.set_title(title)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return _png(fig)
+
+
+def domain_funnel_figure(stages: Sequence[str], domains: Sequence[str], entering: np.ndarray) -> bytes:
+    """Per domain, the percentage of its input documents still present at each stage."""
+    fig = _figure(9, 3.8)
+    ax = fig.subplots()
+    entering = np.asarray(entering, dtype=float)
+    first = np.where(entering[0] > 0, entering[0], 1.0)
+    x = np.arange(len(stages))
+    for j, d in enumerate(domains):
+        ax.plot(x, 100.0 * entering[:, j] / first[j], marker="o", color=color(j), label=d)
+    ax.set_xticks(x, stages, rotation=20, ha="right")
+    ax.set_ylabel("% of the domain's documents")
+    ax.set_title("documents remaining per domain")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return _png(fig)

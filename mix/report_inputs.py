@@ -7,6 +7,8 @@ searched recursively) and sorts every file it understands into a :class:`ReportI
 ==========================  =================================================================
 curation stats              JSON ``{"steps": {step: {"docs_in", "kept", "dropped", ...}}}``
 drop decisions              Parquet with columns ``id, step, reason`` (``domain`` optional)
+curated documents           Parquet with ``id, text, domain`` (only ``domain`` is read: the
+                            documents kept per domain, for the per-domain funnel)
 mixtures                    JSON ``{"weights": {domain: w}, "method", ...}`` (``mixture.json``)
 DoReMi trajectory           JSON with ``"trajectory": [{"step", domain: w, ...}]`` or a CSV with
                             a ``step`` column and one column per domain
@@ -48,6 +50,7 @@ class ReportInputs:
 
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     drops: dict[str, Any] = field(default_factory=dict)  # label -> pandas DataFrame
+    documents: dict[str, dict[str, int]] = field(default_factory=dict)  # document parquet -> docs per domain
     mixtures: dict[str, dict[str, Any]] = field(default_factory=dict)
     trajectories: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     regmix_fits: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -56,6 +59,7 @@ class ReportInputs:
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    used_documents: set[str] = field(default_factory=set)  # document files the funnel paired with stats
 
     def is_empty(self) -> bool:
         return not any((self.stats, self.drops, self.mixtures, self.trajectories, self.regmix_fits,
@@ -118,8 +122,13 @@ def _read_parquet(path: Path, label: str, out: ReportInputs) -> None:
     if {"id", "step", "reason"} <= names:
         cols = ["id", "step", "reason"] + (["domain"] if "domain" in names else [])
         out.drops[label] = pq.read_table(path, columns=cols).to_pandas()
+    elif {"id", "text", "domain"} <= names:
+        # documents: only the domain column is read, to count them per domain for the funnel
+        counts = pq.read_table(path, columns=["domain"]).column("domain").value_counts().to_pylist()
+        out.documents[label] = {str(c["values"]): int(c["counts"]) for c in counts}
     else:
-        out.skipped.append((str(path), "parquet without id/step/reason columns (not a drops file)"))
+        out.skipped.append((str(path), "parquet that is neither documents (id, text, domain) nor drops "
+                                       "(id, step, reason)"))
 
 
 def _read_jsonl(path: Path, label: str, out: ReportInputs) -> None:

@@ -22,6 +22,7 @@ import pytest
 from corpusmix.cli import main
 from mix.ablation import compare
 from mix.report import ReportConfig, build_report, headline, tidy_tables, write_report
+from mix.report_curation import domain_funnel
 from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
 from mix.report_render import render_html
 
@@ -94,8 +95,13 @@ def _pipeline_outputs(root: Path) -> Path:
     """A pipeline output folder with one file of every kind, nested as a pipeline would nest them."""
     _write(root / "curated" / "stats.json", STATS)
     _drops().to_parquet(root / "curated" / "drops.parquet")
-    pd.DataFrame({"id": ["a"], "text": ["x"], "domain": ["code"], "source": ["s"]}).to_parquet(
-        root / "curated" / "part-0.parquet")
+    # the curated output, one file per domain as the curation engines write it: 180 kept per domain
+    (root / "curated" / "curated").mkdir()
+    for d in DOMAINS:
+        pd.DataFrame({"id": [f"{d}/{i}" for i in range(180)], "text": ["some kept text"] * 180,
+                      "domain": [d] * 180, "source": ["demo"] * 180}).to_parquet(
+            root / "curated" / "curated" / f"{d}.parquet")
+    pd.DataFrame({"a": [1], "b": ["x"]}).to_parquet(root / "curated" / "other.parquet")
     _write(root / "metrics" / "quality_metrics.json", {
         "langid": {"accuracy": 0.975, "docs": 400},
         "junk": {"precision": 0.91, "recall": 0.84},
@@ -163,7 +169,8 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
     assert next(iter(inp.tokens.values()))["reference"] == 50_000
     skipped = {Path(p).name: why for p, why in inp.skipped}
     assert "proxy-run cache" in skipped["0123abcd.json"]
-    assert "not a drops file" in skipped["part-0.parquet"]
+    assert "neither documents" in skipped["other.parquet"]
+    assert inp.documents[f"{outputs.name}/curated/curated/legal.parquet"] == {"legal": 180}
     assert "1 malformed line" in skipped["train_log.jsonl"]
     assert "dvclive" in skipped["metrics.json"]
 
@@ -246,6 +253,12 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path):
     assert per_dom.columns == ["step", *DOMAINS, "total"]
     dedup = next(r for r in per_dom.rows if r[0] == "dedup")
     assert dedup[1:] == [16, 16, 16, 16, 16, 80]
+    # documents entering each step per domain, rebuilt from drops + curated output; 1200 = 5 x 240
+    entering = tables["Documents entering each step, per domain"]
+    assert entering.columns == ["step", *DOMAINS, "total", "check"]
+    assert entering.rows[0] == ["normalise", 240, 240, 240, 240, 240, 1200, "ok"]
+    assert entering.rows[2] == ["quality", 216, 216, 216, 216, 216, 1080, "ok"]
+    assert entering.rows[-1] == ["kept", 180, 180, 180, 180, 180, 900, "ok"]
     toks = tables["Tokens per domain after curation"].rows
     assert toks[0] == ["code", 10_000, pytest.approx(10_000 / 150_000)]
     quality = {b.title: b for b in sec["quality"].blocks if hasattr(b, "rows")}
@@ -281,6 +294,15 @@ def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Pat
                          ["demo/ours_verified.recall", 0.97], ["demo/ours_verified.f1", 0.9848]]
     assert t[1].columns == ["", "precision", "recall", "f1", "tp", "seconds"]
     assert [r[0] for r in t[1].rows] == ["labelled/ours_verified", "labelled/datasketch"]
+
+
+def test_domain_funnel_adds_later_drops_back_per_domain():
+    drops = pd.DataFrame({"id": list("abcdef"), "step": ["lang", "lang", "lang", "lang", "dedup", "dedup"],
+                          "reason": ["not_en"] * 4 + ["near_dup"] * 2,
+                          "domain": ["code", "code", "code", "legal", "code", "legal"]})
+    domains, mat = domain_funnel(["lang", "dedup"], drops, {"code": 5, "legal": 2, "news": 4})
+    assert domains == ["code", "legal", "news"]
+    assert mat.tolist() == [[9, 4, 4], [6, 3, 4], [5, 2, 4]]
 
 
 def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
