@@ -30,7 +30,8 @@ from corpusmix.config import ConfigError, add_config_args, config_from, load_par
 # Built-in presets; params.yaml ``mix.presets.<name>`` overrides them key by key.
 # tiny: the ~1M-non-embedding-parameter ``tiny`` model (d=128, 5 layers), seq 128, batch 8,
 #   150 steps (~150k tokens) per proxy, 24 RegMix proxies; sized for ~10 minutes per method on
-#   2 CPU cores. micro: a 2-layer d=64 model for tests and smoke runs.
+#   2 CPU cores. micro: a 2-layer d=64 model (~0.1M parameters), seq 64, batch 16, 120 steps
+#   (~120k tokens), 32 RegMix proxies: for tests, smoke runs and the replication on small pools.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
         "proxy": {"model_preset": "tiny", "steps": 150, "batch_size": 8, "seq_len": 128, "lr": 3e-3,
@@ -39,10 +40,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "regmix": {"num_proxies": 24},
     },
     "micro": {
-        "proxy": {"model_preset": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 80,
-                  "batch_size": 8, "seq_len": 64, "lr": 1e-2, "warmup": 8, "val_batches": 4},
-        "doremi": {"steps": 80},
-        "regmix": {"num_proxies": 24},
+        "proxy": {"model_preset": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 120,
+                  "batch_size": 16, "seq_len": 64, "lr": 5e-3, "warmup": 12, "val_batches": 2},
+        "doremi": {"steps": 120},
+        "regmix": {"num_proxies": 32},
     },
 }
 METHODS = ("doremi", "regmix", "uniform", "natural", "manual")
