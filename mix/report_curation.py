@@ -3,8 +3,8 @@ domain, tokens per domain) and the quality metrics against the demo ground truth
 
 Library module of :mod:`mix.report`. Metric files have no fixed schema (language ID, junk, PII and
 dedup evaluations each write their own JSON), so :func:`tidy_tables` renders whatever keys they hold:
-sibling objects with the same keys become one table (one row each), lists of flat objects become a
-table, and every other number lands in one ``metric | value`` table with a dotted key.
+sibling objects with the same (nested) keys become one table, lists of objects become a table, and
+every other number lands in one ``metric | value`` table with a dotted key.
 """
 
 from __future__ import annotations
@@ -152,36 +152,70 @@ def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
 
 
-def _flat_dict(v: Any) -> bool:
-    return isinstance(v, Mapping) and bool(v) and all(_scalar(x) for x in v.values())
+def _flatten(v: Any, prefix: str = "") -> dict[str, Any] | None:
+    """Dotted keys to scalars for an object made only of objects and scalars (else None)."""
+    if not isinstance(v, Mapping) or not v:
+        return None
+    out: dict[str, Any] = {}
+    for k, x in v.items():
+        key = f"{prefix}{k}"
+        if _scalar(x):
+            out[key] = x
+        else:
+            sub = _flatten(x, key + ".")
+            if sub is None:
+                return None
+            out.update(sub)
+    return out
+
+
+WIDE_MAX_COLUMNS = 8  # more metrics than this: one row per metric, one column per entry
 
 
 def tidy_tables(obj: Any, title: str) -> list[Table]:
-    """Tables for any JSON value; see the module docstring for the rules."""
+    """Tables for any JSON value; see the module docstring for the rules.
+
+    Siblings (entries of one object) whose flattened keys (mostly) agree form one table: one row
+    per sibling when they have at most ``WIDE_MAX_COLUMNS`` metrics, else one row per metric and
+    one column per sibling (e.g. dedup methods side by side).
+    """
     tables: list[Table] = []
     flat: list[list[Any]] = []
 
     def visit(prefix: str, node: Any) -> None:
         if isinstance(node, Mapping):
-            groups: dict[frozenset, list[str]] = {}
-            for k, v in node.items():
-                if _flat_dict(v):
-                    groups.setdefault(frozenset(v), []).append(k)
+            flats = {k: _flatten(v) for k, v in node.items()}
+            groups: list[tuple[list[str], list[str]]] = []  # (columns in first-seen order, sibling keys)
+            for k, f in flats.items():
+                if f is None:
+                    continue
+                for cols, keys in groups:  # same fields up to a few missing ones (e.g. no timing)
+                    if len(set(cols) & set(f)) >= 0.75 * len(set(cols) | set(f)):
+                        cols += [c for c in f if c not in cols]
+                        keys.append(k)
+                        break
+                else:
+                    groups.append((list(f), [k]))
             tabled = set()
-            for keys in groups.values():
-                if len(keys) >= 2:
-                    cols = list(node[keys[0]])
-                    tables.append(Table(f"{title}: {prefix}" if prefix else title, ["", *cols],
-                                        [[k, *[node[k].get(c) for c in cols]] for k in keys]))
-                    tabled.update(keys)
+            name = f"{title}: {prefix}" if prefix else title
+            for cols, keys in groups:
+                if len(keys) < 2:
+                    continue
+                if len(cols) <= WIDE_MAX_COLUMNS:
+                    tables.append(Table(name, ["", *cols], [[k, *[flats[k].get(c) for c in cols]] for k in keys]))
+                else:
+                    tables.append(Table(name, ["metric", *keys],
+                                        [[c, *[flats[k].get(c) for k in keys]] for c in cols]))
+                tabled.update(keys)
             for k, v in node.items():
                 if k not in tabled:
                     visit(f"{prefix}.{k}" if prefix else str(k), v)
-        elif isinstance(node, list) and node and all(_flat_dict(x) for x in node):
+        elif isinstance(node, list) and node and all(_flatten(x) is not None for x in node):
+            recs = [_flatten(x) or {} for x in node]
             cols: list[str] = []
-            for rec in node:
+            for rec in recs:
                 cols += [k for k in rec if k not in cols]
-            tables.append(Table(f"{title}: {prefix}", cols, [[rec.get(c) for c in cols] for rec in node]))
+            tables.append(Table(f"{title}: {prefix}", cols, [[rec.get(c) for c in cols] for rec in recs]))
         elif isinstance(node, list) and all(_scalar(x) for x in node):
             flat.append([prefix, ", ".join(fmt(x) for x in node[:20]) + (" …" if len(node) > 20 else "")])
         elif _scalar(node):

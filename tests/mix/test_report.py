@@ -284,16 +284,17 @@ def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Pat
     assert rows[-1][-1] == "docs_in ≠ kept + dropped" and rep.callout is None
     t = tidy_tables({"per_lang": [{"lang": "de", "acc": 0.9}, {"lang": "fr", "acc": 0.95}], "n": 3}, "lid")
     assert t[0].rows == [["n", 3]] and t[1].columns == ["lang", "acc"] and t[1].rows[1] == ["fr", 0.95]
-    # the shape `corpusmix curate dedup-eval` writes: settings, then one object per dataset/method
+    # the shape `corpusmix curate dedup-eval` writes: settings, then one nested object per dataset/method
+    prf = {"precision": 0.98, "recall": 0.91, "f1": 0.9437, "tp": 91, "fp": 2, "fn": 9}
     dedup = {"threshold": 0.8, "num_perm": 128,
-             "labelled/ours_verified": {"precision": 0.98, "recall": 0.91, "f1": 0.9437, "tp": 91, "seconds": 1.2},
-             "labelled/datasketch": {"precision": 0.95, "recall": 0.9, "f1": 0.9243, "tp": 90, "seconds": 3.4},
-             "demo/ours_verified": {"precision": 1.0, "recall": 0.97, "f1": 0.9848}}
+             "demo/ours": {"pair": prf, "planted": {**prf, "recall": 0.95}, "true_pairs": 100, "seconds": 1.2},
+             "demo/datasketch": {"pair": {**prf, "tp": 90}, "planted": prf, "true_pairs": 100}}
     t = tidy_tables(dedup, "dedup")
-    assert t[0].rows == [["threshold", 0.8], ["num_perm", 128], ["demo/ours_verified.precision", 1.0],
-                         ["demo/ours_verified.recall", 0.97], ["demo/ours_verified.f1", 0.9848]]
-    assert t[1].columns == ["", "precision", "recall", "f1", "tp", "seconds"]
-    assert [r[0] for r in t[1].rows] == ["labelled/ours_verified", "labelled/datasketch"]
+    assert t[0].rows == [["threshold", 0.8], ["num_perm", 128]]
+    assert t[1].columns == ["metric", "demo/ours", "demo/datasketch"]  # 14 metrics: one row each
+    rows = {r[0]: r[1:] for r in t[1].rows}
+    assert rows["pair.tp"] == [91, 90] and rows["planted.recall"] == [0.95, 0.91]
+    assert rows["seconds"] == [1.2, None] and len(rows) == 14
 
 
 def test_domain_funnel_adds_later_drops_back_per_domain():
