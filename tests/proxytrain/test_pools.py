@@ -14,7 +14,7 @@ import torch
 
 from corpusmix.config import ConfigError
 from mix.mixture import MixtureError
-from proxytrain.pools import PoolDataset, PoolsConfig, PoolSampler, build_pools, read_pools_json
+from proxytrain.pools import PoolDataset, PoolSampler, PoolsConfig, build_pools, read_pools_json
 from proxytrain.tokenizer import TokenizerConfig, load_tokenizer, tokenizer_sha256, train_tokenizer
 
 CORPORA = Path("/work/shared/corpora")
