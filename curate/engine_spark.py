@@ -119,6 +119,9 @@ def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:
     }
     if set_master and cfg.master.startswith("local"):
         settings["spark.driver.memory"] = cfg.driver_memory
+        # a local session needs no network but loopback (works offline and in network namespaces)
+        settings["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        settings["spark.driver.bindAddress"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
     if cfg.executor_memory:
         settings["spark.executor.memory"] = cfg.executor_memory
     settings.update({k: str(v) for k, v in cfg.conf.items()})
@@ -489,9 +492,11 @@ def _dedup_stage(spark: Any, kept: Any, drops: Any, dedup_cfg: Any, stats: dict[
 
     t0 = time.perf_counter()
     bytes_in = kept.select(F.sum(F.octet_length("text"))).first()[0]
-    marked = dedup_dataframe(kept, dedup_cfg)
-    marked.write.mode("overwrite").parquet(f"{work}/dedup")
-    marked = spark.read.parquet(f"{work}/dedup")
+    # only what dedup reads goes through its shuffles (and no step column can collide with its own)
+    cols = ["id", "text"] + [c for c in (getattr(dedup_cfg, "quality_column", ""),) if c and c in kept.columns]
+    verdict = dedup_dataframe(kept.select(*cols), dedup_cfg).select("id", "dup_cluster", "is_duplicate", "dup_kind")
+    verdict.write.mode("overwrite").parquet(f"{work}/dedup")
+    marked = kept.drop("dup_cluster", "is_duplicate", "dup_kind").join(spark.read.parquet(f"{work}/dedup"), "id")
     dup = marked.where(F.col("is_duplicate"))
     by_reason = {r[0]: r[1] for r in dup.groupBy(F.concat(F.coalesce("dup_kind", F.lit("near")), F.lit("_dup")))
                  .count().collect()}

@@ -1,0 +1,164 @@
+"""``spark-submit`` entry point of the Spark curation engine, and helpers to build the submission.
+
+On the cluster (this file is the application; the master comes from ``spark-submit``)::
+
+    python -m curate.spark_submit package --out dist/corpusmix.zip      # the project's code as one zip
+    spark-submit --master spark://HOST:7077 \\
+        --py-files dist/corpusmix.zip \\
+        --files curate/models/lid.176.ftz \\
+        curate/spark_submit.py --input data/raw/docs --output data/curated_spark --params params.yaml
+
+From Python, :func:`submit_argv` builds that argument list (a list, never a shell string) and
+:func:`build_zip` the zip; ``docs/spark.md`` covers standalone, YARN and Kubernetes masters.
+The chain (steps and their configs) comes from ``params.yaml`` through the same builder as the
+local engine (:func:`chain_from_params`), so both engines run the same step objects.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# spark-submit puts this file's folder (the `curate` package) first on sys.path; its modules must
+# be imported as `curate.*`, never as top-level names (curate/io.py would shadow the stdlib `io`).
+_HERE = str(Path(__file__).resolve().parent)
+sys.path[:] = [p for p in sys.path if p and str(Path(p).resolve()) != _HERE]
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import zipfile  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import Any  # noqa: E402
+
+#: the project's top-level packages shipped with --py-files
+PACKAGES = ("corpusmix", "curate", "mix", "proxytrain")
+#: file types that go into the zip (models travel separately with --files)
+ZIP_SUFFIXES = (".py", ".json", ".yaml", ".txt")
+
+
+def project_root() -> Path:
+    """The folder holding the ``curate`` package (repository root or site-packages)."""
+    import curate
+
+    return Path(curate.__file__).resolve().parent.parent
+
+
+def build_zip(out: str | Path, *, packages: Sequence[str] = PACKAGES) -> Path:
+    """Zip the project's packages (Python sources only) for ``spark-submit --py-files``."""
+    root = project_root()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    n = 0
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for pkg in packages:
+            base = root / pkg
+            if not (base / "__init__.py").exists():
+                raise FileNotFoundError(f"package {pkg!r} not found under {root}; run from the project checkout "
+                                        "or install corpusmix")
+            for p in sorted(base.rglob("*")):
+                if p.is_file() and p.suffix in ZIP_SUFFIXES and "__pycache__" not in p.parts:
+                    zf.write(p, p.relative_to(root).as_posix())
+                    n += 1
+    os.replace(tmp, out)
+    return out
+
+
+def spark_submit_bin() -> str:
+    """``spark-submit`` of ``$SPARK_HOME`` or of the installed pyspark."""
+    from curate.spark_cluster import spark_home
+
+    return str(spark_home() / "bin" / "spark-submit")
+
+
+def submit_argv(*, master: str, inputs: Sequence[str], output: str, py_files: str | Path | Sequence[str | Path],
+                files: Sequence[str | Path] = (), params: str | Path | None = None,
+                conf: dict[str, str] | None = None, python: str | None = None,
+                extra_args: Sequence[str] = (), spark_submit: str | None = None) -> list[str]:
+    """The ``spark-submit`` command line as a list (for ``subprocess.run``; no shell quoting involved).
+
+    ``python`` (default: this interpreter) is the Python of the driver and the executors; give the
+    cluster's path when it differs.
+    """
+    python = python or sys.executable
+    zips = [py_files] if isinstance(py_files, str | Path) else list(py_files)
+    argv = [spark_submit or spark_submit_bin(), "--master", master, "--py-files", ",".join(str(z) for z in zips)]
+    if files:
+        argv += ["--files", ",".join(str(Path(f).resolve()) if "://" not in str(f) else str(f) for f in files)]
+    settings = {"spark.pyspark.python": python, "spark.pyspark.driver.python": python}
+    settings.update(conf or {})
+    for k, v in settings.items():
+        argv += ["--conf", f"{k}={v}"]
+    argv.append(str(Path(__file__).resolve()))
+    for i in inputs:
+        argv += ["--input", str(i)]
+    argv += ["--output", str(output)]
+    if params is not None:
+        argv += ["--params", str(params)]
+    return argv + list(extra_args)
+
+
+def chain_from_params(params: str | Path, spec: str = "") -> tuple[list[Any], Any]:
+    """(per-document steps, DedupConfig or None) from ``params.yaml``.
+
+    ``spec`` ``MODULE:FUNCTION`` names another builder (called with the params path); the default
+    is the shared chain builder the local engine uses.
+    """
+    if spec:
+        mod, _, fn = spec.partition(":")
+        if not fn:
+            raise ValueError(f"--chain wants MODULE:FUNCTION, got {spec!r}")
+        built = getattr(importlib.import_module(mod), fn)(str(params))
+    else:
+        from curate.chain import build_chain
+
+        built = build_chain(str(params))
+    if isinstance(built, tuple):
+        steps, dedup = built
+    else:
+        steps, dedup = built, None
+    return list(steps), dedup
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    from corpusmix.config import add_config_args
+    from curate.engine_spark import SparkConfig
+
+    p = argparse.ArgumentParser(prog="spark_submit.py", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command")
+    pk = sub.add_parser("package", help="build the --py-files zip of the project")
+    pk.add_argument("--out", default="dist/corpusmix.zip")
+    p.add_argument("--input", action="append", default=[], help="Parquet/JSONL documents (repeatable; any Spark URI)")
+    p.add_argument("--output", default=None, help="output folder (any Spark URI)")
+    p.add_argument("--params", default="params.yaml", help="params.yaml with the chain's sections")
+    p.add_argument("--chain", default="", help="MODULE:FUNCTION building (steps, dedup_cfg) from the params path")
+    add_config_args(p, SparkConfig)
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The application run by ``spark-submit`` (the master comes from spark-submit)."""
+    from corpusmix.config import config_from, load_params
+    from corpusmix.logging import configure
+    from curate.engine_spark import SparkConfig, run_spark
+
+    args = parse_args(argv)
+    configure()
+    if args.command == "package":
+        print(build_zip(args.out))
+        return 0
+    if not args.input or not args.output:
+        raise SystemExit("spark_submit.py: --input and --output are required (see docs/spark.md)")
+    cfg = config_from(SparkConfig, params=load_params(args.params, "spark"), args=args,
+                      where="params.yaml section spark")
+    steps, dedup = chain_from_params(args.params, args.chain)
+    stats = run_spark(inputs=args.input, output=args.output, steps=steps, dedup=dedup, cfg=cfg,
+                      set_master=False)
+    print(json.dumps(stats["totals"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
