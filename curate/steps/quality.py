@@ -1,0 +1,342 @@
+"""Quality scoring: a DCLM-style fastText classifier and a CCNet-style KenLM perplexity model.
+
+Training (``train_quality_models``; ``corpusmix curate train-quality``, its own DVC stage):
+
+* fastText: positives are the documents of a reference set (params ``quality.reference_domains``,
+  "high quality prose"), negatives a seeded random sample of the raw input, as in DCLM. Word
+  bigrams (``wordNgrams=2``), a fixed seed and one thread, so the model is deterministic. A
+  held-out split gives accuracy and ROC AUC in ``quality_models.json``.
+* KenLM: a 5-gram model trained with the real ``lmplz`` (modified Kneser-Ney; ``--prune``) on the
+  normalised reference text, then ``build_binary``. The perplexities of the raw sample give a
+  quantile table (``kenlm_quantiles.json``); the head/middle/tail cut points are read from it at
+  the configured percentiles (CCNet: 33/66), so changing them needs no retraining.
+
+Scoring (``FastTextQualityScorer`` -> ``quality_ft`` = P(reference-like); ``KenLMScorer`` -> ``ppl``,
+``ppl_bucket``) are annotators; they never drop. Thresholds live in params (``min_quality_ft``,
+``max_ppl``) and become ``ThresholdFilter`` steps (``quality_filters``): scoring stays separate
+from deciding. Models are loaded lazily, so steps pickle to worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import subprocess
+import tempfile
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError
+from corpusmix.logging import get_logger
+from curate.steps.base import Annotator, ThresholdFilter
+
+log = get_logger("curate.quality")
+
+FT_MODEL = "quality_ft.bin"
+KENLM_MODEL = "kenlm.bin"
+KENLM_QUANTILES = "kenlm_quantiles.json"
+MANIFEST = "quality_models.json"
+POS, NEG = "__label__hq", "__label__cc"
+
+
+@dataclass
+class QualityConfig:
+    """Training and thresholds of the quality models (params.yaml section ``quality``)."""
+
+    reference_domains: list[str] = field(default_factory=lambda: ["literature", "reference", "news"],
+                                         metadata={"help": "domains of the positive (reference) set"})
+    max_reference_docs: int = field(default=5000, metadata={"help": "cap on positives (seeded sample)"})
+    negative_docs: int = field(default=5000, metadata={"help": "random raw documents as negatives"})
+    exclude_reference: bool = field(default=True, metadata={
+        "help": "never sample a reference document (same text) as a negative"})
+    max_chars: int = field(default=20000, metadata={"help": "characters of a document used"})
+    seed: int = 0
+    heldout_frac: float = field(default=0.1, metadata={"help": "share held out to evaluate fastText"})
+    ft_epoch: int = 5
+    ft_lr: float = 0.1
+    ft_dim: int = 64
+    ft_min_count: int = 2
+    ft_word_ngrams: int = 2
+    kenlm_order: int = 5
+    kenlm_prune: list[int] = field(default_factory=lambda: [0, 0, 1],
+                                   metadata={"help": "lmplz --prune thresholds per order (from bigrams)"})
+    kenlm_memory: str = field(default="1G", metadata={"help": "lmplz -S memory"})
+    percentiles: list[float] = field(default_factory=lambda: [33.0, 66.0],
+                                     metadata={"help": "ppl percentiles splitting head/middle/tail"})
+    min_quality_ft: float | None = field(default=None, metadata={"help": "drop below (null = keep all)"})
+    max_ppl: float | None = field(default=None, metadata={"help": "drop above (null = keep all)"})
+
+    def __post_init__(self) -> None:
+        if len(self.percentiles) != 2 or not 0 <= self.percentiles[0] <= self.percentiles[1] <= 100:
+            raise ConfigError(f"quality.percentiles must be two values 0 <= lo <= hi <= 100, got {self.percentiles}")
+        if self.kenlm_order < 2:
+            raise ConfigError(f"quality.kenlm_order must be >= 2, got {self.kenlm_order}")
+
+
+# -- text normalisation ------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_DIGIT = re.compile(r"\d")
+
+
+def ft_text(text: str, max_chars: int = 20000) -> str:
+    """fastText input: lowercased tokens of the first ``max_chars`` characters on one line."""
+    return " ".join(_TOKEN.findall(text[:max_chars].lower()))
+
+
+def _strip_accents(s: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn")
+
+
+def lm_lines(text: str, max_chars: int = 20000) -> list[str]:
+    """CCNet-style KenLM input: per non-empty line, lowercased, accents stripped, digits -> 0."""
+    out = []
+    for line in _strip_accents(text[:max_chars].lower()).splitlines():
+        toks = _TOKEN.findall(_DIGIT.sub("0", line))
+        if toks:
+            out.append(" ".join(toks))
+    return out
+
+
+def perplexity(model: Any, text: str, max_chars: int = 20000) -> float:
+    """CCNet's doc perplexity: 10 ** (-sum of log10 probs / tokens), lines scored with <s>, </s>."""
+    lines = lm_lines(text, max_chars) or [""]
+    logp = sum(model.score(line, bos=True, eos=True) for line in lines)
+    n = sum(len(line.split()) + 1 for line in lines)
+    return round(10.0 ** (-logp / n), 1)
+
+
+# -- scorers -----------------------------------------------------------------------------------
+
+class _TextAnnotator(Annotator):
+    """A text annotator whose non-string text is a counted drop ``no_text``."""
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        if not isinstance(doc.text, str):
+            return False, "no_text"
+        return super().filter(doc)
+
+
+class FastTextQualityScorer(_TextAnnotator):
+    """Adds ``quality_ft``: the classifier's probability that the text is reference-like."""
+
+    step_name = "quality_ft"
+    name = "⭐ fastText quality"
+    columns = ("quality_ft",)
+
+    def __init__(self, *, model_path: str | Path, max_chars: int = 20000) -> None:
+        super().__init__()
+        self.model_path = Path(model_path)
+        if not self.model_path.is_file():
+            raise ConfigError(f"fastText quality model {self.model_path} not found; train it with "
+                              "`corpusmix curate train-quality --reference ... --raw ... --output DIR`")
+        self.max_chars = max_chars
+        self._model: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_model": None}
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        """P(reference-like) for each text."""
+        if self._model is None:
+            import fasttext
+
+            self._model = fasttext.load_model(str(self.model_path))
+        labels, probs = self._model.predict([ft_text(t, self.max_chars) for t in texts], k=2)
+        return np.array([dict(zip(lab, pr, strict=True)).get(POS, 0.0) for lab, pr in zip(labels, probs, strict=True)],
+                        dtype=np.float64).clip(0.0, 1.0)
+
+    def annotate(self, doc: Document) -> None:
+        doc.metadata["quality_ft"] = float(self.predict([doc.text])[0])
+
+
+class KenLMScorer(_TextAnnotator):
+    """Adds ``ppl`` (KenLM perplexity, CCNet-style) and ``ppl_bucket`` (head/middle/tail)."""
+
+    step_name = "kenlm"
+    name = "📉 KenLM perplexity"
+    columns = ("ppl", "ppl_bucket")
+
+    def __init__(self, *, model_path: str | Path, percentiles: Sequence[float] = (33.0, 66.0),
+                 quantiles_path: str | Path | None = None, max_chars: int = 20000) -> None:
+        super().__init__()
+        self.model_path = Path(model_path)
+        if not self.model_path.is_file():
+            raise ConfigError(f"KenLM model {self.model_path} not found; train it with "
+                              "`corpusmix curate train-quality --reference ... --raw ... --output DIR`")
+        qpath = Path(quantiles_path) if quantiles_path else self.model_path.with_name(KENLM_QUANTILES)
+        if not qpath.is_file():
+            raise ConfigError(f"perplexity quantiles {qpath} not found; they are written by train-quality "
+                              "next to the model")
+        table = json.loads(qpath.read_text())["quantiles"]
+        self.cuts = (float(np.interp(percentiles[0], range(101), table)),
+                     float(np.interp(percentiles[1], range(101), table)))
+        self.max_chars = max_chars
+        self._model: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_model": None}
+
+    def perplexity(self, text: str) -> float:
+        if self._model is None:
+            import kenlm
+
+            self._model = kenlm.Model(str(self.model_path))
+        return perplexity(self._model, text, self.max_chars)
+
+    def bucket(self, ppl: float) -> str:
+        return "head" if ppl <= self.cuts[0] else "tail" if ppl > self.cuts[1] else "middle"
+
+    def annotate(self, doc: Document) -> None:
+        ppl = self.perplexity(doc.text)
+        doc.metadata["ppl"] = ppl
+        doc.metadata["ppl_bucket"] = self.bucket(ppl)
+
+
+def quality_scorers(models_dir: str | Path, cfg: QualityConfig) -> list[Annotator]:
+    """Both scorers for the models that ``train_quality_models`` wrote into ``models_dir``."""
+    d = Path(models_dir)
+    return [FastTextQualityScorer(model_path=d / FT_MODEL, max_chars=cfg.max_chars),
+            KenLMScorer(model_path=d / KENLM_MODEL, percentiles=cfg.percentiles, max_chars=cfg.max_chars)]
+
+
+def quality_filters(cfg: QualityConfig) -> list[ThresholdFilter]:
+    """Keep/drop decisions from params: ``quality_ft >= min_quality_ft``, ``ppl <= max_ppl``."""
+    out = []
+    if cfg.min_quality_ft is not None:
+        out.append(ThresholdFilter(column="quality_ft", min_value=cfg.min_quality_ft, step_name="quality_ft_min"))
+    if cfg.max_ppl is not None:
+        out.append(ThresholdFilter(column="ppl", max_value=cfg.max_ppl, step_name="ppl_max"))
+    return out
+
+
+# -- training ----------------------------------------------------------------------------------
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _roc_auc(y: np.ndarray, s: np.ndarray) -> float:
+    from scipy.stats import rankdata
+
+    pos, neg = int(y.sum()), int(len(y) - y.sum())
+    if not pos or not neg:
+        return float("nan")
+    r = rankdata(s)
+    return float((r[y == 1].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def train_fasttext(pos: Sequence[str], neg: Sequence[str], out: Path, cfg: QualityConfig) -> dict[str, Any]:
+    """Train the classifier on ``pos``/``neg``; evaluate on a held-out split; save to ``out``."""
+    import fasttext
+
+    rng = random.Random(cfg.seed)
+    rows = [(1, t) for t in pos] + [(0, t) for t in neg]
+    rng.shuffle(rows)
+    n_held = int(len(rows) * cfg.heldout_frac)
+    held, train = rows[:n_held], rows[n_held:]
+    with tempfile.TemporaryDirectory(prefix="qft-") as tmp:
+        path = Path(tmp) / "train.txt"
+        with path.open("w", encoding="utf-8") as f:
+            for y, t in train:
+                f.write(f"{POS if y else NEG} {ft_text(t, cfg.max_chars)}\n")
+        model = fasttext.train_supervised(
+            input=str(path), wordNgrams=cfg.ft_word_ngrams, epoch=cfg.ft_epoch, lr=cfg.ft_lr, dim=cfg.ft_dim,
+            minCount=cfg.ft_min_count, thread=1, seed=cfg.seed, verbose=0)
+    model.save_model(str(out))
+    report: dict[str, Any] = {"train_docs": len(train), "heldout_docs": len(held)}
+    if held:
+        scorer = FastTextQualityScorer(model_path=out, max_chars=cfg.max_chars)
+        y = np.array([r[0] for r in held])
+        p = scorer.predict([r[1] for r in held])
+        report["heldout_accuracy"] = float(((p >= 0.5) == (y == 1)).mean())
+        report["heldout_auc"] = _roc_auc(y, p)
+    return report
+
+
+def train_kenlm(texts: Sequence[str], out: Path, cfg: QualityConfig) -> dict[str, Any]:
+    """Train a ``kenlm_order``-gram model with lmplz, binarise it with build_binary."""
+    from curate.lmplz import find_kenlm_tools
+
+    tools = find_kenlm_tools()
+    with tempfile.TemporaryDirectory(prefix="kenlm-") as tmp:
+        tmpd = Path(tmp)
+        corpus, arpa = tmpd / "corpus.txt", tmpd / "model.arpa"
+        n_lines = n_tokens = 0
+        with corpus.open("w", encoding="utf-8") as f:
+            for t in texts:
+                for line in lm_lines(t, cfg.max_chars):
+                    f.write(line + "\n")
+                    n_lines += 1
+                    n_tokens += line.count(" ") + 1
+        if not n_lines:
+            raise ConfigError("the KenLM training text is empty: the reference set has no text; "
+                              "check quality.reference_domains against the domains of --reference")
+        cmd = [str(tools["lmplz"]), "-o", str(cfg.kenlm_order), "-S", cfg.kenlm_memory, "-T", str(tmpd),
+               "--discount_fallback"]
+        if any(cfg.kenlm_prune):
+            cmd += ["--prune", *[str(p) for p in cfg.kenlm_prune]]
+        with corpus.open("rb") as fin, arpa.open("wb") as fout:
+            proc = subprocess.run(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE)
+        if proc.returncode != 0:
+            raise RuntimeError(f"lmplz failed (exit {proc.returncode}): {proc.stderr.decode()[-2000:]}")
+        proc = subprocess.run([str(tools["build_binary"]), str(arpa), str(out)], capture_output=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"build_binary failed (exit {proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    return {"lines": n_lines, "tokens": n_tokens, "order": cfg.kenlm_order, "prune": cfg.kenlm_prune}
+
+
+def train_quality_models(*, reference_texts: Sequence[str], raw_texts: Sequence[str], out_dir: str | Path,
+                         cfg: QualityConfig | None = None) -> dict[str, Any]:
+    """Train both models into ``out_dir``; return (and write) the manifest ``quality_models.json``."""
+    cfg = cfg or QualityConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not reference_texts:
+        raise ConfigError("no reference documents: check quality.reference_domains and --reference")
+    if not raw_texts:
+        raise ConfigError("no raw documents for negatives: check --raw")
+    rng = random.Random(cfg.seed)
+    pos = list(reference_texts)
+    if len(pos) > cfg.max_reference_docs:
+        pos = rng.sample(pos, cfg.max_reference_docs)
+    pool = list(raw_texts)
+    if cfg.exclude_reference:
+        ref_set = set(reference_texts)
+        pool = [t for t in pool if t not in ref_set]
+    if not pool:
+        raise ConfigError("every raw document is also a reference document, so there are no negatives; "
+                          "pass other --raw data or set quality.exclude_reference to false")
+    neg = rng.sample(pool, min(cfg.negative_docs, len(pool)))
+    t0 = time.time()
+    ft_report = train_fasttext(pos, neg, out / FT_MODEL, cfg)
+    t1 = time.time()
+    lm_report = train_kenlm(pos, out / KENLM_MODEL, cfg)
+    # quantiles of the raw sample's perplexities (CCNet computes its cut points on the data itself)
+    import kenlm
+
+    lm = kenlm.Model(str(out / KENLM_MODEL))
+    ppl = np.array([perplexity(lm, t, cfg.max_chars) for t in neg])
+    quantiles = np.percentile(ppl, np.arange(101)).tolist()
+    (out / KENLM_QUANTILES).write_text(json.dumps({"quantiles": quantiles, "docs": len(neg)}, indent=1))
+    manifest = {
+        "config": asdict(cfg), "positives": len(pos), "negatives": len(neg),
+        "fasttext": {**ft_report, "file": FT_MODEL, "sha256": _sha256(out / FT_MODEL),
+                     "seconds": round(t1 - t0, 2)},
+        "kenlm": {**lm_report, "file": KENLM_MODEL, "sha256": _sha256(out / KENLM_MODEL),
+                  "seconds": round(time.time() - t1, 2),
+                  "raw_ppl_median": quantiles[50], "cuts": [float(np.interp(p, range(101), quantiles))
+                                                           for p in cfg.percentiles]},
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    log.info("quality models trained", extra={"data": {k: manifest[k] for k in ("positives", "negatives")}})
+    return manifest
