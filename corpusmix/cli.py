@@ -19,6 +19,7 @@ COMMAND_MODULES: list[str] = [
     "curate.demo_data",
     "curate.cli",
     "proxytrain.cli",
+    "proxytrain.train_cli",
     "mix.report_cli",
     "mix.cli",
 ]

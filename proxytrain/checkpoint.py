@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
     get_optimizer_state_dict,
@@ -102,7 +103,8 @@ class _MetadataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if module.startswith("torch.distributed.checkpoint") or (module, name) in {
             ("torch", "Size"), ("collections", "OrderedDict"), ("torch.serialization", "_get_layout"),
-            ("builtins", "set"), ("builtins", "frozenset"),
+            ("builtins", "set"), ("builtins", "frozenset"), ("pathlib", "PosixPath"),
+            ("pathlib", "PurePosixPath"), ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"),
         } or (module == "torch" and isinstance(getattr(torch, name, None), torch.dtype | torch.layout |
                                                 torch.memory_format)):
             return super().find_class(module, name)
@@ -140,7 +142,7 @@ def save_checkpoint(ckpt_dir: str | Path, step: int, model: nn.Module, optimizer
             shutil.rmtree(tmp)  # leftover of a run killed while saving this step
         tmp.mkdir()
     _barrier()
-    dcp.save(_tensor_state(model, optimizer), storage_writer=dcp.FileSystemWriter(tmp))
+    dcp.save(_tensor_state(model, optimizer), storage_writer=dcp.FileSystemWriter(str(tmp)))
     _write_json(tmp / f"extra-rank{rank}.json", {"step": step, **extra})
     _barrier()
     if rank == 0:
@@ -213,8 +215,8 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
                               f"has {world}: the data cursor is per rank; resume with the same --nproc")
     state = _tensor_state(model, optimizer)
     try:
-        dcp.load(state, storage_reader=_SafeReader(path))
-    except Exception as exc:  # DCP wraps per-rank failures in its own exception types
+        dcp.load(state, storage_reader=_SafeReader(str(path)))
+    except (Exception, CheckpointException) as exc:  # DCP's exception is a BaseException
         raise CheckpointError(f"checkpoint {path} could not be loaded ({type(exc).__name__}: "
                               f"{str(exc).splitlines()[0] if str(exc) else ''}); it is corrupt or from a "
                               "different model shape") from exc

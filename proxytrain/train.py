@@ -249,8 +249,8 @@ class _Logger:
 
 
 def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | None = None,
-          on_step: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
-    """Run (or resume) a training run; ``on_step(step, record)`` is called after every step.
+          on_step: Callable[[int, dict[str, Any], torch.nn.Module], None] | None = None) -> TrainResult:
+    """Run (or resume) a training run; ``on_step(step, record, model)`` is called after every step.
 
     Under torchrun, ``source`` must already be this rank's share of the data.
     """
@@ -371,7 +371,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             if cfg.ckpt_every > 0 and (step % cfg.ckpt_every == 0 or step == cfg.steps):
                 save(step)
             if on_step is not None:
-                on_step(step, rec)
+                on_step(step, rec, model)
     finally:
         logger.close()
     return TrainResult(model=model, history=history, val=val, step=step)

@@ -167,18 +167,31 @@ def open_source(cfg: Any, *, rank: int, world: int) -> tuple[Any, Any]:
 
 
 def _open_shards(cfg: Any, data: Path, sha: str, *, rank: int, world: int) -> tuple[Any, Any]:
-    manifest = json.loads((data / "manifest.json").read_text())
-    if manifest.get("tokenizer_sha256") != sha:
-        raise ConfigError(f"shards in {data} were made with tokenizer {str(manifest.get('tokenizer_sha256'))[:12]}..."
-                          f", not {sha[:12]}...; re-pack them with this tokenizer or pass the right --tokenizer")
-    if int(manifest["seq_len"]) != cfg.seq_len:
-        raise ConfigError(f"shards in {data} have seq_len {manifest['seq_len']}, the config says {cfg.seq_len}: "
-                          f"set seq_len: {manifest['seq_len']} in the train: params")
-    try:
-        from proxytrain.shards import ShardBatchSource  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError("the shard reader (proxytrain.shards) is not available in this install") from exc
-    raise ConfigError("shard training is not wired yet")
+    from proxytrain.shards import ShardBatchSource
+
+    src = ShardBatchSource(str(data), rank=rank, world_size=world, expect_tokenizer_sha256=sha)
+    seq_len = int(src.dataset.manifest["seq_len"])
+    if seq_len != cfg.seq_len:
+        raise ConfigError(f"shards in {data} have seq_len {seq_len}, the config says {cfg.seq_len}: "
+                          f"set seq_len: {seq_len} in the train: params (or --seq-len {seq_len})")
+    if src.vocab_size is None:
+        if cfg.tokenizer:
+            from proxytrain.tokenizer import load_tokenizer
+
+            src.vocab_size = int(load_tokenizer(cfg.tokenizer).get_vocab_size())
+        elif cfg.vocab_size:
+            src.vocab_size = int(cfg.vocab_size)
+        else:
+            raise ConfigError("the shard manifest does not record vocab_size: pass --tokenizer or --vocab-size")
+    val = None
+    if cfg.val_data:
+        val = ShardBatchSource(cfg.val_data, expect_tokenizer_sha256=sha)
+        if val.domains != src.domains:
+            raise ConfigError(f"validation shards {cfg.val_data} have domains {val.domains}, training shards "
+                              f"{src.domains}: pack both with the same domains")
+    else:
+        log.info("no --val-data: per-domain validation loss is off for shards")
+    return src, val
 
 
 # --------------------------------------------------------------------------- CLI
