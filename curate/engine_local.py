@@ -1,0 +1,371 @@
+"""``corpusmix curate run``: the local curation engine on datatrove's ``LocalPipelineExecutor``.
+
+Chain (each part switchable in ``params.yaml`` ``curate.engine.steps``)::
+
+    read -> normalize -> langid (+ keep/threshold) -> filters (per-domain) -> quality (+ thresholds)
+         -> [global] dedup -> pii -> [global] merge
+
+Stage ``a`` and stage ``b`` are datatrove pipelines of ``tasks`` tasks run by ``workers`` processes;
+each task streams its share of the input (Parquet row groups / JSONL files) through the steps and
+writes ``OUT/work/<stage>/out/<rank>-<part>.parquet`` plus its drops and per-step stats. dedup is
+global: it reads stage a's output (``id``, ``text``, ``quality_ft``) once, calls
+``curate.dedup.dedup_table`` and writes per-task verdicts, applied in stage b. The merge writes
+
+* ``OUT/curated/<domain>.parquet`` (all input columns plus annotations, zstd),
+* ``OUT/drops.parquet`` (``id, step, reason, domain``), ``OUT/stats.json`` (DVC metric).
+
+Resumable: datatrove's completion markers skip finished tasks, outputs are renamed into place,
+and global stages write a ``.done`` marker; re-running after a kill continues where it stopped.
+On a cluster, the same ``ChainTask`` runs under datatrove's ``SlurmPipelineExecutor``
+(``from datatrove.executor import SlurmPipelineExecutor``; pass ``pipeline=[ChainTask(...)]``,
+``tasks``, ``partition``, ``time``, ``logging_dir``) followed by the global stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from datatrove.data import Document
+from datatrove.pipeline.base import PipelineStep
+
+from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.logging import get_logger
+from curate import io as cio
+from curate.stats import DropSink, StepStats, merge_stats, meter, stats_document, write_task_stats
+from curate.steps.base import CurationStep
+
+log = get_logger("curate.engine_local")
+
+ALL_STEPS = ("normalize", "langid", "filters", "quality", "dedup", "pii")
+STAGE_A = ("normalize", "langid", "filters", "quality")
+
+
+@dataclass
+class EngineConfig:
+    steps: list[str] = field(default_factory=lambda: list(ALL_STEPS), metadata={
+        "help": f"steps to run, in chain order, from {ALL_STEPS}"})
+    tasks: int = field(default=4, metadata={"help": "datatrove tasks (units of resumable work)"})
+    workers: int = field(default=1, metadata={"help": "processes running tasks"})
+    batch_docs: int = field(default=1000, metadata={"help": "documents per output part file"})
+    quality_models_dir: str = field(default="", metadata={
+        "help": "folder with the trained quality models (empty: quality step skipped)"})
+    keep_work: bool = field(default=True, metadata={"help": "keep OUT/work after a finished run"})
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.steps if s not in ALL_STEPS]
+        if bad:
+            raise ConfigError(f"curate.engine.steps: unknown step(s) {bad}; valid: {list(ALL_STEPS)}")
+        if self.tasks < 1 or self.workers < 1 or self.batch_docs < 1:
+            raise ConfigError("curate.engine.tasks, workers and batch_docs must be >= 1")
+
+
+# -- building the chain (shared with other engines) ---------------------------------------------
+
+def build_steps(params_path: str | Path, cfg: EngineConfig | None = None, *, stage: str = "a") -> list[CurationStep]:
+    """The per-document steps of stage ``a`` (before dedup) or ``b`` (after dedup) from params."""
+    from curate.steps.filters import FilterConfig, HeuristicFilter
+    from curate.steps.langid import LangIdConfig, LanguageFilter, LanguageID
+    from curate.steps.normalize import NormalizeConfig, Normalizer
+
+    cfg = cfg or config_from(EngineConfig, params=load_params(params_path, "curate.engine"), where="curate.engine")
+    steps: list[CurationStep] = []
+    on = set(cfg.steps)
+    if stage == "a":
+        if "normalize" in on:
+            steps.append(Normalizer(config_from(NormalizeConfig, params=load_params(params_path, "curate.normalize"),
+                                                where="curate.normalize")))
+        if "langid" in on:
+            lc = config_from(LangIdConfig, params=load_params(params_path, "curate.langid"), where="curate.langid")
+            steps += [LanguageID(lc), LanguageFilter(lc)]
+        if "filters" in on:
+            steps.append(HeuristicFilter(config_from(FilterConfig, params=load_params(params_path, "curate.filters"),
+                                                     where="curate.filters")))
+        if "quality" in on and cfg.quality_models_dir:
+            try:
+                from curate.steps.quality import QualityConfig, quality_filters, quality_scorers
+            except ImportError as exc:
+                raise ConfigError(f"step 'quality' is enabled but curate.steps.quality cannot be imported ({exc}); "
+                                  "remove it from curate.engine.steps") from exc
+            qc = config_from(QualityConfig, params=load_params(params_path, "quality"), where="quality")
+            if not Path(cfg.quality_models_dir).is_dir():
+                raise ConfigError(f"curate.engine.quality_models_dir {cfg.quality_models_dir!r} does not exist; "
+                                  "train the models first or set it to ''")
+            steps += quality_scorers(cfg.quality_models_dir, qc) + quality_filters(qc)
+    elif "pii" in on:
+        try:
+            from curate.steps.pii import PIIConfig, PIIRedactor
+        except ImportError as exc:
+            raise ConfigError(f"step 'pii' is enabled but curate.steps.pii cannot be imported ({exc}); "
+                              "remove it from curate.engine.steps") from exc
+        steps.append(PIIRedactor(config_from(PIIConfig, params=load_params(params_path, "pii"), where="pii")))
+    return steps
+
+
+class DedupApply(CurationStep):
+    """Applies the global dedup verdicts of this task: adds ``dup_cluster``/``is_duplicate``, drops copies."""
+
+    step_name = "dedup"
+    name = "dedup (apply verdicts)"
+    columns = ("dup_cluster", "is_duplicate")
+
+    def __init__(self, verdicts: dict[str, tuple[str, bool, str | None]]) -> None:
+        super().__init__()
+        self.verdicts = verdicts
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        cluster, is_dup, kind = self.verdicts.get(doc.id, (doc.id, False, None))
+        doc.metadata["dup_cluster"] = cluster
+        doc.metadata["is_duplicate"] = is_dup
+        if is_dup:
+            return False, "near_duplicate" if kind == "near" else "exact_duplicate"
+        return True
+
+
+# -- one datatrove task --------------------------------------------------------------------------
+
+class ChainTask(PipelineStep):
+    """One task: read its share of the input, run the steps, write parts, drops and stats atomically."""
+
+    name = "curation chain"
+    type = "corpusmix"
+
+    def __init__(self, *, stage: str, work: str, inputs: list[str], read_cfg: cio.ReadConfig,
+                 steps: list[CurationStep], batch_docs: int, verdicts_dir: str = "") -> None:
+        super().__init__()
+        self.stage, self.work, self.inputs = stage, work, inputs
+        self.read_cfg, self.steps, self.batch_docs = read_cfg, steps, batch_docs
+        self.verdicts_dir = verdicts_dir
+
+    def _source(self, rank: int, world_size: int, sink: DropSink, st: StepStats):
+        if self.stage == "a":
+            units = cio.list_units([Path(p) for p in self.inputs])[rank::world_size]
+        else:
+            units = [cio.Unit(p, rg) for p in self.inputs if Path(p).name.startswith(f"{rank:05d}-")
+                     for rg in range(pq.ParquetFile(p).metadata.num_row_groups)]
+        reader = cio.RecordReader(self.read_cfg)
+        for unit in units:
+            for rec in reader.read_unit(unit):
+                st.docs_in += 1
+                if isinstance(rec, cio.Drop):
+                    st.dropped[rec.reason] += 1
+                    sink.add(rec.id, cio.READ_STEP, rec.reason, rec.domain)
+                    continue
+                st.kept += 1
+                st.bytes_in += len(rec.text.encode("utf-8"))
+                yield rec
+
+    def run(self, data: Any = None, rank: int = 0, world_size: int = 1):
+        work = Path(self.work) / self.stage
+        out_dir = work / "out"
+        for old in out_dir.glob(f"{rank:05d}-*.parquet"):
+            old.unlink()  # leftovers of a killed attempt of this task
+        sink = DropSink()
+        stats: dict[str, StepStats] = {}
+        t0 = time.perf_counter()
+        read_name = cio.READ_STEP if self.stage == "a" else "reread"
+        stats[read_name] = StepStats()
+        docs = self._source(rank, world_size, sink, stats[read_name])
+        steps = list(self.steps)
+        if self.verdicts_dir:
+            vfile = Path(self.verdicts_dir) / f"{rank:05d}.parquet"
+            verdicts = {}
+            if vfile.exists():
+                t = pq.read_table(vfile).to_pylist()
+                verdicts = {r["id"]: (r["dup_cluster"], r["is_duplicate"], r["dup_kind"]) for r in t}
+            steps.insert(0, DedupApply(verdicts))
+        for step in steps:
+            stats[step.step_name] = StepStats()
+            docs = meter(step, docs, stats[step.step_name], sink, rank=rank, world_size=world_size)
+        part = 0
+        batch: list[Document] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= self.batch_docs:
+                cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+                part += 1
+                batch = []
+        if batch:
+            cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+        stats[read_name].seconds = max(0.0, time.perf_counter() - t0 - sum(
+            s.seconds for k, s in stats.items() if k != read_name))
+        for name, s in stats.items():
+            s.check(name)
+        if read_name == "reread":
+            stats.pop(read_name)
+        cio.atomic_write_table(cio.drops_table(sink.rows), work / "drops" / f"{rank:05d}.parquet")
+        write_task_stats(work / "stats" / f"{rank:05d}.json", stats)
+        return
+        yield  # a generator, as datatrove expects
+
+
+# -- global stages -------------------------------------------------------------------------------
+
+def _parts(work: Path, stage: str) -> list[Path]:
+    return sorted((work / stage / "out").glob("*.parquet"))
+
+
+def run_dedup(work: Path, params_path: str) -> None:
+    """Global dedup over stage a's kept documents; writes verdicts per task and its stats."""
+    from curate.dedup import DedupConfig, dedup_table
+
+    done = work / "dedup" / ".done"
+    if done.exists():
+        return
+    dcfg = config_from(DedupConfig, params=load_params(params_path, "dedup"), where="dedup")
+    t0 = time.perf_counter()
+    tables = []
+    for p in _parts(work, "a"):
+        names = pq.read_schema(p).names
+        cols = [c for c in ("id", "text", dcfg.quality_column) if c in names]
+        t = pq.read_table(p, columns=cols)
+        tables.append(t.append_column("_rank", pa.array([p.name[:5]] * t.num_rows, pa.string())))
+    vdir = work / "dedup" / "verdicts"
+    vdir.mkdir(parents=True, exist_ok=True)
+    st = StepStats()
+    if tables:
+        table = pa.concat_tables(tables, promote_options="permissive")
+        st.docs_in = table.num_rows
+        st.bytes_in = sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
+        res = dedup_table(table.drop_columns(["_rank"]), dcfg)
+        res = res.append_column("_rank", table.column("_rank")).select(
+            ["id", "dup_cluster", "is_duplicate", "dup_kind", "_rank"])
+        for kind, n in zip(*_count_kinds(res), strict=True):
+            st.dropped["near_duplicate" if kind == "near" else "exact_duplicate"] += n
+        st.kept = st.docs_in - sum(st.dropped.values())
+        for rank in sorted(set(res.column("_rank").to_pylist())):
+            sub = res.filter(pc.equal(res.column("_rank"), rank)).drop_columns(["_rank"])
+            cio.atomic_write_table(sub, vdir / f"{rank}.parquet")
+    st.seconds = time.perf_counter() - t0
+    write_task_stats(work / "dedup" / "stats.json", {"dedup_global": st})
+    done.touch()
+
+
+def _count_kinds(res: pa.Table) -> tuple[list[str], list[int]]:
+    dup = res.filter(res.column("is_duplicate"))
+    kinds = dup.column("dup_kind").to_pylist()
+    uniq = sorted({k or "exact" for k in kinds})
+    return uniq, [sum(1 for k in kinds if (k or "exact") == u) for u in uniq]
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str]) -> dict[str, Any]:
+    """Per-domain curated Parquet, drops.parquet, stats.json (streamed part by part)."""
+    parts = _parts(work, last_stage)
+    schema = cio.unified_schema(parts)
+    curated = out / "curated"
+    if curated.exists():
+        shutil.rmtree(curated)
+    writers: dict[str, cio.AtomicParquetWriter] = {}
+    kept = 0
+    for p in parts:
+        t = cio.conform(pq.read_table(p), schema)
+        kept += t.num_rows
+        doms = t.column("domain").to_pylist()
+        for dom in dict.fromkeys(doms):
+            name = _SAFE.sub("_", dom or "unknown")
+            w = writers.get(name)
+            if w is None:
+                w = writers[name] = cio.AtomicParquetWriter(curated / f"{name}.parquet", schema)
+            w.write_table(t.filter(pa.array([d == dom for d in doms])))
+    for w in writers.values():
+        w.close()
+    drop_files = sorted((work / "a" / "drops").glob("*.parquet")) + sorted((work / "b" / "drops").glob("*.parquet"))
+    with cio.AtomicParquetWriter(out / "drops.parquet", cio.DROP_SCHEMA) as dw:
+        for f in drop_files:
+            dw.write_table(pq.read_table(f))
+    stat_files = sorted((work / "a" / "stats").glob("*.json")) + sorted((work / "b" / "stats").glob("*.json"))
+    steps = merge_stats(stat_files, order=step_order)
+    gd = work / "dedup" / "stats.json"
+    if gd.exists() and "dedup" in steps:
+        steps["dedup"]["seconds"] = round(steps["dedup"]["seconds"] + json.loads(gd.read_text())
+                                          ["dedup_global"]["seconds"], 4)
+    doc = stats_document(steps, kept=kept)
+    tmp = out / ".stats.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2))
+    tmp.replace(out / "stats.json")
+    return doc
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "params.yaml",
+              cfg: EngineConfig | None = None, read_cfg: cio.ReadConfig | None = None) -> dict[str, Any]:
+    """Run the whole chain; returns the stats document. Safe to re-run after a kill."""
+    from datatrove.executor import LocalPipelineExecutor
+
+    cfg = cfg or config_from(EngineConfig, params=load_params(params_path, "curate.engine"), where="curate.engine")
+    read_cfg = read_cfg or config_from(cio.ReadConfig, params=load_params(params_path, "curate.read"),
+                                       where="curate.read")
+    files = cio.list_input_files(inputs)
+    cio.check_inputs(files, read_cfg)
+    steps_a = build_steps(params_path, cfg, stage="a")  # builds (and validates) every config up front
+    steps_b = build_steps(params_path, cfg, stage="b")
+    out, work = Path(output), Path(output) / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    fingerprint = hashlib.sha256(json.dumps({
+        "inputs": [str(f) for f in files], "engine": asdict(cfg), "read": asdict(read_cfg),
+        "params": {k: load_params(params_path, k) for k in ("curate", "dedup", "pii", "quality")}},
+        sort_keys=True, default=str).encode()).hexdigest()[:16]
+    fp_file = work / "fingerprint"
+    if fp_file.exists() and fp_file.read_text() != fingerprint:
+        raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output or "
+                          f"delete {str(work)!r}")
+    fp_file.write_text(fingerprint)
+    t0 = time.perf_counter()
+    tasks = cfg.tasks
+
+    def execute(stage: str, inp: list[str], steps: list[CurationStep], verdicts: str = "") -> None:
+        LocalPipelineExecutor(
+            pipeline=[ChainTask(stage=stage, work=str(work), inputs=inp, read_cfg=read_cfg, steps=steps,
+                                batch_docs=cfg.batch_docs, verdicts_dir=verdicts)],
+            tasks=tasks, workers=min(cfg.workers, tasks), logging_dir=str(work / "logs" / stage),
+            skip_completed=True).run()
+
+    log.info("stage a", extra={"data": {"tasks": tasks, "steps": [s.step_name for s in steps_a]}})
+    execute("a", [str(f) for f in files], steps_a)
+    order = [cio.READ_STEP] + [s.step_name for s in steps_a]
+    last = "a"
+    dedup_on = "dedup" in cfg.steps
+    if dedup_on:
+        run_dedup(work, params_path)
+    if dedup_on or steps_b:
+        execute("b", [str(p) for p in _parts(work, "a")], steps_b,
+                verdicts=str(work / "dedup" / "verdicts") if dedup_on else "")
+        order += (["dedup"] if dedup_on else []) + [s.step_name for s in steps_b]
+        last = "b"
+    doc = run_merge(work, out, last, order)
+    if not cfg.keep_work:
+        shutil.rmtree(work)
+    log.info("curate run done", extra={"data": {"seconds": round(time.perf_counter() - t0, 2), **doc["totals"]}})
+    return doc
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    cfg = config_from(EngineConfig, params=load_params(args.params, "curate.engine"), args=args,
+                      where="curate.engine")
+    doc = run_local(inputs=args.input, output=args.output, params_path=args.params, cfg=cfg)
+    print(json.dumps(doc["totals"]))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the configured curation chain locally (datatrove)",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--input", required=True, help="Parquet/JSONL(.gz/.zst) file or folder")
+    p.add_argument("--output", required=True, help="output folder (curated/, drops.parquet, stats.json)")
+    p.add_argument("--params", default="params.yaml", help="params file (sections curate.*, dedup, pii, quality)")
+    add_config_args(p, EngineConfig)
+    p.set_defaults(func=_cmd)

@@ -1,0 +1,64 @@
+"""Text normalisation step: Unicode NFC, control characters stripped, optional ftfy repair.
+
+Runs first in ``corpusmix curate run`` and alone as ``corpusmix curate normalize --input F --output F``.
+Tab, newline and carriage return are kept (``\\r\\n`` and lone ``\\r`` become ``\\n``); every other
+Unicode ``Cc`` character is removed. Config: ``params.yaml`` ``curate.normalize``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+
+from datatrove.data import Document
+
+from curate.steps.base import Annotator
+
+# every C0/C1 control except \t \n \r (handled by newline normalisation)
+_CONTROL = {c: None for c in list(range(0x00, 0x20)) + list(range(0x7F, 0xA0)) if c not in (9, 10, 13)}
+
+
+@dataclass
+class NormalizeConfig:
+    nfc: bool = field(default=True, metadata={"help": "Unicode NFC normalisation"})
+    strip_control: bool = field(default=True, metadata={"help": "remove control characters except tab/newline"})
+    newlines: bool = field(default=True, metadata={"help": "\\r\\n and \\r become \\n"})
+    ftfy: bool = field(default=False, metadata={"help": "repair mojibake with ftfy (slow)"})
+
+
+def normalize_text(text: str, cfg: NormalizeConfig) -> str:
+    if cfg.ftfy:
+        import ftfy
+
+        text = ftfy.fix_text(text, normalization="NFC" if cfg.nfc else None)
+    if cfg.newlines and "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if cfg.strip_control:
+        text = text.translate(_CONTROL)
+    if cfg.nfc and not (text.isascii() or unicodedata.is_normalized("NFC", text)):
+        text = unicodedata.normalize("NFC", text)
+    return text
+
+
+class Normalizer(Annotator):
+    """Rewrites ``doc.text``; an empty result is a drop (``empty_after_normalize``)."""
+
+    step_name = "normalize"
+    name = "normalize"
+
+    def __init__(self, cfg: NormalizeConfig | None = None) -> None:
+        super().__init__()
+        self.cfg = cfg or NormalizeConfig()
+
+    def annotate(self, doc: Document) -> None:
+        doc.text = normalize_text(doc.text, self.cfg)
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        res = super().filter(doc)
+        if res is True and not doc.text.strip():
+            return False, "empty_after_normalize"
+        return res
+
+
+__all__ = ["NormalizeConfig", "Normalizer", "normalize_text"]
+
