@@ -11,6 +11,7 @@ import importlib
 
 CURATE_MODULES: list[str] = [
     "curate.dedup.cli",
+    "curate.quality_cli",
 ]
 
 

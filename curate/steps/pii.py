@@ -307,10 +307,13 @@ class PIIRedactor(Annotator):
                 found.append((r.start, r.end, "PERSON", r.score))
         return resolve_overlaps(found)
 
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        if not isinstance(doc.text, str):
+            return False, "no_text"
+        return super().filter(doc)
+
     def annotate(self, doc: Document) -> None:
         text = doc.text
-        if not isinstance(text, str):
-            raise TypeError(f"text is {type(text).__name__}, not str")
         spans = self.detect(text)
         counts = Counter(t for _, _, t in spans)
         self.type_counts.update(counts)
