@@ -10,6 +10,8 @@ import argparse
 import importlib
 
 CURATE_MODULES: list[str] = [
+    "curate.engine_local",
+    "curate.steps_cli",
     "curate.dedup.cli",
     "curate.quality_cli",
 ]
