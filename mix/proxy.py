@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
 
 log = get_logger("mix.proxy")
@@ -72,16 +73,16 @@ def pool_domains(pools_dir: str | Path) -> dict[str, int]:
     """``{domain: tokens}`` from ``pools.json``; clear errors for missing/empty/one-domain pools."""
     p = Path(pools_dir) / "pools.json"
     if not p.exists():
-        raise FileNotFoundError(
-            f"{p} not found: --input must be a token-pools folder (build one with `corpusmix pools`)")
+        raise ConfigError(
+            f"{p} not found: --input must be a token-pools folder (build one with `corpusmix tokenize pools`)")
     meta = json.loads(p.read_text())
     doms = {d: int(v["tokens"]) for d, v in sorted(meta.get("domains", {}).items())}
     empty = sorted(d for d, n in doms.items() if n <= 0)
     if empty:
-        raise ValueError(f"domain(s) {empty} have no tokens in {p}; drop them from the pools "
+        raise ConfigError(f"domain(s) {empty} have no tokens in {p}; drop them from the pools "
                          "(or add data) before a mixture search")
     if len(doms) < 2:
-        raise ValueError(f"a mixture search needs at least 2 domains, {p} has {sorted(doms)}")
+        raise ConfigError(f"a mixture search needs at least 2 domains, {p} has {sorted(doms)}")
     return doms
 
 

@@ -86,3 +86,112 @@ def test_bad_config_and_one_domain_are_clear_errors():
         DoReMiConfig(smoothing=1.5).validate()
     with pytest.raises(ValueError, match="reference_mixture"):
         DoReMiConfig(reference_mixture="best").validate()
+
+
+# ----------------------------------------------------------------------------- end to end (tiny pools)
+
+def write_pools(root, sizes: dict[str, int], vocab: int = 64, seed: int = 0):
+    """A pools folder (docs/formats.md) with learnable synthetic domains: domain i repeats its own
+    short token motifs with noise, so proxies learn different things from different domains."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    meta = {"version": 1, "tokenizer_sha256": "0" * 64, "vocab_size": vocab, "dtype": "uint16",
+            "val_fraction": 0.2, "bos_id": 0, "eos_id": 1, "pad_id": 2, "domains": {}}
+    for i, (d, n) in enumerate(sorted(sizes.items())):
+        docs, toks, offs = max(n // 50, 0), [], [0]
+        motif = rng.integers(3, vocab, size=8 + 4 * i)
+        for _ in range(docs):
+            body = np.resize(motif, 48).copy()
+            flip = rng.random(48) < 0.1 * (i + 1)
+            body[flip] = rng.integers(3, vocab, size=int(flip.sum()))
+            toks.extend([0, *body.tolist(), 1])
+            offs.append(len(toks))
+        np.asarray(toks, dtype=np.uint16).tofile(root / f"{d}.bin")
+        np.save(root / f"{d}.idx.npy", np.asarray(offs, dtype=np.int64))
+        meta["domains"][d] = {"tokens": len(toks), "docs": docs, "val_docs": docs // 5 if docs >= 2 else 0}
+    (root / "pools.json").write_text(json.dumps(meta))
+    return root
+
+
+FAST = ["--preset", "micro", "--proxy-steps", "12", "--steps", "12", "--proxy-batch-size", "4",
+        "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--params", "/nonexistent.yaml"]
+
+
+def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):
+    import json
+    import time
+
+    from corpusmix.cli import main
+    from mix.mixture import load_mixture
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
+    out = tmp_path / "out" / "mixture.json"
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(out), *FAST]) == 0
+    mix = load_mixture(out, ["a", "b", "c"])
+    assert mix.method == "doremi" and mix.params["doremi"]["eta"] == 1.0
+    assert mix.params["doremi"]["smoothing"] == 1e-3
+    assert min(mix.weights.values()) >= 1e-3 / 3 - 1e-12
+    traj = (tmp_path / "out" / "doremi_trajectory.csv").read_text().splitlines()
+    assert traj[0] == "step,round,a,b,c" and len(traj) == 1 + 12
+    rows = [list(map(float, r.split(",")[2:])) for r in traj[1:]]
+    np.testing.assert_allclose(np.mean(rows, axis=0), [mix.weights[d] for d in "abc"], atol=2e-6)
+    cached = sorted(p.name for p in (tmp_path / "out" / "proxies").iterdir())
+    assert any(n.startswith("reference-") for n in cached) and any(n.startswith("doremi-") for n in cached)
+    # a re-run reads the finished round back: same weights, nothing retrained
+    t0 = time.perf_counter()
+    out2 = tmp_path / "out" / "again.json"
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(out2), *FAST]) == 0
+    assert json.loads(out2.read_text())["weights"] == json.loads(out.read_text())["weights"]
+    assert time.perf_counter() - t0 < 5.0
+    assert sorted(p.name for p in (tmp_path / "out" / "proxies").iterdir()) == cached
+
+
+def test_bad_inputs_are_clear_errors(tmp_path, capsys):
+    from corpusmix.cli import main
+
+    empty = write_pools(tmp_path / "empty", {"a": 3000, "b": 0})
+    rc = main(["mix", "doremi", "--input", str(empty), "--output", str(tmp_path / "m.json"), *FAST])
+    assert rc == 2 and "have no tokens" in capsys.readouterr().err
+    one = write_pools(tmp_path / "one", {"a": 3000})
+    rc = main(["mix", "doremi", "--input", str(one), "--output", str(tmp_path / "m.json"), *FAST])
+    assert rc == 2 and "at least 2 domains" in capsys.readouterr().err
+    rc = main(["mix", "doremi", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "m.json"), *FAST])
+    assert rc == 2 and "token-pools folder" in capsys.readouterr().err
+    # a mixture outside the simplex
+    good = write_pools(tmp_path / "good", {"a": 3000, "b": 3000})
+    params = tmp_path / "params.yaml"
+    params.write_text("mix:\n  method: manual\n  manual:\n    weights: {a: 0.7, b: 0.7}\n")
+    rc = main(["mix", "select", "--input", str(good), "--output", str(tmp_path / "m.json"), "--params", str(params)])
+    assert rc == 2 and "sum to" in capsys.readouterr().err
+    params.write_text("mix:\n  method: manual\n  manual:\n    weights: {a: 1.2, b: -0.2}\n")
+    rc = main(["mix", "select", "--input", str(good), "--output", str(tmp_path / "m.json"), "--params", str(params)])
+    assert rc == 2 and ">= 0" in capsys.readouterr().err
+    from mix.proxy import ProxyConfig, train_proxy
+
+    with pytest.raises(ValueError, match="outside the simplex"):
+        train_proxy(good, [0.9, 0.3], ProxyConfig(steps=1))
+
+
+def test_select_materialises_natural_uniform_and_manual(tmp_path):
+    import json
+
+    from corpusmix.cli import main
+
+    pools = write_pools(tmp_path / "pools", {"a": 3000, "b": 1000})
+    tok = json.loads((pools / "pools.json").read_text())["domains"]
+    out = tmp_path / "m.json"
+    assert main(["mix", "select", "--input", str(pools), "--output", str(out), "--method", "natural",
+                 "--params", str(tmp_path / "none.yaml")]) == 0
+    w = json.loads(out.read_text())
+    assert w["method"] == "natural"
+    assert w["weights"]["a"] == pytest.approx(tok["a"]["tokens"] / (tok["a"]["tokens"] + tok["b"]["tokens"]))
+    assert main(["mix", "select", "--input", str(pools), "--output", str(out), "--method", "uniform",
+                 "--params", str(tmp_path / "none.yaml")]) == 0
+    assert json.loads(out.read_text())["weights"] == {"a": 0.5, "b": 0.5}
+    params = tmp_path / "params.yaml"
+    params.write_text("mix:\n  method: manual\n  manual:\n    weights: {a: 0.25, b: 0.75}\n")
+    assert main(["mix", "select", "--input", str(pools), "--output", str(out), "--params", str(params)]) == 0
+    got = json.loads(out.read_text())
+    assert got["weights"] == {"a": 0.25, "b": 0.75} and got["provenance"]["selected"] == "manual"

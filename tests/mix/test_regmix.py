@@ -92,3 +92,36 @@ def test_config_validation():
         RegMixConfig(num_proxies=4).validate()
     with pytest.raises(ValueError, match="top_k"):
         RegMixConfig(candidates=10, top_k=20).validate()
+
+
+# ----------------------------------------------------------------------------- end to end (tiny pools)
+
+def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
+    import json
+
+    from corpusmix.cli import main
+    from mix.mixture import load_mixture
+    from tests.mix.test_doremi import write_pools
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
+    out = tmp_path / "out" / "mixture.json"
+    argv = ["mix", "regmix", "--input", str(pools), "--output", str(out), "--preset", "micro",
+            "--params", str(tmp_path / "none.yaml"), "--proxy-steps", "10", "--proxy-batch-size", "4",
+            "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--num-proxies", "8",
+            "--candidates", "2000", "--top-k", "20", "--target", "worst", "--max-epochs", "50"]
+    assert main(argv) == 0
+    mix = load_mixture(out, ["a", "b", "c"])
+    assert mix.method == "regmix" and mix.params["regmix"]["target"] == "worst"
+    rep = json.loads((tmp_path / "out" / "regmix_report.json").read_text())
+    assert len(rep["runs"]) == 8 and sum(r["heldout"] for r in rep["runs"]) == rep["fit"]["n_heldout"] == 3
+    for r in rep["runs"]:  # target = worst domain's validation loss of that run
+        assert r["target"] == pytest.approx(max(r["val_loss"].values()))
+        assert sum(r["weights"]) == pytest.approx(1.0)
+    assert set(rep["fit"]["lightgbm"]) >= {"spearman", "pearson"}
+    assert rep["search"]["candidates"] == 2000
+    cached = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()}
+    assert len(cached) == 8
+    # resumable: a second run retrains nothing and gives the same mixture
+    assert main(argv[:5] + [str(tmp_path / "out" / "again.json")] + argv[6:]) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()} == cached
+    assert load_mixture(tmp_path / "out" / "again.json").weights == mix.weights
