@@ -151,6 +151,25 @@ def test_resume_after_interruption(pools, tmp_path):
     assert pack(pools, w, out, cfg)["shards"] == full["shards"]
 
 
+def test_validation_split_shards_hold_only_held_out_documents(tmp_path):
+    pools = write_pools(tmp_path / "pv", {"a": lognormal_lengths(3, 200), "b": lognormal_lengths(4, 100)},
+                        val_fraction=0.1)
+    meta = json.loads((pools / "pools.json").read_text())
+    cut = {d: int(np.load(pools / f"{d}.idx.npy")[m["docs"] - m["val_docs"]]) for d, m in meta["domains"].items()}
+    val_tokens = {d: meta["domains"][d]["tokens"] - cut[d] for d in cut}
+    total = sum(val_tokens.values())
+    m = pack(pools, {"weights": {d: n / total for d, n in val_tokens.items()}}, tmp_path / "val",
+             PackConfig(seq_len=64, tokens=total, split="val"))
+    assert m["split"] == "val" and m["tokens_per_domain"] == val_tokens
+    _, table = read_shards(tmp_path / "val")
+    base = {d: int(np.fromfile(pools / f"{d}.bin", dtype=np.uint32, count=1)[0]) for d in cut}
+    for row, lens, dom in zip(table.column("tokens").to_pylist(), table.column("doc_lens").to_pylist(),
+                              table.column("domain").to_pylist(), strict=True):
+        assert min(row[:sum(lens)]) - base[dom] >= cut[dom]  # never a training-split token
+    train = pack(pools, {"weights": {"a": 0.5, "b": 0.5}}, tmp_path / "train", PackConfig(seq_len=64, tokens=5000))
+    assert train["split"] == "train"
+
+
 def test_bad_input(pools, tmp_path):
     cfg = PackConfig(seq_len=64, tokens=1000)
     with pytest.raises(MixtureError, match="unknown domain"):
