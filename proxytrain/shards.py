@@ -280,6 +280,9 @@ class ShardLoader:
     """
 
     def __init__(self, dataset: ShardDataset, *, num_workers: int = 0, **kwargs: Any) -> None:
+        if kwargs.get("in_order") is False or "batch_size" in kwargs or "sampler" in kwargs:
+            raise ShardError("ShardLoader needs the DataLoader's default in-order, round-robin batches: "
+                             "drop in_order/batch_size/sampler (the batch size is the dataset's)")
         self.dataset, self.num_workers, self.kwargs = dataset, num_workers, kwargs
         self.cursor = dataset.start
 
