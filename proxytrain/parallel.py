@@ -52,6 +52,16 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def reshard_all(model: nn.Module) -> None:
+    """Reshard every FSDP2 module: a forward without backward (evaluation) leaves the blocks that
+    do not reshard after forward unsharded, and state dicts / optimizers expect sharded params."""
+    from torch.distributed.fsdp import FSDPModule
+
+    for m in model.modules():
+        if isinstance(m, FSDPModule):
+            m.reshard()
+
+
 def parallelize(model: nn.Module, cfg: Any) -> nn.Module:
     """Apply AC -> compile -> FSDP2 to ``model.layers`` and the root; returns the same model.
 

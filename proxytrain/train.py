@@ -46,7 +46,7 @@ from proxytrain.model import (
     per_token_loss,
     target_mask,
 )
-from proxytrain.parallel import all_reduce_sum, is_distributed, parallelize, setup_distributed
+from proxytrain.parallel import all_reduce_sum, is_distributed, parallelize, reshard_all, setup_distributed
 
 log = get_logger("proxytrain.train")
 
@@ -107,7 +107,8 @@ class TrainConfig:
     keep_checkpoints: int = _f(3, "complete checkpoints kept (0 = all)")
     resume: bool = _f(True, "resume from the latest complete checkpoint in out_dir")
     eval_every: int = _f(100, "per-domain validation loss every N steps (0 = off)")
-    eval_batches: int = _f(4, "validation batches per domain")
+    eval_batches: int = _f(4, "validation batches (pools: per domain)")
+    eval_batch_size: int = _f(8, "rows per validation batch (every rank evaluates the same rows)")
     spike_factor: float = _f(3.0, "skip a batch whose loss exceeds this x the recent median")
     spike_window: int = _f(50, "accepted losses the median is taken over")
     spike_min_history: int = _f(20, "accepted losses needed before the factor test is active")
@@ -365,6 +366,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             step += 1
             if val_batches and cfg.eval_every > 0 and (step % cfg.eval_every == 0 or step == cfg.steps):
                 val = evaluate(model, val_batches, domains, reduce=all_reduce_sum)
+                reshard_all(model)
                 rec.update({f"val_loss/{k}": v for k, v in val.items()})
             logger.record(rec)
             history.append(rec)
@@ -387,7 +389,7 @@ class _ParallelOpts:
 def _val_batches(cfg: TrainConfig, val_source: BatchSource | None) -> list[dict[str, torch.Tensor]]:
     if val_source is None or cfg.eval_every <= 0:
         return []
-    return val_source.eval_batches(cfg.micro_batch_size, cfg.eval_batches)
+    return val_source.eval_batches(cfg.eval_batch_size, cfg.eval_batches)
 
 
 def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
