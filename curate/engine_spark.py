@@ -45,8 +45,6 @@ from corpusmix.logging import get_logger
 
 log = get_logger("curate.spark")
 
-#: columns every document has (docs/formats.md)
-BASE_COLUMNS = ("id", "text", "domain", "source")
 #: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
 KNOWN_TYPES: dict[str, pa.DataType] = {
     "lang": pa.string(),
@@ -63,8 +61,8 @@ KNOWN_TYPES: dict[str, pa.DataType] = {
 #: file suffixes of models that are shipped to executors when a step attribute names such a file
 MODEL_SUFFIXES = (".ftz", ".bin", ".arpa", ".klm", ".binary", ".model", ".json")
 DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"
-DEFAULT_REASON = "filtered"
-ROWS_KEY, PART_COL = "__rows__", "_part"
+DEFAULT_REASON = "unspecified"  # the local engine's reason for a drop without one
+ROWS_KEY, PART_COL, FILE_COL, READ_STEP = "__rows__", "_part", "_file", "read"
 
 # chains unpickled in this Python process, keyed by the hash of their pickle: a reused Spark Python
 # worker keeps its steps (and their lazily loaded models) from one task to the next.
@@ -133,9 +131,12 @@ def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:
 # ------------------------------------------------------------------------------------------- input
 
 def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
-    """Documents from Parquet files/folders or JSON lines (``.jsonl``, ``.jsonl.gz``; any Spark URI).
+    """Raw records from Parquet files/folders or JSON lines (``.jsonl``, ``.jsonl.gz``; any Spark URI).
 
-    ``domain`` defaults to ``unknown`` and ``source`` to ``unknown`` when absent (docs/formats.md).
+    Records become documents (or ``read`` drops) inside the partitions with the local engine's
+    :class:`curate.io.RecordReader`; a malformed JSON line (Spark's ``_corrupt_record``) is a
+    ``read`` drop with reason ``malformed_json``. Adds ``_file`` (the record's file name), used
+    for the ids of records without one.
     """
     from pyspark.sql import functions as F
 
@@ -143,25 +144,25 @@ def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
         raise ValueError("no input given; pass --input PATH (Parquet file/folder or JSONL) at least once")
     frames = []
     for path in inputs:
-        lower = str(path).lower()
-        if any(lower.endswith(s) for s in (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".jsonl.bz2")):
-            df = spark.read.json(str(path))
-        elif lower.endswith(".jsonl.zst"):
+        lower = str(path).lower().rstrip("/")
+        if lower.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".jsonl.bz2")):
+            df = spark.read.option("mode", "PERMISSIVE").json(str(path))
+        elif lower.endswith((".zst",)):
             raise ValueError(f"{path}: Spark has no zstd JSON codec by default; convert it to Parquet "
                              "or .jsonl.gz first")
         else:
             df = spark.read.parquet(str(path))
-        missing = [c for c in ("id", "text") if c not in df.columns]
-        if missing:
-            raise ValueError(f"{path}: documents lack column(s) {missing}; every document needs `id` and `text`")
-        for c in ("domain", "source"):
-            if c not in df.columns:
-                df = df.withColumn(c, F.lit("unknown"))
+        if "text" not in df.columns and "_corrupt_record" not in df.columns:
+            raise ValueError(f"{path}: documents lack a `text` column (columns: {df.columns}); "
+                             "every document needs `id` and `text`")
         frames.append(df)
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)
-    return df.select(*[F.col(c).cast("string") if c in BASE_COLUMNS else F.col(c) for c in df.columns])
+    for c in ("id", "text"):
+        if c not in df.columns:
+            df = df.withColumn(c, F.lit(None).cast("string"))
+    return df.withColumn(FILE_COL, F.regexp_extract(F.input_file_name(), r"([^/]*)$", 1))
 
 
 # ------------------------------------------------------------------------------------ model files
@@ -257,18 +258,30 @@ def apply_steps(steps: Sequence[Any], docs: list[Any], stats: dict[str, dict[str
     return [(d, *fate.get(i, (None, None))) for i, d in enumerate(docs)]
 
 
-def _to_docs(rows: list[dict[str, Any]], base: Sequence[str]) -> list[Any]:
+def records_to_docs(rows: list[dict[str, Any]], reader: Any, *, prefix: str = "") -> tuple[list[Any], list[Any]]:
+    """Raw records -> (documents, read drops) with the local engine's ``RecordReader`` rules."""
+    from curate.io import Drop
+
+    docs, drops = [], []
+    for i, rec in enumerate(rows):
+        fname = rec.pop(FILE_COL, None) or "input"
+        corrupt = rec.pop("_corrupt_record", None)
+        fallback = f"{fname}#{prefix}{i}"
+        if corrupt is not None:
+            drops.append(Drop(fallback, "malformed_json"))
+            continue
+        res = reader.make({k: v for k, v in rec.items() if v is not None or k in ("id", "text")}, fallback)
+        (drops if isinstance(res, Drop) else docs).append(res)
+    return docs, drops
+
+
+def _to_batch(results: list[tuple[Any, str | None, str | None]], schema: pa.Schema,
+              read_drops: Sequence[Any] = ()) -> pa.RecordBatch:
     from datatrove.data import Document
 
-    docs = []
-    for r in rows:
-        meta = {k: v for k, v in r.items() if k not in ("id", "text")}
-        docs.append(Document(text=r["text"] if r["text"] is not None else "", id=r["id"], metadata=meta))
-    return docs
-
-
-def _to_batch(results: list[tuple[Any, str | None, str | None]], schema: pa.Schema) -> pa.RecordBatch:
     cols: dict[str, list[Any]] = {n: [] for n in schema.names}
+    results = list(results) + [(Document(text=None, id=d.id, metadata={"domain": d.domain}),  # type: ignore[arg-type]
+                                READ_STEP, d.reason) for d in read_drops]
     for doc, step, reason in results:
         cols["id"].append(doc.id)
         cols["text"].append(doc.text)
@@ -289,31 +302,63 @@ def _stats_batch(stats: dict[str, Any], schema: pa.Schema) -> pa.RecordBatch:
 
 
 def make_partition_fn(key: str, blob_bc: Any, shipped: dict[str, str], schema: pa.Schema,
-                      step_names: list[str]) -> Any:
-    """The ``mapInArrow`` function: Arrow batches of documents in, annotated/decided batches out."""
-    base = list(BASE_COLUMNS)
+                      step_names: list[str], read_cfg: Any, *, read: bool = True) -> Any:
+    """The ``mapInArrow`` function: Arrow batches of records in, decided/annotated documents out.
+
+    Records become documents with the local engine's ``RecordReader``; with ``read=False`` (a
+    later stage re-reading earlier output, like the local engine's ``reread``) its counts are
+    not reported.
+    """
 
     def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        from curate.io import RecordReader
+
         steps = _process_steps(key, blob_bc.value, shipped)
-        stats: dict[str, Any] = {n: _empty_step_stats() for n in step_names}
+        reader = RecordReader(read_cfg)  # one per partition: duplicate ids are found within a task
+        ctx = TaskContext.get()
+        part = f"p{ctx.partitionId()}:" if ctx is not None else ""
+        stats: dict[str, Any] = {n: _empty_step_stats() for n in [READ_STEP, *step_names]}
         rows = 0
         for batch in batches:
             if batch.num_rows == 0:
                 continue
+            t0 = time.perf_counter()
+            records = batch.to_pylist()
+            docs, drops = records_to_docs(records, reader, prefix=f"{part}{rows}+")
+            rs = stats[READ_STEP]
+            rs["docs_in"] += len(records)
+            rs["bytes_in"] += sum(len(d.text.encode("utf-8")) for d in docs)  # as the local engine: kept only
+            rs["kept"] += len(docs)
+            for d in drops:
+                rs["dropped"][d.reason] = rs["dropped"].get(d.reason, 0) + 1
+            rs["seconds"] += time.perf_counter() - t0
             rows += batch.num_rows
-            docs = _to_docs(batch.to_pylist(), base)
-            yield _to_batch(apply_steps(steps, docs, stats), schema)
+            yield _to_batch(apply_steps(steps, docs, stats), schema, drops)
         stats[ROWS_KEY] = rows
+        if not read:
+            stats.pop(READ_STEP)
         yield _stats_batch(stats, schema)
 
     return run_partition
 
 
-def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: list[dict[str, Any]]
-                        ) -> pa.Schema:
-    """Input columns, then the columns the steps add (types from docs/formats.md or a sample run)."""
-    names = list(input_schema.names)
-    fields = [input_schema.field(n) for n in names]
+def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: list[dict[str, Any]],
+                        read_cfg: Any = None) -> pa.Schema:
+    """``id``, ``text``, the other input columns, ``domain``, then the columns the steps add.
+
+    Types of added columns come from docs/formats.md or, for other columns, from a run of the
+    steps on a sample of records (a column that is always null there becomes a string).
+    """
+    from curate.io import RecordReader
+
+    names = ["id", "text"] + [n for n in input_schema.names
+                              if n not in ("id", "text", FILE_COL, "_corrupt_record")]
+    if "domain" not in names:
+        names.append("domain")
+    fields = [pa.field(n, pa.string()) if n in ("id", "text", "domain") else input_schema.field(n)
+              for n in names]
     declared: list[str] = []
     for step in steps:
         for c in getattr(step, "columns", ()) or ():
@@ -321,7 +366,7 @@ def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: l
                 declared.append(c)
     sampled: dict[str, list[Any]] = {}
     if sample:
-        docs = _to_docs(sample, BASE_COLUMNS)
+        docs, _ = records_to_docs(sample, RecordReader(read_cfg))
         apply_steps(steps, docs, {})
         for d in docs:
             for k, v in d.metadata.items():
@@ -347,7 +392,7 @@ def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: l
 
 
 def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequence[str] = (),
-              sample_rows: int = 64) -> tuple[Any, list[str]]:
+              read_cfg: Any = None, read: bool = True, sample_rows: int = 64) -> tuple[Any, list[str]]:
     """Apply per-document ``steps`` with ``mapInArrow``; returns (annotated DataFrame, step names).
 
     The DataFrame has every input row (plus one statistics row per partition, ``_partition_stats``
@@ -380,9 +425,9 @@ def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequenc
     sample = df.limit(sample_rows).toArrow().to_pylist() if sample_rows else []
     sample_steps = pickle.loads(blob)  # a separate copy: its models stay on the driver
     localise_model_paths(sample_steps, {})
-    out_schema = infer_output_schema(in_schema, sample_steps, sample)
-    fn = make_partition_fn(key, sc.broadcast(blob), shipped, out_schema, names)
-    return df.mapInArrow(fn, from_arrow_schema(out_schema)), names
+    out_schema = infer_output_schema(in_schema, sample_steps, sample, read_cfg)
+    fn = make_partition_fn(key, sc.broadcast(blob), shipped, out_schema, names, read_cfg, read=read)
+    return df.mapInArrow(fn, from_arrow_schema(out_schema)), [READ_STEP, *names] if read else names
 
 
 def _added_files(sc: Any) -> list[str]:
@@ -406,7 +451,7 @@ def merge_stats(parts: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[s
             for r, c in st["dropped"].items():
                 o["dropped"][r] = o["dropped"].get(r, 0) + c
     for o in out.values():
-        o["seconds"] = round(o["seconds"], 3)
+        o["seconds"] = round(o["seconds"], 4)
         o["dropped"] = dict(sorted(o["dropped"].items()))
     return out
 
@@ -434,15 +479,18 @@ def delete_path(spark: Any, path: str) -> None:
 
 
 def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup: Any = None,
-              cfg: SparkConfig | None = None, spark: Any = None, set_master: bool = True) -> dict[str, Any]:
+              steps_after: Sequence[Any] = (), cfg: SparkConfig | None = None, read_cfg: Any = None,
+              spark: Any = None, set_master: bool = True) -> dict[str, Any]:
     """Run the curation chain on Spark; writes ``curated/<domain>.parquet``, ``drops.parquet``, ``stats.json``.
 
-    ``steps`` are the per-document steps; ``dedup`` (a ``DedupConfig`` or None) adds global
-    deduplication after them as step ``dedup``. Returns the stats dict written to ``stats.json``.
-    Spark jobs: one sample for the output schema, one pass that runs the steps and materialises
-    their result, one small collect of the statistics, then one write per output (plus dedup's).
+    The chain is the local engine's: ``steps`` (stage a: normalize, langid, filters, quality),
+    then global dedup when ``dedup`` (a ``DedupConfig``) is given, then ``steps_after`` (stage b:
+    PII). Returns the stats document written to ``stats.json``.
+
+    Spark jobs per stage: one small sample (output schema), one pass that runs the steps and
+    materialises their result under ``_work/``, one collect of the per-partition statistics; then
+    dedup's shuffles, and one write per output.
     """
-    from pyspark.sql import functions as F
 
     cfg = cfg or SparkConfig()
     spark = spark or get_session(cfg, set_master=set_master)
@@ -452,60 +500,99 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     df = read_documents(spark, inputs)
     if cfg.partitions:
         df = df.repartition(cfg.partitions)
-    mapped, names = map_steps(spark, df, steps, model_files=cfg.model_files)
+    kept, drops, stats = _stage(spark, df, steps, f"{work}/a", cfg=cfg, read_cfg=read_cfg, read=True)
+    if dedup is not None or steps_after:
+        stage_b = list(steps_after)
+        if dedup is not None:
+            kept, dedup_seconds = _dedup_verdicts(spark, kept, dedup, work)
+            stage_b.insert(0, ColumnDedupApply())
+        kept, drops_b, stats_b = _stage(spark, kept, stage_b, f"{work}/b", cfg=cfg, read_cfg=read_cfg, read=False)
+        if dedup is not None:
+            stats_b["dedup"]["seconds"] = round(stats_b["dedup"]["seconds"] + dedup_seconds, 4)
+        drops = drops.unionByName(drops_b)
+        stats.update(stats_b)
+    _write_outputs(spark, kept.drop("dup_kind"), drops, output, work)
+    n_kept = list(stats.values())[-1]["kept"]
+    doc = stats_document(stats, kept=n_kept)
+    if doc["totals"]["docs_in"] != doc["totals"]["kept"] + doc["totals"]["dropped"]:
+        raise RuntimeError(f"statistics do not add up: {doc['totals']}")
+    doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
+                     "seconds": round(time.perf_counter() - t_start, 3)}
+    write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")
+    if not cfg.keep_work:
+        delete_path(spark, work)
+    log.info("spark curation done", extra={"data": {"output": output, **doc["totals"]}})
+    return doc
+
+
+def stats_document(steps: dict[str, dict[str, Any]], *, kept: int) -> dict[str, Any]:
+    """The stats.json document of the local engine (``curate.stats.stats_document``)."""
+    from curate.stats import stats_document as local_document
+
+    return local_document(steps, kept=kept)
+
+
+def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkConfig, read_cfg: Any,
+           read: bool) -> tuple[Any, Any, dict[str, Any]]:
+    """Run per-document steps once; (kept DataFrame, drops DataFrame, per-step stats)."""
+    from pyspark.sql import functions as F
+
+    mapped, names = map_steps(spark, df, steps, model_files=cfg.model_files, read_cfg=read_cfg,
+                              read=read)
     # one materialisation: the steps run exactly once per document, every output below reads it
-    mapped.write.mode("overwrite").parquet(f"{work}/annotated")
-    ann = spark.read.parquet(f"{work}/annotated")
+    mapped.write.mode("overwrite").parquet(where)
+    ann = spark.read.parquet(where)
     part_stats = [json.loads(r[0]) for r in ann.where(F.col(STATS_COL).isNotNull()).select(STATS_COL).collect()]
-    docs_in = sum(p.pop(ROWS_KEY) for p in part_stats)
+    for p in part_stats:
+        p.pop(ROWS_KEY, None)
     stats = merge_stats(part_stats, names)
     docs = ann.where(F.col(STATS_COL).isNull())
     kept = docs.where(F.col(DROP_STEP).isNull()).drop(DROP_STEP, DROP_REASON, STATS_COL)
     drops = docs.where(F.col(DROP_STEP).isNotNull()).select(
-        "id", F.col(DROP_STEP).alias("step"), F.col(DROP_REASON).alias("reason"), "domain")
-    n_kept = stats[names[-1]]["kept"] if names else docs_in
-    if dedup is not None:
-        kept, drops = _dedup_stage(spark, kept, drops, dedup, stats, work, n_in=n_kept)
-        n_kept = stats["dedup"]["kept"]
-    _write_outputs(spark, kept, drops, output, work)
-    totals = {"docs_in": docs_in, "kept": n_kept, "dropped": docs_in - n_kept}
-    n_drops = sum(sum(s["dropped"].values()) for s in stats.values())
-    if n_drops != totals["dropped"]:
-        raise RuntimeError(f"statistics do not add up: {n_drops} drops counted, {totals['dropped']} documents "
-                           "missing from the output")
-    result = {"steps": stats, "totals": totals,
-              "engine": {"name": "spark", "master": spark.sparkContext.master,
-                         "seconds": round(time.perf_counter() - t_start, 3)}}
-    write_text(spark, f"{output}/stats.json", json.dumps(result, indent=2) + "\n")
-    if not cfg.keep_work:
-        delete_path(spark, work)
-    log.info("spark curation done", extra={"data": {"output": output, **totals}})
-    return result
+        "id", F.col(DROP_STEP).alias("step"), F.col(DROP_REASON).alias("reason"),
+        F.coalesce(F.col("domain"), F.lit("unknown")).alias("domain"))
+    return kept, drops, stats
 
 
-def _dedup_stage(spark: Any, kept: Any, drops: Any, dedup_cfg: Any, stats: dict[str, Any], work: str,
-                 *, n_in: int) -> tuple[Any, Any]:
-    """Global dedup of the kept documents with the dedup module's Spark shuffles; duplicates are drops."""
-    from pyspark.sql import functions as F
+def _dedup_verdicts(spark: Any, kept: Any, dedup_cfg: Any, work: str) -> tuple[Any, float]:
+    """Kept documents with dedup's verdict columns (``dup_cluster``, ``is_duplicate``, ``dup_kind``).
 
+    Only ``id``, ``text`` and the quality column go through the dedup module's shuffles (so no
+    step column can collide with dedup's own); the verdict is materialised, then joined back.
+    """
     from curate.dedup.spark import dedup_dataframe
 
     t0 = time.perf_counter()
-    bytes_in = kept.select(F.sum(F.octet_length("text"))).first()[0]
-    # only what dedup reads goes through its shuffles (and no step column can collide with its own)
-    cols = ["id", "text"] + [c for c in (getattr(dedup_cfg, "quality_column", ""),) if c and c in kept.columns]
+    qcol = getattr(dedup_cfg, "quality_column", "")
+    cols = ["id", "text"] + ([qcol] if qcol and qcol in kept.columns else [])
     verdict = dedup_dataframe(kept.select(*cols), dedup_cfg).select("id", "dup_cluster", "is_duplicate", "dup_kind")
     verdict.write.mode("overwrite").parquet(f"{work}/dedup")
-    marked = kept.drop("dup_cluster", "is_duplicate", "dup_kind").join(spark.read.parquet(f"{work}/dedup"), "id")
-    dup = marked.where(F.col("is_duplicate"))
-    by_reason = {r[0]: r[1] for r in dup.groupBy(F.concat(F.coalesce("dup_kind", F.lit("near")), F.lit("_dup")))
-                 .count().collect()}
-    n_dup = sum(by_reason.values())
-    stats["dedup"] = {"docs_in": n_in, "bytes_in": int(bytes_in or 0), "kept": n_in - n_dup,
-                      "dropped": dict(sorted(by_reason.items())), "seconds": round(time.perf_counter() - t0, 3)}
-    new_drops = dup.select("id", F.lit("dedup").alias("step"),
-                           F.concat(F.coalesce("dup_kind", F.lit("near")), F.lit("_dup")).alias("reason"), "domain")
-    return marked.where(~F.col("is_duplicate")), drops.unionByName(new_drops)
+    joined = kept.drop("dup_cluster", "is_duplicate", "dup_kind").join(
+        spark.read.parquet(f"{work}/dedup"), "id", "left")
+    return joined, time.perf_counter() - t0
+
+
+def _dedup_apply_class() -> type:
+    from curate.engine_local import DedupApply
+
+    class _ColumnDedupApply(DedupApply):
+        """The local engine's ``DedupApply`` (same columns, reasons, counts), verdicts read from columns."""
+
+        def __init__(self) -> None:
+            super().__init__({})
+
+        def filter(self, doc: Any) -> bool | tuple[bool, str]:
+            m = doc.metadata
+            cluster, is_dup, kind = m.pop("dup_cluster", None), m.pop("is_duplicate", None), m.pop("dup_kind", None)
+            self.verdicts = {} if cluster is None else {doc.id: (cluster, bool(is_dup), kind)}
+            return super().filter(doc)
+
+    return _ColumnDedupApply
+
+
+def ColumnDedupApply() -> Any:  # noqa: N802  (a factory that reads like the class it builds)
+    """A step applying dedup verdicts that were joined onto the documents as columns."""
+    return _dedup_apply_class()()
 
 
 def _write_outputs(spark: Any, kept: Any, drops: Any, output: str, work: str) -> None:
@@ -515,10 +602,14 @@ def _write_outputs(spark: Any, kept: Any, drops: Any, output: str, work: str) ->
     ``domain`` column, same schema as the local engine); each ``_part=<domain>`` folder is then
     renamed to ``curated/<domain>.parquet`` through the Hadoop filesystem API.
     """
+    from urllib.parse import unquote
+
     from pyspark.sql import functions as F
 
     staged = f"{work}/curated"
-    (kept.withColumn(PART_COL, F.coalesce(F.col("domain"), F.lit("unknown")))
+    # the local engine's file names: runs of characters outside [A-Za-z0-9._-] become "_"
+    (kept.withColumn(PART_COL, F.regexp_replace(F.coalesce(F.col("domain"), F.lit("unknown")),
+                                                "[^A-Za-z0-9._-]+", "_"))
      .repartition(PART_COL).sortWithinPartitions("id")
      .write.mode("overwrite").option("compression", "zstd").partitionBy(PART_COL).parquet(staged))
     delete_path(spark, f"{output}/curated")
@@ -528,14 +619,7 @@ def _write_outputs(spark: Any, kept: Any, drops: Any, output: str, work: str) ->
     for status in fs.listStatus(jvm.org.apache.hadoop.fs.Path(staged)):
         name = status.getPath().getName()
         if status.isDirectory() and name.startswith(PART_COL + "="):
-            domain = _unescape(name[len(PART_COL) + 1:])
+            domain = unquote(name[len(PART_COL) + 1:])
             fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(f"{output}/curated/{domain}.parquet"))
     (drops.coalesce(1).sortWithinPartitions("id").write.mode("overwrite")
      .option("compression", "zstd").parquet(f"{output}/drops.parquet"))
-
-
-def _unescape(value: str) -> str:
-    """Undo Spark's escaping of partition values in folder names (``%2F`` etc.)."""
-    from urllib.parse import unquote
-
-    return unquote(value)

@@ -100,26 +100,31 @@ def submit_argv(*, master: str, inputs: Sequence[str], output: str, py_files: st
     return argv + list(extra_args)
 
 
-def chain_from_params(params: str | Path, spec: str = "") -> tuple[list[Any], Any]:
-    """(per-document steps, DedupConfig or None) from ``params.yaml``.
+def chain_from_params(params: str | Path, spec: str = "") -> tuple[list[Any], Any, list[Any]]:
+    """(stage-a steps, DedupConfig or None, stage-b steps) from ``params.yaml``.
 
-    ``spec`` ``MODULE:FUNCTION`` names another builder (called with the params path); the default
-    is the shared chain builder the local engine uses.
+    The default builder is the local engine's (``curate.engine_local.build_steps`` with the
+    ``curate.engine`` section deciding which steps run), so both engines run the same objects.
+    ``spec`` ``MODULE:FUNCTION`` names another builder, called with the params path and returning
+    that triple (or just a list of steps).
     """
     if spec:
         mod, _, fn = spec.partition(":")
         if not fn:
             raise ValueError(f"--chain wants MODULE:FUNCTION, got {spec!r}")
         built = getattr(importlib.import_module(mod), fn)(str(params))
-    else:
-        from curate.chain import build_chain
+        if isinstance(built, tuple):
+            steps, dedup, after = (*built, [])[:3]
+            return list(steps), dedup, list(after)
+        return list(built), None, []
+    from corpusmix.config import config_from, load_params
+    from curate.dedup import DedupConfig
+    from curate.engine_local import EngineConfig, build_steps
 
-        built = build_chain(str(params))
-    if isinstance(built, tuple):
-        steps, dedup = built
-    else:
-        steps, dedup = built, None
-    return list(steps), dedup
+    cfg = config_from(EngineConfig, params=load_params(params, "curate.engine"), where="curate.engine")
+    dedup = (config_from(DedupConfig, params=load_params(params, "dedup"), where="dedup")
+             if "dedup" in cfg.steps else None)
+    return build_steps(params, cfg, stage="a"), dedup, build_steps(params, cfg, stage="b")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -143,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from corpusmix.config import config_from, load_params
     from corpusmix.logging import configure
     from curate.engine_spark import SparkConfig, run_spark
+    from curate.io import ReadConfig
 
     args = parse_args(argv)
     configure()
@@ -153,9 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("spark_submit.py: --input and --output are required (see docs/spark.md)")
     cfg = config_from(SparkConfig, params=load_params(args.params, "spark"), args=args,
                       where="params.yaml section spark")
-    steps, dedup = chain_from_params(args.params, args.chain)
-    stats = run_spark(inputs=args.input, output=args.output, steps=steps, dedup=dedup, cfg=cfg,
-                      set_master=False)
+    steps, dedup, after = chain_from_params(args.params, args.chain)
+    read_cfg = config_from(ReadConfig, params=load_params(args.params, "curate.read"), where="curate.read")
+    stats = run_spark(inputs=args.input, output=args.output, steps=steps, dedup=dedup, steps_after=after,
+                      cfg=cfg, read_cfg=read_cfg, set_master=False)
     print(json.dumps(stats["totals"]))
     return 0
 

@@ -1,0 +1,81 @@
+"""A real Spark standalone cluster on loopback: master + 2 workers, the curation job via spark-submit.
+
+Slow (a JVM master, two worker JVMs, a driver and executors). The cluster is stopped in the
+context manager's ``finally`` whatever happens, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+
+from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
+from curate.spark_cluster import _alive, standalone_cluster  # noqa: E402
+from curate.spark_submit import build_zip, submit_argv  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+                                 reason="Spark needs Java (scripts/system-deps.sh installs it)")]
+
+
+def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    raw = tmp_path / "raw"
+    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(raw)))
+    zip_path = build_zip(tmp_path / "dist" / "corpusmix.zip")
+    out = tmp_path / "out"
+    pids: list[int] = []
+    with standalone_cluster(workers=2, cores=1, memory="768m", root=tmp_path / "cluster") as cluster:
+        status = cluster.status()
+        assert status["aliveworkers"] == 2 and status["cores"] == 2
+        pids = [int(p.read_text()) for p in (cluster.root / "pids").glob("*.pid")]
+        assert len(pids) == 3
+        argv = submit_argv(
+            master=cluster.master_url, inputs=[str(raw / "docs")], output=str(out), py_files=zip_path,
+            files=[ROOT / "curate/models/lid.176.ftz"], params=ROOT / "params.yaml",
+            conf={"spark.executor.memory": "512m", "spark.driver.memory": "1g", "spark.ui.enabled": "false",
+                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+        assert argv[1:3] == ["--master", cluster.master_url] and argv[-2:] == ["--params", str(ROOT / "params.yaml")]
+        # run from an empty folder: the job may only use what --py-files / --files ship
+        res = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert res.returncode == 0, f"spark-submit failed:\n{res.stderr[-6000:]}\n{cluster.logs()}"
+        apps = cluster.status()["completedapps"]
+        assert len(apps) == 1 and apps[0]["state"] == "FINISHED", apps
+    assert not any(_alive(p) for p in pids), "the master and workers are stopped"
+
+    docs = pq.read_table(raw / "docs").to_pylist()
+    ids = {d["id"] for d in docs}
+    kept = {}
+    for folder in (out / "curated").glob("*.parquet"):
+        for row in pq.read_table(folder).to_pylist():
+            kept[row["id"]] = row
+    drops = pq.read_table(out / "drops.parquet").to_pylist()
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["engine"]["master"] == "spark://127.0.0.1:" + cluster.master_url.rsplit(":", 1)[1]
+    assert len(drops) == len({d["id"] for d in drops}), "one (step, reason) per dropped document"
+    assert set(kept) | {d["id"] for d in drops} == ids and not set(kept) & {d["id"] for d in drops}
+    assert stats["totals"] == {"docs_in": len(ids), "kept": len(kept), "dropped": len(drops)}
+    for name, st in stats["steps"].items():
+        assert st["docs_in"] == st["kept"] + sum(st["dropped"].values()), name
+        assert st["dropped"] == _count(drops, name)
+    assert 0 < len(kept) < len(ids)
+    print(json.dumps(stats["totals"]), file=sys.stderr)
+
+
+def _count(drops: list[dict], step: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in drops:
+        if d["step"] == step:
+            out[d["reason"]] = out.get(d["reason"], 0) + 1
+    return dict(sorted(out.items()))
