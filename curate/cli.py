@@ -11,7 +11,9 @@ import importlib
 
 CURATE_MODULES: list[str] = [
     "curate.engine_local",
+    "curate.spark_cli",  # adds --engine spark / --master to `run`; must follow curate.engine_local
     "curate.steps_cli",
+    "curate.metrics",
     "curate.dedup.cli",
     "curate.quality_cli",
 ]

@@ -1,0 +1,104 @@
+"""Scores of a curation run against the demo ground truth (DVC metrics).
+
+``curation_metrics(run_dir, ground_truth)`` reads ``OUT/curated/*.parquet`` and ``OUT/drops.parquet``
+of ``corpusmix curate run`` and ``ground_truth.parquet`` (schema in docs/formats.md) and returns:
+
+* ``lid``: accuracy of ``lang`` against the true language over documents that reached language ID
+  (kept documents plus those the language filter dropped, whose code is in the drop reason);
+* ``junk``: precision/recall of the heuristic filters' drops against planted ``junk:*`` documents;
+* ``foreign``: recall of planted ``foreign:*`` documents among language-ID drops;
+* ``kept_real``: share of real (no planted defect) documents kept, per domain and overall;
+* ``pii``: per-type precision/recall of ``pii_spans`` (``curate.pii_metrics.score_pii``) on kept
+  documents, when the run has that column.
+
+Run: ``corpusmix curate metrics --run OUT --ground-truth data/raw/ground_truth.parquet --output M.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+JUNK_STEPS = ("filters",)
+LID_STEPS = ("langid_filter",)
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 6) if b else None
+
+
+def curation_metrics(run_dir: str | Path, ground_truth: str | Path) -> dict[str, Any]:
+    run = Path(run_dir)
+    gt = {r["id"]: r for r in pq.read_table(ground_truth).to_pylist()}
+    kept: dict[str, dict[str, Any]] = {}
+    has_pii = False
+    for f in sorted((run / "curated").glob("*.parquet")):
+        names = pq.read_schema(f).names
+        cols = [c for c in ("id", "lang", "pii_spans") if c in names]
+        has_pii = has_pii or "pii_spans" in names
+        for r in pq.read_table(f, columns=cols).to_pylist():
+            kept[r["id"]] = r
+    drops = {r["id"]: r for r in pq.read_table(run / "drops.parquet").to_pylist()} if (run / "drops.parquet").exists() else {}
+
+    # language ID
+    lid_ok = lid_n = 0
+    for i, g in gt.items():
+        pred = None
+        if i in kept and kept[i].get("lang"):
+            pred = kept[i]["lang"]
+        elif i in drops and drops[i]["step"] in LID_STEPS and drops[i]["reason"].startswith("lang:"):
+            pred = drops[i]["reason"].split(":", 1)[1]
+        if pred is not None and g.get("lang"):
+            lid_n += 1
+            lid_ok += pred == g["lang"]
+
+    def defects(i: str) -> list[str]:
+        return list(gt[i].get("defects") or [])
+
+    junk = {i for i in gt if any(d.startswith("junk:") for d in defects(i))}
+    foreign = {i for i in gt if any(d.startswith("foreign:") for d in defects(i))}
+    filt = {i for i, d in drops.items() if d["step"] in JUNK_STEPS}
+    lid_drops = {i for i, d in drops.items() if d["step"] in LID_STEPS}
+    real_by_dom: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for i, g in gt.items():
+        if not defects(i):
+            real_by_dom[g.get("domain") or "unknown"][1] += 1
+            real_by_dom[g.get("domain") or "unknown"][0] += i in kept
+    out: dict[str, Any] = {
+        "lid": {"accuracy": _ratio(lid_ok, lid_n), "docs": lid_n},
+        "junk": {"precision": _ratio(len(filt & junk), len(filt)), "recall": _ratio(len(filt & junk), len(junk)),
+                 "planted": len(junk), "dropped_by_filters": len(filt)},
+        "foreign": {"recall": _ratio(len(lid_drops & foreign), len(foreign)), "planted": len(foreign)},
+        "kept_real": {"overall": _ratio(sum(v[0] for v in real_by_dom.values()), sum(v[1] for v in real_by_dom.values())),
+                      "per_domain": {d: _ratio(k, n) for d, (k, n) in sorted(real_by_dom.items())}},
+    }
+    if has_pii:
+        from curate.pii_metrics import score_pii
+
+        ids = [i for i in kept if i in gt]
+        pred = [list(kept[i].get("pii_spans") or []) for i in ids]
+        true = [list(gt[i].get("pii_spans") or []) for i in ids]
+        out["pii"] = score_pii(pred, true)
+    return out
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("metrics", help="score a curate run against the demo ground truth (DVC metrics)",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", required=True, help="output folder of `corpusmix curate run`")
+    p.add_argument("--ground-truth", required=True, help="ground_truth.parquet")
+    p.add_argument("--output", required=True, help="metrics JSON file")
+
+    def _cmd(args: argparse.Namespace) -> int:
+        m = curation_metrics(args.run, args.ground_truth)
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(m, indent=2, default=str))
+        print(json.dumps({k: v for k, v in m.items() if k != "pii"}, default=str))
+        return 0
+
+    p.set_defaults(func=_cmd)
