@@ -100,13 +100,15 @@ def submit_argv(*, master: str, inputs: Sequence[str], output: str, py_files: st
     return argv + list(extra_args)
 
 
-def chain_from_params(params: str | Path, spec: str = "") -> tuple[list[Any], Any, list[Any]]:
+def chain_from_params(params: str | Path, spec: str = "", *, engine_cfg: Any = None
+                      ) -> tuple[list[Any], Any, list[Any]]:
     """(stage-a steps, DedupConfig or None, stage-b steps) from ``params.yaml``.
 
     The default builder is the local engine's (``curate.engine_local.build_steps`` with the
     ``curate.engine`` section deciding which steps run), so both engines run the same objects.
     ``spec`` ``MODULE:FUNCTION`` names another builder, called with the params path and returning
-    that triple (or just a list of steps).
+    that triple (or just a list of steps). ``engine_cfg`` (an ``EngineConfig``) overrides the
+    ``curate.engine`` section (e.g. built from ``curate run`` flags).
     """
     if spec:
         mod, _, fn = spec.partition(":")
@@ -121,7 +123,8 @@ def chain_from_params(params: str | Path, spec: str = "") -> tuple[list[Any], An
     from curate.dedup import DedupConfig
     from curate.engine_local import EngineConfig, build_steps
 
-    cfg = config_from(EngineConfig, params=load_params(params, "curate.engine"), where="curate.engine")
+    cfg = engine_cfg or config_from(EngineConfig, params=load_params(params, "curate.engine"),
+                                    where="curate.engine")
     dedup = (config_from(DedupConfig, params=load_params(params, "dedup"), where="dedup")
              if "dedup" in cfg.steps else None)
     return build_steps(params, cfg, stage="a"), dedup, build_steps(params, cfg, stage="b")
