@@ -139,16 +139,15 @@ def dedup_dataframe(df, cfg: DedupConfig, *, stats: dict[str, Any] | None = None
     spark = df.sparkSession
     qcol = cfg.quality_column if cfg.quality_column in df.columns else None
     order = [F.col("id").asc()]
+    keys = df.select("id")
     if qcol:
-        q = F.when(F.isnan(F.col(qcol).cast("double")), None).otherwise(F.col(qcol).cast("double"))
-        df_q = df.withColumn("__q", q)
+        q = F.col(qcol).cast("double")
+        keys = df.select("id", F.when(F.isnan(q), None).otherwise(q).alias("__q"))
         order = [F.col("__q").desc_nulls_last(), F.col("id").asc()]
-    else:
-        df_q = df
-    base = df_q.orderBy(*order)
-    ranked = spark.createDataFrame(
-        base.rdd.zipWithIndex().map(lambda x: (*x[0], x[1])), base.schema.add("rank", "long"))
-    ranked = ranked.drop("__q").localCheckpoint()
+    # rank = position in the global order: a distributed sort, then zipWithIndex over ids only
+    ranks = spark.createDataFrame(keys.orderBy(*order).select("id").rdd.map(lambda r: r[0]).zipWithIndex(),
+                                  "id string, rank long")
+    ranked = df.join(ranks, "id").localCheckpoint()
 
     hashed = ranked.select("rank", F.coalesce("text", F.lit("")).alias("text")) \
         .mapInArrow(_hasher(cfg), _HASH_SCHEMA).localCheckpoint()
@@ -193,6 +192,8 @@ def dedup_dataframe(df, cfg: DedupConfig, *, stats: dict[str, Any] | None = None
     res = res.withColumn("is_duplicate", is_dup) \
         .withColumn("dup_kind", F.when(~is_dup, F.lit(None).cast("string"))
                     .when(same, F.lit("exact")).otherwise(F.lit("near")))
+    if stats is not None:
+        res = res.localCheckpoint()
     if stats is not None:
         bands, rows = cfg.bands_rows()
         agg = res.agg(F.count("*").alias("docs"),
