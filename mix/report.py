@@ -118,6 +118,7 @@ class Headline:
     comparisons: list[Comparison]
     verdict: str
     clear: bool
+    title: str
     weights: dict[str, float]
     explicit: bool = False  # named by the user rather than picked by the lowest loss
 
@@ -150,23 +151,27 @@ def headline(runs: Sequence[MixtureRuns], *, chosen: str = "", baselines: Sequen
             worst_spread=float(max(np.ptp(o.worst_per_seed), np.ptp(best.worst_per_seed))) if both_seeded else None,
             n_seeds=min(len(o.avg_per_seed), len(best.avg_per_seed)),
             domains_lower=sum(best.mean_loss[d] < o.mean_loss[d] for d in shared), n_domains=len(shared)))
-    verdict, clear = verdict_text(best.name, comps, len(best.avg_per_seed))
+    verdict, clear, title = verdict_text(best.name, comps, len(best.avg_per_seed))
+    if chosen and title.startswith("Lowest loss: "):
+        title = "Chosen: " + title[len("Lowest loss: "):]
     return Headline(chosen=best.name, why=why, avg=float(np.mean(best.avg_per_seed)),
                     avg_range=(float(min(best.avg_per_seed)), float(max(best.avg_per_seed))),
                     worst=float(np.mean(best.worst_per_seed)),
                     worst_domain=max(best.mean_loss, key=lambda d: best.mean_loss[d]),
-                    n_seeds=len(best.avg_per_seed), comparisons=comps, verdict=verdict, clear=clear,
+                    n_seeds=len(best.avg_per_seed), comparisons=comps, verdict=verdict, clear=clear, title=title,
                     weights=dict(best.weights), explicit=bool(chosen))
 
 
-def verdict_text(chosen: str, comps: Sequence[Comparison], n_seeds: int) -> tuple[str, bool]:
-    """A plain-language verdict and whether it is a clear recommendation."""
+def verdict_text(chosen: str, comps: Sequence[Comparison], n_seeds: int) -> tuple[str, bool, str]:
+    """A plain-language verdict, whether it is a clear recommendation, and a one-line title."""
     if not comps:
         return (f"{chosen} has the lowest loss, but no baseline mixture (natural, uniform) was trained in the "
-                "ablation, so there is nothing to measure the gain against.", False)
+                "ablation, so there is nothing to measure the gain against.", False,
+                f"Lowest loss: {chosen} (no baseline to compare with)")
     if n_seeds < 2:
         return (f"{chosen} has the lowest loss, but with one seed per mixture the noise is unknown: train at "
-                "least 3 seeds per mixture before trusting any difference.", False)
+                "least 3 seeds per mixture before trusting any difference.", False,
+                f"Lowest loss: {chosen} (one seed: noise unknown)")
     parts = []
     for c in comps:
         if c.verdict == "better beyond noise":
@@ -176,19 +181,34 @@ def verdict_text(chosen: str, comps: Sequence[Comparison], n_seeds: int) -> tupl
             parts.append(f"is within noise of {c.other} (difference {signed(c.avg_delta)}, only "
                          f"{abs(c.avg_units):.1f}x the seed spread of {fmt(c.avg_spread)})")
         else:
-            parts.append(f"is worse than {c.other} beyond noise (by {fmt(-c.avg_delta)} average loss)")
+            parts.append(f"is worse than {c.other} beyond noise (by {fmt(-c.avg_delta)} average loss, "
+                         f"{abs(c.avg_units):.1f}x the seed spread)")
     joined = "; it ".join(parts)
-    body = f"{chosen} {joined}."
     worse_worst = [c.other for c in comps if c.worst_spread is not None and -c.worst_delta > c.worst_spread]
     tail = (f" Its worst-domain loss is higher than {', '.join(worse_worst)}'s beyond noise: check the "
             "per-domain table before relying on it for that domain." if worse_worst else "")
     if all(c.verdict == "better beyond noise" for c in comps):
-        return f"Use {chosen}: it {joined}." + tail, True
+        best_gain = max(comps, key=lambda c: c.avg_delta)
+        return (f"Use {chosen}: it {joined}." + tail, True,
+                f"Use: {chosen} ({min(c.relative for c in comps):.1f}–{best_gain.relative:.1f}% lower average loss "
+                "than the baselines, beyond seed noise)" if len(comps) > 1 else
+                f"Use: {chosen} ({best_gain.relative:.1f}% lower average loss than {best_gain.other}, "
+                "beyond seed noise)")
+    body = f"{chosen} {joined}."
+    worse = [c.other for c in comps if c.verdict == "worse beyond noise"]
+    if worse:
+        return (body + f" Prefer {worse[0]}." + tail, False, f"{chosen} is worse than {worse[0]} beyond noise")
     nat = next((c for c in comps if c.other == "natural"), None)
-    if nat is not None and nat.verdict != "better beyond noise":
+    if nat is not None and nat.verdict == "within noise":
         return (body + " The gain over the natural mixture is not demonstrated: the natural mixture is as good "
-                "within noise and needs no search; more seeds or longer proxy runs could settle it." + tail, False)
-    return body + " Differences within noise are ties." + tail, False
+                "within noise and needs no search; more seeds or longer proxy runs could settle it." + tail, False,
+                f"No demonstrated gain: {chosen} leads natural by {fmt(nat.avg_delta)}, within the seed spread "
+                f"({fmt(nat.avg_spread)})")
+    ties = ", ".join(c.other for c in comps if c.verdict == "within noise")
+    ahead = ", ".join(c.other for c in comps if c.verdict == "better beyond noise")
+    return (body + " Differences within noise are ties." + tail, False,
+            f"{chosen}: ahead of {ahead}, tied with {ties} within noise" if ahead else
+            f"No clear winner: {chosen} is within noise of {ties}")
 
 
 def headline_callout(hl: Headline) -> Callout:
@@ -199,8 +219,7 @@ def headline_callout(hl: Headline) -> Callout:
             for c in hl.comparisons]
     w = ", ".join(f"{d} {v:.3f}" for d, v in sorted(hl.weights.items(), key=lambda kv: -kv[1]))
     return Callout(
-        title=f"Use: {hl.chosen}" if hl.clear else
-        f"{'Chosen' if hl.explicit else 'Lowest loss'}: {hl.chosen} (see the verdict)",
+        title=hl.title,
         summary=(f"Average validation loss {fmt(hl.avg)} (seeds {fmt(hl.avg_range[0])}–{fmt(hl.avg_range[1])}, "
                  f"n={hl.n_seeds}); worst domain {hl.worst_domain} at {fmt(hl.worst)}."),
         verdict=hl.verdict,

@@ -206,12 +206,17 @@ def test_verdict_says_when_the_lead_is_within_noise():
     nat = next(c for c in hl.comparisons if c.other == "natural")
     assert nat.avg_delta == pytest.approx(0.005, abs=1e-9)
     assert nat.verdict == "within noise"
-    assert "not demonstrated" in hl.verdict and not hl.verdict.startswith("Use ")
+    assert "not demonstrated" in hl.verdict and not hl.verdict.startswith("Use ") and not hl.clear
+    assert hl.title == "No demonstrated gain: doremi leads natural by 0.0050, within the seed spread (0.0200)"
     # a single seed gives no noise estimate at all, and the verdict says so
     one = {"mixtures": {n: {"seeds": {"0": {"val_loss": dict(zip(DOMAINS, b, strict=True))}}}
                         for n, b in BASE.items()}}
     hl1 = headline(normalise_ablation(one)[2])
     assert "one seed" in hl1.verdict and all(c.verdict.startswith("one seed") for c in hl1.comparisons)
+    assert hl1.title == "Lowest loss: regmix (one seed: noise unknown)"
+    # a mixture named by the user that is worse than natural beyond noise says so
+    hl2 = headline(normalise_ablation(_ablation_per_seed())[2], chosen="manual")
+    assert hl2.title == "manual is worse than natural beyond noise" and "Prefer natural." in hl2.verdict
 
 
 def test_summary_shape_of_mix_ablation_agrees_with_its_compare_rule():
@@ -319,7 +324,7 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     assert len(links) == len(imgs)
     for link in links:
         assert (Path(written["md"]).parent / link).read_bytes()[:4] == b"\x89PNG"
-    assert "> **Use: regmix**" in md
+    assert "> **Use: regmix (2.5–2.8% lower average loss than the baselines, beyond seed noise)**" in md
     assert "| normalise | 1,200 | 1,195 | 5 |" in md
 
 
@@ -339,7 +344,8 @@ def test_write_report_without_markdown(outputs: Path, tmp_path: Path):
     rep = build_report(collect_inputs([outputs / "ablation"]), ReportConfig(chosen="natural"))
     written = write_report(rep, tmp_path / "r.html", markdown=False)
     assert set(written) == {"html"} and not (tmp_path / "r.md").exists()
-    assert rep.callout.title == "Chosen: natural (see the verdict)" and "named explicitly" in rep.callout.note
+    assert rep.callout.title == "No clear winner: natural is within noise of uniform"
+    assert "named explicitly" in rep.callout.note
     page = render_html(rep)
     # compared with the baselines only; natural leads uniform by 0.012 < the 0.02 seed spread
     assert "regmix" not in rep.callout.verdict and "is within noise of uniform (difference +0.0120" in page
