@@ -396,7 +396,11 @@ def test_page_renders_in_headless_chromium(written: dict[str, str], tmp_path: Pa
                           "--window-size=1280,4000", Path(written["html"]).as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
-    px = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
+    rgb = np.asarray(Image.open(shot).convert("RGB"), dtype=np.float64)
+    px = rgb.mean(axis=2)
     assert px.shape == (4000, 1280)
     assert px.std() > 20  # not a blank page
     assert (px < 128).mean() > 0.01  # text, tables and figures put real ink on it
+    # the headline box (background #f1f8f2) is styled and sits in the first screenful
+    box = np.all(np.abs(rgb[:900] - [0xF1, 0xF8, 0xF2]) <= 2, axis=2)
+    assert box.mean() > 0.1
