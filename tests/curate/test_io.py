@@ -1,0 +1,117 @@
+"""Readers count every bad record as a drop with a reason; writers are atomic; write-then-read."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from corpusmix.config import ConfigError
+from curate import io as cio
+
+GOOD = "It is a truth universally acknowledged, that a single man in possession of a good fortune."
+
+
+def _jsonl_lines() -> list[bytes]:
+    return [
+        json.dumps({"id": "a", "text": GOOD, "domain": "literature", "source": "austen"}).encode(),
+        b'{"id": "broken", "text": ',                                       # malformed_json
+        b'{"id": "bad-utf8", "text": "caf\xe9"}',                           # invalid_utf8
+        json.dumps({"id": "nt"}).encode(),                                  # missing_text
+        json.dumps({"id": "num", "text": 42}).encode(),                     # non_string_text
+        json.dumps({"id": "empty", "text": "  \n"}).encode(),               # empty_text
+        json.dumps({"id": "a", "text": "again"}).encode(),                  # duplicate_id
+        json.dumps({"text": GOOD + " No id."}).encode(),                    # derived id
+        json.dumps({"id": "big", "text": "x" * 5000}).encode(),             # too_large (max 4000 below)
+        b"[1, 2]",                                                          # malformed_json (not an object)
+        b"",                                                                # blank line: not a record
+    ]
+
+
+EXPECTED = {"broken": None, "bad-utf8": None, "nt": "missing_text", "num": "non_string_text",
+            "empty": "empty_text", "big": "too_large"}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst"])
+def test_jsonl_bad_records_are_counted_drops(tmp_path, suffix):
+    raw = b"\n".join(_jsonl_lines()) + b"\n"
+    path = tmp_path / f"docs{suffix}"
+    if suffix.endswith(".gz"):
+        path.write_bytes(gzip.compress(raw))
+    elif suffix.endswith(".zst"):
+        path.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    else:
+        path.write_bytes(raw)
+    recs = list(cio.read_documents(path, cio.ReadConfig(max_doc_bytes=4000)))
+    docs = [r for r in recs if not isinstance(r, cio.Drop)]
+    drops = [r for r in recs if isinstance(r, cio.Drop)]
+    assert [d.id for d in docs] == ["a", f"docs{suffix}#L8"]
+    assert docs[0].metadata == {"domain": "literature", "source": "austen"}
+    assert docs[1].metadata["domain"] == "unknown"
+    reasons = sorted(d.reason for d in drops)
+    assert reasons == sorted(["malformed_json", "invalid_utf8", "missing_text", "non_string_text", "empty_text",
+                              "duplicate_id", "too_large", "malformed_json"])
+    assert {d.id: d.reason for d in drops}[f"docs{suffix}#L2"] == "malformed_json"
+    assert {d.id: d.reason for d in drops}[f"docs{suffix}#L3"] == "invalid_utf8"
+    # conservation: every non-blank line is a document or a drop
+    assert len(docs) + len(drops) == 10
+
+
+def test_missing_id_dropped_when_not_derived(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text(json.dumps({"text": GOOD}) + "\n")
+    (rec,) = list(cio.read_documents(p, cio.ReadConfig(derive_ids=False)))
+    assert isinstance(rec, cio.Drop) and rec.reason == "missing_id"
+
+
+def test_parquet_without_text_column_is_an_error_before_work(tmp_path):
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"id": ["a"], "body": [GOOD]}), p)
+    with pytest.raises(ConfigError, match="no 'text' column"):
+        list(cio.read_documents(p))
+
+
+def test_parquet_binary_text_invalid_utf8_and_row_groups(tmp_path):
+    p = tmp_path / "d.parquet"
+    t = pa.table({"id": ["a", "b", "c"], "text": pa.array([GOOD.encode(), b"\xff\xfe", b"ok text"], pa.binary())})
+    pq.write_table(t, p, row_group_size=2)
+    assert [u.row_group for u in cio.list_units([p])] == [0, 1]
+    recs = list(cio.read_documents(p))
+    assert [getattr(r, "reason", None) for r in recs] == [None, "invalid_utf8", None]
+    assert recs[0].text == GOOD
+
+
+def test_unknown_input_suffix_and_missing_path(tmp_path):
+    (tmp_path / "x.csv").write_text("id,text\n")
+    with pytest.raises(ConfigError, match="not Parquet or JSONL"):
+        cio.list_input_files(tmp_path / "x.csv")
+    with pytest.raises(ConfigError, match="does not exist"):
+        cio.list_input_files(tmp_path / "nope")
+
+
+def test_atomic_writer_write_then_read_and_abort(tmp_path):
+    from datatrove.data import Document
+
+    docs = [Document(text=GOOD, id="a", metadata={"domain": "d", "lang_score": 0.9}),
+            Document(text="b text", id="b", metadata={"domain": "d", "lang_score": None})]
+    out = tmp_path / "o.parquet"
+    with cio.AtomicParquetWriter(out) as w:
+        w.write_table(cio.docs_to_table(docs))
+    back = pq.read_table(out)
+    assert back.column_names == ["id", "text", "domain", "lang_score"]
+    assert back.column("lang_score").to_pylist() == [0.9, None]
+    assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
+    w = cio.AtomicParquetWriter(tmp_path / "never.parquet")
+    w.write_table(cio.docs_to_table(docs))
+    w.abort()
+    assert not list(tmp_path.glob("*never*")) and not list(tmp_path.glob(".never*"))
+
+
+def test_conform_fills_missing_columns():
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("lang_score", pa.float64())])
+    t = cio.conform(pa.table({"text": ["x"], "id": ["a"]}), schema)
+    assert t.schema == schema and t.column("lang_score").to_pylist() == [None]

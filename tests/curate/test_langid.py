@@ -1,0 +1,105 @@
+"""Language ID with the packaged lid.176.ftz: predictions, filter reasons, accuracy on real paragraphs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError
+from curate.steps.langid import PACKAGED_MODEL, LangIdConfig, LanguageFilter, LanguageID
+
+SENTENCES = {
+    "en": "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+          "must be in want of a wife.",
+    "de": "Die Würde des Menschen ist unantastbar. Sie zu achten und zu schützen ist Verpflichtung aller "
+          "staatlichen Gewalt.",
+    "fr": "Tous les êtres humains naissent libres et égaux en dignité et en droits.\nIls sont doués de raison.",
+    "ja": "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。",
+}
+
+
+def test_packaged_model_is_shipped():
+    assert PACKAGED_MODEL.is_file() and PACKAGED_MODEL.stat().st_size > 500_000
+
+
+@pytest.fixture(scope="module")
+def lid():
+    return LanguageID()
+
+
+def test_predicts_real_sentences(lid):
+    for lang, text in SENTENCES.items():
+        doc = Document(text=text, id=lang)
+        assert lid.filter(doc) is True
+        assert doc.metadata["lang"] == lang
+        assert 0.5 < doc.metadata["lang_score"] <= 1.0
+
+
+def test_filter_reasons(lid):
+    flt = LanguageFilter(LangIdConfig(keep_languages=["en"], threshold=0.65))
+    de = Document(text=SENTENCES["de"], id="de")
+    lid.filter(de)
+    assert flt.filter(de) == (False, "lang:de")
+    en = Document(text="ok", id="x", metadata={"lang": "en", "lang_score": 0.3})
+    assert flt.filter(en) == (False, "lang_score_below_threshold")
+    en.metadata["lang_score"] = 0.9
+    assert flt.filter(en) is True
+    assert LanguageFilter(LangIdConfig(keep_languages=[], threshold=0.0)).filter(de) is True
+
+
+def test_missing_model_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="model_path"):
+        LanguageID(LangIdConfig(model_path=str(tmp_path / "none.ftz")))
+
+
+def test_pickles_without_model(lid):
+    import pickle
+
+    lid.predict("hello world")
+    clone = pickle.loads(pickle.dumps(lid))
+    assert clone._model is None and clone.predict(SENTENCES["en"])[0] == "en"
+
+
+DIACRITIC_LANGS = {"de", "fr", "es", "it", "pl", "cs"}
+NON_LATIN_LANGS = {"ru", "ja", "zh"}
+
+
+def _in_labelled_language(p: str, lang: str) -> bool:
+    """Model-independent check that a paragraph is written in its file's language.
+
+    Translated man pages keep untranslated English paragraphs; a Russian/Japanese/Chinese paragraph
+    is mostly non-ASCII letters, and a 200+ character paragraph of German/French/Spanish/Italian/
+    Polish/Czech contains at least one letter outside ASCII.
+    """
+    letters = [c for c in p if c.isalpha()]
+    non_ascii = sum(not c.isascii() for c in letters)
+    if lang in NON_LATIN_LANGS:
+        return non_ascii >= 0.5 * len(letters)
+    if lang in DIACRITIC_LANGS:
+        return non_ascii >= 1
+    return True
+
+
+def test_accuracy_on_shared_multilingual_paragraphs(lid):
+    """Prose paragraphs (>= 200 chars, >= 85 % letters) of the shared multilingual corpora: >= 0.98."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    root = Path("/work/shared/corpora")
+    if not root.exists():
+        pytest.skip("shared corpora not available")
+    ok = n = 0
+    for f in sorted((root / "multilingual").glob("*.parquet")) + [root / "news.parquet"]:
+        for r in pq.read_table(f, columns=["text", "lang"]).to_pylist()[:30]:
+            for p in r["text"].split("\n\n"):
+                p = re.sub(r"\s+", " ", p).strip()
+                if (len(p) < 200 or sum(c.isalpha() for c in p) < 0.85 * len(p.replace(" ", ""))
+                        or not _in_labelled_language(p, r["lang"])):
+                    continue
+                n += 1
+                ok += lid.predict(p)[0] == r["lang"]
+    assert n > 1000
+    assert ok / n >= 0.98, ok / n
