@@ -125,3 +125,38 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     assert main(argv[:5] + [str(tmp_path / "out" / "again.json")] + argv[6:]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()} == cached
     assert load_mixture(tmp_path / "out" / "again.json").weights == mix.weights
+
+
+def test_compare_uses_the_larger_seed_range():
+    from mix.ablation import compare
+
+    rows = compare({"a": {"avg": 5.0, "avg_range": 0.05}, "b": {"avg": 5.1, "avg_range": 0.02},
+                    "c": {"avg": 5.03, "avg_range": 0.01}})
+    got = {(r["a"], r["b"]): (r["margin"], r["spread"], r["a_beats_b"]) for r in rows}
+    assert got[("a", "b")] == (pytest.approx(0.1), 0.05, True)
+    assert got[("a", "c")] == (pytest.approx(0.03), 0.05, False)  # within a's seed range
+    assert got[("b", "a")][2] is False
+
+
+def test_ablation_cli_reports_per_seed_losses_and_spread(tmp_path):
+    import json
+
+    from corpusmix.cli import main
+    from tests.mix.test_doremi import write_pools
+
+    pools = write_pools(tmp_path / "pools", {"a": 4000, "b": 4000})
+    manual = tmp_path / "manual.json"
+    manual.write_text(json.dumps({"weights": {"a": 0.9, "b": 0.1}, "method": "manual"}))
+    out = tmp_path / "ablation.json"
+    assert main(["mix", "ablation", "--input", str(pools), "--output", str(out), "--preset", "micro",
+                 "--params", str(tmp_path / "none.yaml"), "--proxy-steps", "8", "--proxy-batch-size", "4",
+                 "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--seeds", "2", "--workers", "1",
+                 "--mixture", "uniform", "--mixture", f"skewed={manual}"]) == 0
+    rep = json.loads(out.read_text())
+    assert set(rep["mixtures"]) == {"uniform", "skewed"} and rep["seeds"] == [0, 1]
+    s = rep["mixtures"]["skewed"]
+    assert s["weights"] == {"a": 0.9, "b": 0.1}
+    per_seed = [np.mean(list(s["seeds"][k]["val_loss"].values())) for k in ("0", "1")]
+    assert s["avg_per_seed"] == pytest.approx(per_seed, abs=1e-5)
+    assert s["avg_range"] == pytest.approx(abs(per_seed[0] - per_seed[1]), abs=1e-5)
+    assert len(rep["comparisons"]) == 2
