@@ -83,6 +83,8 @@ class SparkConfig:
     driver_memory: str = field(default="2g", metadata={"help": "spark.driver.memory (local sessions only)"})
     executor_memory: str = field(default="", metadata={"help": "spark.executor.memory ('' = Spark's default)"})
     task_max_failures: int = field(default=4, metadata={"help": "spark.task.maxFailures (cluster masters)"})
+    shuffle_partitions: int = field(default=0, metadata={
+        "help": "spark.sql.shuffle.partitions (0 = 2 per core on local masters, Spark's default elsewhere)"})
     model_files: list[str] = field(default_factory=list, metadata={
         "help": "extra files to ship to executors (models named by step attributes are found automatically)"})
     keep_work: bool = field(default=False, metadata={"help": "keep the intermediate _work/ folder"})
@@ -115,8 +117,12 @@ def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:
         "spark.task.maxFailures": str(cfg.task_max_failures),
         "spark.ui.showConsoleProgress": "false",
     }
+    if cfg.shuffle_partitions:
+        settings["spark.sql.shuffle.partitions"] = str(cfg.shuffle_partitions)
     if set_master and cfg.master.startswith("local"):
         settings["spark.driver.memory"] = cfg.driver_memory
+        if not cfg.shuffle_partitions:  # dedup's small shuffles: 200 partitions would be 200 Python tasks
+            settings["spark.sql.shuffle.partitions"] = str(2 * _local_cores(cfg.master))
         # a local session needs no network but loopback (works offline and in network namespaces)
         settings["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
         settings["spark.driver.bindAddress"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
@@ -126,6 +132,13 @@ def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:
     for k, v in settings.items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
+
+
+def _local_cores(master: str) -> int:
+    """Cores of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
+    inner = master[len("local["):-1] if master.startswith("local[") else "1"
+    first = inner.split(",")[0].strip()
+    return os.cpu_count() or 1 if first == "*" else max(int(first), 1)
 
 
 # ------------------------------------------------------------------------------------------- input
@@ -497,27 +510,39 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     output = str(output).rstrip("/")
     work = f"{output}/_work"
     t_start = time.perf_counter()
+    clock = {"start": t_start}
+    timings: dict[str, float] = {}
+
+    def lap(name: str) -> None:  # wall seconds per phase, for "where does the time go"
+        now = time.perf_counter()
+        timings[name] = round(now - clock["start"], 3)
+        clock["start"] = now
+
     df = read_documents(spark, inputs)
     if cfg.partitions:
         df = df.repartition(cfg.partitions)
     kept, drops, stats = _stage(spark, df, steps, f"{work}/a", cfg=cfg, read_cfg=read_cfg, read=True)
+    lap("stage_a")
     if dedup is not None or steps_after:
         stage_b = list(steps_after)
         if dedup is not None:
             kept, dedup_seconds = _dedup_verdicts(spark, kept, dedup, work)
             stage_b.insert(0, ColumnDedupApply())
+            lap("dedup_shuffles")
         kept, drops_b, stats_b = _stage(spark, kept, stage_b, f"{work}/b", cfg=cfg, read_cfg=read_cfg, read=False)
         if dedup is not None:
             stats_b["dedup"]["seconds"] = round(stats_b["dedup"]["seconds"] + dedup_seconds, 4)
         drops = drops.unionByName(drops_b)
         stats.update(stats_b)
+        lap("stage_b")
     _write_outputs(spark, kept.drop("dup_kind"), drops, output, work)
+    lap("write")
     n_kept = list(stats.values())[-1]["kept"]
     doc = stats_document(stats, kept=n_kept)
     if doc["totals"]["docs_in"] != doc["totals"]["kept"] + doc["totals"]["dropped"]:
         raise RuntimeError(f"statistics do not add up: {doc['totals']}")
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
-                     "seconds": round(time.perf_counter() - t_start, 3)}
+                     "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
     write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")
     if not cfg.keep_work:
         delete_path(spark, work)

@@ -11,8 +11,10 @@ import os
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -30,8 +32,18 @@ pytestmark = [pytest.mark.slow,
 
 def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    full = tmp_path / "demo"
+    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(full)))
+    # every 12th duplicate cluster with all its copies (~630 documents): bounded time on 2 cores
+    cluster_of = {r["id"]: r["dup_cluster"] for r in pq.read_table(full / "ground_truth.parquet").to_pylist()}
+    table = pq.read_table(full / "docs")
+    table = table.filter(pa.array([zlib.crc32(cluster_of[i].encode()) % 12 == 0
+                                   for i in table.column("id").to_pylist()]))
     raw = tmp_path / "raw"
-    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(raw)))
+    (raw / "docs").mkdir(parents=True)
+    half = table.num_rows // 2 + 1
+    for k in range(2):
+        pq.write_table(table.slice(k * half, half), raw / "docs" / f"part-{k}.parquet", row_group_size=100)
     zip_path = build_zip(tmp_path / "dist" / "corpusmix.zip")
     out = tmp_path / "out"
     pids: list[int] = []
@@ -70,6 +82,11 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
         assert st["docs_in"] == st["kept"] + sum(st["dropped"].values()), name
         assert st["dropped"] == _count(drops, name)
     assert 0 < len(kept) < len(ids)
+    assert stats["steps"]["dedup"]["dropped"], "the slice holds duplicates and dedup ran on the cluster"
+    copies = [(g["id"], g["dup_cluster"]) for g in pq.read_table(full / "ground_truth.parquet").to_pylist()
+              if "exact_dup" in g["defects"] and g["id"] in ids]
+    assert copies and not [c for c in copies if c[0] in kept and c[1] in kept], \
+        "a planted exact copy and its original are never both kept"
     print(json.dumps(stats["totals"]), file=sys.stderr)
 
 
