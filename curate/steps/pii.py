@@ -56,6 +56,9 @@ _DIGITS = re.compile(
     rf"\d(?:(?P<digits>(?:[{_PHONE_PUNCT}]{{0,4}}\d){{6,}})"
     r"|(?P<quad>\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3})"
     r"|(?P<iban>\d[ -]?[A-Za-z0-9]{4}))")
+# libphonenumber's extension suffixes (" ext. 12", "x123", "#45"): a phone window reaches past
+# the cluster only over one of these
+_EXTENSION = re.compile(r"[ \t,]*(?:e?xt(?:ensi[oó]n)?n?|x|#|~|int)[:.]?[ \t,-]*\d{1,9}#?", re.IGNORECASE)
 _AT = re.compile(r"@[\w.-]")
 _COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
 _SEP = "\n\n"
@@ -247,7 +250,8 @@ class PIIRedactor(Annotator):
 
         The regex recognizers (e-mail, card, IBAN, SSN, IP) are cheap and run on windows around
         every candidate (a digit cluster may hold an IBAN tail or an IP). libphonenumber's matcher
-        costs ~0.1 ms per candidate and region, so it only sees the digit clusters (see ``detect``).
+        costs ~0.1 ms per candidate and region, so it only sees the digit clusters (with a following
+        extension such as `` ext. 12``; see ``detect``).
         """
         cands: list[tuple[int, int]] = []
         phones: list[tuple[int, int]] = []
@@ -259,7 +263,8 @@ class PIIRedactor(Annotator):
                     continue
                 s -= 2
             elif g == "digits":
-                phones.append((s, e))
+                ext = _EXTENSION.match(text, e)
+                phones.append((s, ext.end() if ext else e))
             cands.append((s, e))
         cands += [m.span() for m in _AT.finditer(text)]
         cands += [m.span() for m in _COLONS.finditer(text)]
@@ -298,8 +303,9 @@ class PIIRedactor(Annotator):
                 strong = [(s, e) for s, e, _, sc in found if sc > _PHONE_SCORE]
                 clusters = [(cs, ce) for cs, ce in clusters
                             if not any(s <= cs and ce <= e for s, e in strong)]
-                # 2 chars of left context (``+``/``(``), 12 of right context (`` ext. 1234``)
-                self._analyze(text, self._merge(text, clusters, 2, 12), ["PHONE_NUMBER"], found)
+                # 2 chars of left context (``+ ``/``( ``); the right edge is the cluster's (with its
+                # extension) snapped to the end of its token
+                self._analyze(text, self._merge(text, clusters, 2, 0), ["PHONE_NUMBER"], found)
         if "PERSON" in self.cfg.entities:
             if self._person is None:
                 self._person = build_person_analyzer(self.cfg.person_model or "", self.cfg.min_score)
