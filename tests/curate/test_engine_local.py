@@ -1,0 +1,150 @@
+"""``corpusmix curate run``: conservation of documents, drops file, stats, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from corpusmix.config import ConfigError
+from curate.engine_local import EngineConfig, run_local
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = Path("/work/shared/corpora")
+
+PARAMS = """
+curate:
+  engine:
+    steps: [normalize, langid, filters, dedup]
+    tasks: 4
+    batch_docs: 7
+  filters:
+    per_domain:
+      code: {gopher_quality: false, c4: false, fineweb: false}
+dedup:
+  threshold: 0.8
+"""
+
+
+def _make_input(tmp: Path) -> Path:
+    if not CORPORA.exists():
+        pytest.skip("shared corpora not available")
+    inp = tmp / "in"
+    inp.mkdir()
+    tables = []
+    for dom in ("news", "literature", "code", "legal"):
+        t = pq.read_table(CORPORA / f"{dom}.parquet", columns=["id", "text", "domain", "source"])
+        tables.append(t.filter(pa.compute.less(pa.compute.utf8_length(t.column("text")), 6000)).slice(0, 12))
+    de = pq.read_table(CORPORA / "multilingual" / "de.parquet", columns=["id", "text", "domain", "source"])
+    tables.append(de.filter(pa.compute.greater(pa.compute.utf8_length(de.column("text")), 300)).slice(0, 5))
+    table = pa.concat_tables(tables)
+    # an exact copy under a new id, so that dedup drops something
+    copy = table.slice(0, 1).set_column(0, "id", pa.array(["copy-of-first"]))
+    pq.write_table(pa.concat_tables([table, copy]), inp / "docs.parquet", row_group_size=10)
+    bad = [json.dumps({"id": "j1", "text": table.column("text")[3].as_py(), "domain": "news"}), '{"id": "x", "te',
+           json.dumps({"id": "j2", "text": 7}), json.dumps({"id": "j3", "text": ""})]
+    (inp / "more.jsonl").write_text("\n".join(bad) + "\n")
+    return inp
+
+
+def _read_run(out: Path) -> tuple[dict, list, dict]:
+    curated = {f.name: pq.read_table(f).to_pylist() for f in sorted((out / "curated").glob("*.parquet"))}
+    drops = sorted(tuple(r.values()) for r in pq.read_table(out / "drops.parquet").to_pylist())
+    stats = json.loads((out / "stats.json").read_text())
+    for s in stats["steps"].values():
+        s.pop("seconds")
+    return curated, drops, stats
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("engine")
+    inp = _make_input(tmp)
+    params = tmp / "params.yaml"
+    params.write_text(PARAMS)
+    out = tmp / "out"
+    run_local(inputs=inp, output=out, params_path=str(params))
+    return inp, params, out
+
+
+def test_conservation_and_outputs(clean_run):
+    inp, _, out = clean_run
+    curated, drops, stats = _read_run(out)
+    n_records = pq.read_metadata(inp / "docs.parquet").num_rows + 4
+    kept_ids = [r["id"] for rows in curated.values() for r in rows]
+    drop_ids = [d[0] for d in drops]
+    # every record is either kept or dropped exactly once
+    assert len(kept_ids) + len(drop_ids) == n_records
+    assert len(set(kept_ids) | set(drop_ids)) == n_records
+    for name, s in stats["steps"].items():
+        assert s["docs_in"] == s["kept"] + sum(s["dropped"].values()), name
+    assert stats["totals"] == {"docs_in": n_records, "kept": len(kept_ids), "dropped": len(drop_ids)}
+    steps = list(stats["steps"])
+    assert steps == ["read", "normalize", "langid", "langid_filter", "filters", "dedup"]
+    # consecutive steps chain: what one keeps the next receives
+    for a, b in zip(steps, steps[1:], strict=False):
+        assert stats["steps"][a]["kept"] == stats["steps"][b]["docs_in"]
+    reasons = {(d[1], d[2]) for d in drops}
+    assert {("read", "malformed_json"), ("read", "non_string_text"), ("read", "empty_text"),
+            ("dedup", "exact_duplicate"), ("langid_filter", "lang:de")} <= reasons
+    # all input columns plus annotations, per domain
+    assert set(curated) <= {"news.parquet", "literature.parquet", "code.parquet", "legal.parquet"}
+    row = next(iter(curated.values()))[0]
+    assert {"id", "text", "domain", "source", "lang", "lang_score", "dup_cluster", "is_duplicate"} <= set(row)
+    assert all(r["domain"] + ".parquet" == f for f, rows in curated.items() for r in rows)
+
+
+def test_kill_then_rerun_equals_uninterrupted(clean_run, tmp_path):
+    inp, params, ref_out = clean_run
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "corpusmix.cli", "curate", "run", "--input", str(inp), "--output", str(out),
+           "--params", str(params)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = out / "work" / "logs" / "a" / "completions" / "00000"
+    deadline = time.time() + 240
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert killed, "the run finished before it could be killed"
+    assert not (out / "stats.json").exists()
+    done_before = sorted(p.name for p in marker.parent.iterdir())
+    assert "00000" in done_before and len(done_before) < 4
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert _read_run(out) == _read_run(ref_out)
+
+
+def test_unknown_params_fail_before_work(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("curate:\n  filters:\n    gopher_min_words: 3\n")
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a", "text": "hello there"}) + "\n")
+    with pytest.raises(ConfigError, match="gopher_min_words"):
+        run_local(inputs=tmp_path / "d.jsonl", output=tmp_path / "out", params_path=str(p))
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="unknown step"):
+        EngineConfig(steps=["normalize", "spellcheck"])
+
+
+def test_missing_text_column_fails_before_work(tmp_path):
+    pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), tmp_path / "d.parquet")
+    with pytest.raises(ConfigError, match="no 'text' column"):
+        run_local(inputs=tmp_path / "d.parquet", output=tmp_path / "out", params_path=str(tmp_path / "none.yaml"))
+
+
+def test_rerun_with_other_params_is_refused(clean_run, tmp_path):
+    inp, _, out = clean_run
+    p = tmp_path / "p.yaml"
+    p.write_text(PARAMS.replace("threshold: 0.8", "threshold: 0.7"))
+    with pytest.raises(ConfigError, match="other inputs or params"):
+        run_local(inputs=inp, output=out, params_path=str(p))
