@@ -5,7 +5,8 @@ of ``corpusmix curate run`` and ``ground_truth.parquet`` (schema in docs/formats
 
 * ``lid``: accuracy of ``lang`` against the true language over documents that reached language ID
   (kept documents plus those the language filter dropped, whose code is in the drop reason);
-* ``junk``: precision/recall of the heuristic filters' drops against planted ``junk:*`` documents;
+* ``junk``: precision/recall of the heuristic filters' drops against planted ``junk:*`` documents
+  (``junk_any_content_step``: the same for drops by language ID, filters or quality thresholds);
 * ``foreign``: recall of planted ``foreign:*`` documents among language-ID drops;
 * ``kept_real``: share of real (no planted defect) documents kept, per domain and overall;
 * ``pii``: per-type precision/recall of ``pii_spans`` (``curate.pii_metrics.score_pii``) on kept
@@ -25,6 +26,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 JUNK_STEPS = ("filters",)
+CONTENT_STEPS = ("langid_filter", "filters", "quality_ft_min", "ppl_max")
 LID_STEPS = ("langid_filter",)
 
 
@@ -64,6 +66,7 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path) -> dict[str,
     foreign = {i for i in gt if any(d.startswith("foreign:") for d in defects(i))}
     filt = {i for i, d in drops.items() if d["step"] in JUNK_STEPS}
     lid_drops = {i for i, d in drops.items() if d["step"] in LID_STEPS}
+    content = {i for i, d in drops.items() if d["step"] in CONTENT_STEPS}
     real_by_dom: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for i, g in gt.items():
         if not defects(i):
@@ -73,6 +76,8 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path) -> dict[str,
         "lid": {"accuracy": _ratio(lid_ok, lid_n), "docs": lid_n},
         "junk": {"precision": _ratio(len(filt & junk), len(filt)), "recall": _ratio(len(filt & junk), len(junk)),
                  "planted": len(junk), "dropped_by_filters": len(filt)},
+        "junk_any_content_step": {"precision": _ratio(len(content & junk), len(content)),
+                                  "recall": _ratio(len(content & junk), len(junk))},
         "foreign": {"recall": _ratio(len(lid_drops & foreign), len(foreign)), "planted": len(foreign)},
         "kept_real": {"overall": _ratio(sum(v[0] for v in real_by_dom.values()), sum(v[1] for v in real_by_dom.values())),
                       "per_domain": {d: _ratio(k, n) for d, (k, n) in sorted(real_by_dom.items())}},

@@ -3,7 +3,8 @@
 ``LanguageID`` adds ``lang`` (fastText code, e.g. ``en``) and ``lang_score`` (probability of the
 top label); it never drops. ``LanguageFilter`` decides on those columns: a document is kept when
 ``lang`` is in ``keep_languages`` (empty list: any language) and ``lang_score >= threshold``;
-drops carry reason ``lang:<code>`` or ``lang_score_below_threshold``. Config: ``params.yaml``
+drops carry reason ``lang:<code>`` or ``lang_score_below_threshold``; ``skip_domains`` (e.g. code)
+are not language-filtered and ``domain_thresholds`` lowers the bar for short-entry domains. Config: ``params.yaml``
 ``curate.langid``. Alone: ``corpusmix curate langid --input F --output F`` (annotates only).
 
 fastText's ``predict`` refuses newlines, so they are replaced by spaces (as datatrove does).
@@ -29,6 +30,10 @@ class LangIdConfig:
         "help": "languages to keep (comma list; empty keeps all)"})
     threshold: float = field(default=0.65, metadata={"help": "minimum lang_score to keep (datatrove's default)"})
     max_chars: int = field(default=20000, metadata={"help": "characters of the text given to the model"})
+    skip_domains: list[str] = field(default_factory=list, metadata={
+        "help": "domains the language filter keeps whatever their language (e.g. code)"})
+    domain_thresholds: dict = field(default_factory=dict, metadata={
+        "help": "domain -> threshold overriding `threshold` (short entries score lower)"})
 
     def resolved_model(self) -> Path:
         p = Path(self.model_path) if self.model_path else PACKAGED_MODEL
@@ -80,11 +85,16 @@ class LanguageFilter(CurationStep):
         super().__init__()
         self.cfg = cfg or LangIdConfig()
         self.keep = frozenset(self.cfg.keep_languages or ())
+        self.skip = frozenset(self.cfg.skip_domains or ())
+        self.thresholds = {str(k): float(v) for k, v in (self.cfg.domain_thresholds or {}).items()}
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        domain = doc.metadata.get("domain")
+        if domain in self.skip:
+            return True
         lang = doc.metadata.get("lang")
         if self.keep and lang not in self.keep:
             return False, f"lang:{lang}"
-        if (doc.metadata.get("lang_score") or 0.0) < self.cfg.threshold:
+        if (doc.metadata.get("lang_score") or 0.0) < self.thresholds.get(domain, self.cfg.threshold):
             return False, "lang_score_below_threshold"
         return True
