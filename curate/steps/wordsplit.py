@@ -21,6 +21,7 @@ import unicodedata
 from datatrove.utils.typeshelper import Languages
 
 _WS_SPLIT = re.compile(r"(\s+)")
+_SEP = " \n "
 
 
 def _is_punct(text: str) -> bool:
@@ -57,13 +58,27 @@ class WordSplitter:
         return self._tok
 
     def _fill(self, missing: list[str]) -> None:
-        # one spaCy call per unseen chunk: batching chunks in one call lets spaCy's special-case
-        # matcher (emoticons such as "):") see neighbouring chunks, which the whole-text split does not
+        # Unseen chunks are tokenized in one spaCy call, separated by " \n ": the newline becomes a
+        # whitespace token, so spaCy's special-case matcher (emoticons such as "):") cannot join
+        # tokens of neighbouring chunks (with a plain " " separator it can, and results differ).
         tok = self._tokenizer()
         if len(self._chunks) + len(missing) > self.max_cache:
             self._chunks.clear()
-        for c in missing:
-            self._chunks[c] = tuple(t.text for t in tok(c))
+        for i in range(0, len(missing), 5000):
+            part = missing[i:i + 5000]
+            ends, pos = [], 0
+            for c in part:
+                ends.append(pos + len(c))
+                pos += len(c) + len(_SEP)
+            out: list[list[str]] = [[] for _ in part]
+            ci = 0
+            for t in tok(_SEP.join(part)):
+                while t.idx >= ends[ci]:
+                    ci += 1
+                if not t.is_space:
+                    out[ci].append(t.text)
+            for c, toks in zip(part, out, strict=True):
+                self._chunks[c] = tuple(toks)
 
     def chunk_tokens(self, chunks: list[str]) -> list[tuple[str, ...]]:
         cache = self._chunks
