@@ -41,6 +41,8 @@ class DedupConfig:
         "help": "LSH buckets up to this size emit all pairs; larger ones a star around the smallest doc"})
     quality_column: str = field(default="quality_ft", metadata={
         "help": "representative = highest value of this column when present (ties and absent: smallest id)"})
+    spark_driver_edges: int = field(default=200_000, metadata={
+        "help": "Spark: finish connected components on the driver once at most this many edges remain (0: never)"})
     spill_dir: str = field(default="", metadata={"help": "folder for spilled band keys (default: a temp dir)"})
 
     def __post_init__(self) -> None:

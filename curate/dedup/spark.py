@@ -98,15 +98,24 @@ def _bucket_pairs_expr(max_bucket_pairs: int) -> str:
     return f"IF(size(r) <= {int(max_bucket_pairs)}, {all_pairs}, {star})"
 
 
-def connected_components(edges, *, max_iter: int = 100):  # (DataFrame u, v) -> DataFrame(node, root)
-    """Large-star / small-star until the edge set stops changing; returns (node, root) for
-    every node that appears in an edge (root = smallest node of its component; roots map to themselves).
+def connected_components(edges, *, max_iter: int = 100, driver_edges: int = 0):
+    """Large-star / small-star until the edge set is a star forest; returns a DataFrame (node, root)
+    for every node that appears in an edge (root = smallest node of its component, roots map to
+    themselves).
+
+    With ``driver_edges > 0``, once the edge set has at most that many edges the rest runs on the
+    driver (union-find over the collected edges): a few thousand edges do not need a dozen Spark
+    jobs, while a large graph is still reduced on the cluster.
     """
     from pyspark.sql import functions as F
 
     e = edges.select(F.greatest("u", "v").alias("u"), F.least("u", "v").alias("v")) \
         .filter(F.col("u") != F.col("v")).distinct().localCheckpoint()
     for it in range(max_iter):
+        if driver_edges > 0:
+            small = e.limit(driver_edges + 1).collect()
+            if len(small) <= driver_edges:
+                return _driver_components(e.sparkSession, small)
         # large-star: each node u links its larger neighbours to min(N(u) ∪ {u})
         sym = e.union(e.select(F.col("v").alias("u"), F.col("u").alias("v")))
         m = sym.groupBy("u").agg(F.least(F.min("v"), F.first("u")).alias("m"))
@@ -131,6 +140,16 @@ def connected_components(edges, *, max_iter: int = 100):  # (DataFrame u, v) -> 
         .groupBy("node").agg(F.min("root").alias("root"))
 
 
+def _driver_components(spark, rows: list) -> Any:
+    from curate.dedup.components import union_find
+
+    pairs = np.array([(r["u"], r["v"]) for r in rows], dtype=np.int64).reshape(-1, 2)
+    nodes, inv = np.unique(pairs, return_inverse=True)
+    root = union_find(nodes.size, inv.reshape(-1, 2))
+    data = [(int(a), int(b)) for a, b in zip(nodes, nodes[root], strict=True)]
+    return spark.createDataFrame(data, "node long, root long")
+
+
 def dedup_dataframe(df, cfg: DedupConfig, *, stats: dict[str, Any] | None = None):  # -> DataFrame
     """Every row of ``df`` (needs ``id``, ``text``) plus ``dup_cluster``, ``is_duplicate``, ``dup_kind``."""
     from pyspark.sql import Window
@@ -150,14 +169,14 @@ def dedup_dataframe(df, cfg: DedupConfig, *, stats: dict[str, Any] | None = None
     ranked = df.join(ranks, "id").localCheckpoint()
 
     hashed = ranked.select("rank", F.coalesce("text", F.lit("")).alias("text")) \
-        .mapInArrow(_hasher(cfg), _HASH_SCHEMA).localCheckpoint()
+        .mapInArrow(_hasher(cfg), _HASH_SCHEMA)
     nonempty = F.col("n_words") > 0
     if cfg.exact:
         w = Window.partitionBy("h0", "h1")
         hashed = hashed.withColumn("eroot", F.when(nonempty, F.min("rank").over(w)).otherwise(F.col("rank")))
     else:
         hashed = hashed.withColumn("eroot", F.col("rank"))
-    hashed = hashed.localCheckpoint()
+    hashed = hashed.localCheckpoint()  # hashing runs once; later stages read it several times
     exact_edges = hashed.filter(F.col("eroot") != F.col("rank")).select(F.col("rank").alias("u"),
                                                                          F.col("eroot").alias("v"))
     edges = exact_edges
@@ -167,8 +186,9 @@ def dedup_dataframe(df, cfg: DedupConfig, *, stats: dict[str, Any] | None = None
             .groupBy("band", "key").agg(F.array_sort(F.collect_list("rank")).alias("r")) \
             .filter(F.size("r") > 1)
         pairs = buckets.select(F.explode(F.expr(_bucket_pairs_expr(cfg.max_bucket_pairs))).alias("p")) \
-            .select("p.u", "p.v").distinct().localCheckpoint()
+            .select("p.u", "p.v").distinct()
         if stats is not None:
+            pairs = pairs.localCheckpoint()
             stats["candidate_pairs"] = pairs.count()
         if cfg.verify:
             texts = ranked.select(F.col("rank"), F.coalesce("text", F.lit("")).alias("t"))
@@ -176,11 +196,12 @@ def dedup_dataframe(df, cfg: DedupConfig, *, stats: dict[str, Any] | None = None
                 .join(texts.withColumnRenamed("rank", "v").withColumnRenamed("t", "tv"), "v")
             pairs = with_text.select("u", "v", "tu", "tv") \
                 .mapInArrow(_verifier(cfg), "u long, v long, jaccard double") \
-                .filter(F.col("jaccard") >= cfg.threshold).select("u", "v").localCheckpoint()
+                .filter(F.col("jaccard") >= cfg.threshold).select("u", "v")
             if stats is not None:
+                pairs = pairs.localCheckpoint()
                 stats["verified_pairs"] = pairs.count()
         edges = edges.union(pairs)
-    comp = connected_components(edges)
+    comp = connected_components(edges, driver_edges=cfg.spark_driver_edges)
     info = hashed.select("rank", "h0", "h1", "n_words", "n_shingles")
     res = ranked.join(comp.withColumnRenamed("node", "rank"), "rank", "left") \
         .withColumn("root", F.coalesce("root", "rank")).join(info, "rank")
