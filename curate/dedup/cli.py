@@ -4,7 +4,7 @@
   writes every input row plus ``dup_cluster``, ``is_duplicate``, ``dup_kind`` (Parquet, zstd) and,
   with ``--stats PATH``, a JSON of counters. ``--index-dir DIR`` persists an incremental index;
   ``--against DIR`` deduplicates the input against an earlier index (see ``incremental``).
-* ``corpusmix curate dedup-labelled --corpora ../shared/corpora --output DIR`` builds the labelled
+* ``corpusmix curate dedup-labelled --corpora data/demo/en --output DIR`` builds the labelled
   near-duplicate set (``labelled``).
 * ``corpusmix curate dedup-eval --labelled DIR [--ground-truth data/raw] --metrics FILE`` scores
   ours and datasketch's MinHashLSH (same permutations, threshold) and writes DVC metrics.
@@ -127,7 +127,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_dedup)
 
     q = sub.add_parser("dedup-labelled", help="build the labelled near-duplicate set from real corpora")
-    q.add_argument("--corpora", default="../shared/corpora", help="folder with <domain>.parquet files")
+    q.add_argument("--corpora", default="data/demo/en", help="folder with <domain>.parquet files (e.g. ../shared/corpora)")
     q.add_argument("--output", required=True, help="output folder (docs.parquet, pairs.parquet)")
     q.add_argument("--params", default="params.yaml", help="params file (section `dedup_labelled`)")
     add_config_args(q, LabelledConfig)

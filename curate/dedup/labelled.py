@@ -1,6 +1,6 @@
 """A labelled near-duplicate set built from real corpora, with the true Jaccard of every pair.
 
-``corpusmix curate dedup-labelled --corpora ../shared/corpora --output data/dedup_labelled`` writes
+``corpusmix curate dedup-labelled --corpora data/demo/en --output data/dedup/labelled`` writes
 
 * ``docs.parquet``: ``id``, ``text``, ``domain``, ``source``, ``family`` (id of the original),
   ``edit_rate`` (0 for originals and exact variants) — originals, variants of them with a controlled
