@@ -5,15 +5,18 @@ IP address with a typed placeholder (``<EMAIL_ADDRESS>``, ...) and adds two colu
 ``pii_spans`` (list of ``{start, end, type}`` on the ORIGINAL text) and ``pii_counts`` (JSON
 ``{type: n}``). Detected values never reach the logs: only types and counts are logged.
 
-How it is fast without replacing presidio: one compiled regex scans the text for *candidates*
-(an ``@`` between word characters, clusters of >= 7 digits, dotted quads, colon groups, an IBAN
-head). Documents without candidates never reach presidio. Otherwise each candidate is widened by
-a margin and snapped outwards to whitespace; the windows are joined with blank lines and given to
-presidio's ``AnalyzerEngine`` in ONE call, restricted to the entity types that have candidates.
-Result offsets are mapped back to the original text. Every presidio pattern for these types
-matches only inside one whitespace-free token or a short run of digits and separators, so a
-window that contains the whole token sees exactly what presidio sees on the full text
-(``bench/bench_pii.py`` checks the agreement on real corpora).
+How it is fast without replacing presidio: a few compiled regexes scan the text for *candidates*
+(an ``@`` before a domain character, clusters of >= 7 digits joined by phone punctuation, dotted
+quads, colon groups, an IBAN head). Documents without candidates never reach presidio. Otherwise
+each candidate is widened by a margin and snapped outwards to whitespace; the windows are joined
+with blank lines and given to presidio's ``AnalyzerEngine`` in one call for the regex recognizers
+(e-mail, card, IBAN, SSN, IP). libphonenumber's matcher, which costs most, then sees only the digit
+clusters that no stronger detection (card, IBAN, IP, SSN) already covers. Result offsets are mapped
+back to the original text. Every presidio pattern for these types matches inside one
+whitespace-free token or a run of digits and phone punctuation, so a window holding the whole token
+sees what presidio sees on the full text; by design phone numbers of fewer than 7 digits are not
+looked for (presidio's German region accepts 4-6 digit numbers such as ``1649`` in prose).
+``bench/bench_pii.py`` measures the agreement with presidio on whole texts.
 
 Offline: presidio's NLP engine is ``NoOpNlpEngine`` (nothing loaded); the e-mail recognizer's
 ``tldextract`` uses the suffix list snapshot shipped in the package (``suffix_list_urls=()``), so
