@@ -93,14 +93,15 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.empty(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # normalise in fp32 so bf16 runs keep the statistics exact enough
-        xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return xf.type_as(x) * self.weight
+        # fused kernel; statistics in fp32 so bf16 runs keep them exact enough
+        return F.rms_norm(x.float(), (x.shape[-1],), self.weight.float(), self.eps).type_as(x)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate ``x`` [B, H, S, D] by the half-split RoPE convention; cos/sin are [S, D/2] fp32."""
+    """Rotate ``x`` [B, H, S, D] by RoPE, half-split convention; cos/sin are [S, D/2] fp32.
+
+    Real arithmetic (not complex numbers): inductor does not generate code for complex ops.
+    """
     half = x.shape[-1] // 2
     xf = x.float()
     x1, x2 = xf[..., :half], xf[..., half:]
@@ -118,8 +119,9 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ctx: Any) -> torch.Tensor:
         b, s, _ = x.shape
         qkv = self.wqkv(x).view(b, s, self.n_heads + 2 * self.n_kv, self.head_dim).transpose(1, 2)
-        q, k, v = qkv.split([self.n_heads, self.n_kv, self.n_kv], dim=1)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        qk = apply_rope(qkv[:, : self.n_heads + self.n_kv], cos, sin)  # q and k rotated together
+        q, k = qk.split([self.n_heads, self.n_kv], dim=1)
+        v = qkv[:, self.n_heads + self.n_kv:]
         out = attend(q, k, v, ctx)  # [B, H, S, D]
         return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
@@ -246,9 +248,10 @@ def per_token_loss(logits: torch.Tensor, tokens: torch.Tensor,
     """Per-token cross-entropy [B, S-1] (fp32, zero where masked) and the target mask [B, S-1]."""
     mask = target_mask(segment_ids)
     b, s, v = logits.shape
-    loss = F.cross_entropy(logits[:, :-1].reshape(-1, v).float(), tokens[:, 1:].reshape(-1),
-                           reduction="none").view(b, s - 1)
-    return loss * mask, mask
+    targets = tokens[:, 1:].masked_fill(~mask, -100)  # ignored targets give exactly 0 loss
+    loss = F.cross_entropy(logits[:, :-1].reshape(-1, v).float(), targets.reshape(-1),
+                           reduction="none", ignore_index=-100).view(b, s - 1)
+    return loss, mask
 
 
 def domain_sums(loss: torch.Tensor, mask: torch.Tensor, domain_id: torch.Tensor,

@@ -76,7 +76,7 @@ def parallelize(model: nn.Module, cfg: Any) -> nn.Module:
             layers[i] = checkpoint_wrapper(block, preserve_rng_state=False)
     if cfg.compile:
         for block in layers:
-            block.compile(fullgraph=True)
+            block.compile()  # no fullgraph: older flash-attn builds are not traceable ops
     if not is_distributed():
         return model
 

@@ -126,3 +126,53 @@ def test_cli_overfit_one_batch_and_torchrun_argv(tmp_path, capsys):
     argv = torchrun_argv(args, 2)
     assert argv[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     assert argv[-6:] == ["--params", "p.yaml", "--steps", "5", "--compile", "True"]
+
+
+def _pools(root: Path, vocab: int = 64) -> Path:
+    """A tiny pools folder (docs/formats.md) with two domains of arithmetic-sequence documents."""
+    import numpy as np
+
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    domains = {}
+    for k, d in enumerate(("code", "legal")):
+        lens = rng.integers(5, 40, size=60)
+        docs = [(rng.integers(3, vocab) + (k + 1) * np.arange(n)) % (vocab - 3) + 3 for n in lens]
+        np.concatenate(docs).astype(np.uint16).tofile(root / f"{d}.bin")
+        np.save(root / f"{d}.idx.npy", np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+        domains[d] = {"tokens": int(lens.sum()), "docs": len(lens), "val_docs": 6}
+    (root / "pools.json").write_text(json.dumps({
+        "version": 1, "tokenizer_sha256": "ab" * 32, "vocab_size": vocab, "dtype": "uint16", "bos_id": 0,
+        "eos_id": 1, "pad_id": 2, "val_fraction": 0.1, "domains": domains}))
+    return root
+
+
+def test_train_on_real_pools_and_shards(tmp_path, capsys):
+    from proxytrain.pack import PackConfig, pack
+
+    pools = _pools(tmp_path / "pools")
+    shards = tmp_path / "shards"
+    pack(pools, {"weights": {"code": 0.5, "legal": 0.5}, "method": "test"}, shards,
+         PackConfig(seq_len=32, tokens=3000))
+    common = ["--params", str(tmp_path / "none.yaml"), "--steps", "3", "--d-model", "32", "--n-layers", "1",
+              "--n-heads", "2", "--seq-len", "32", "--micro-batch-size", "4", "--dvclive", "false",
+              "--progress", "false", "--eval-every", "3", "--eval-batches", "1", "--eval-batch-size", "4"]
+    # shards: tokenizer hash checked, domains from the manifest
+    assert main(["train", "--data", str(shards), "--tokenizer-sha256", "ab" * 32, "--val-data", str(shards),
+                 "--out-dir", str(tmp_path / "s"), *common]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 3 and set(summary["val"]) == {"code", "legal", "all"}
+    rec = json.loads((tmp_path / "s" / "train_log.jsonl").read_text().splitlines()[0])
+    assert {"loss/code", "loss/legal"} & set(rec)
+    # the shards' cursor is in the checkpoint
+    extra = json.loads((tmp_path / "s" / "checkpoints" / "step-3" / "extra-rank0.json").read_text())
+    assert extra["data"]["cursor"] == 12
+    # pools: mixture weights, validation from the held-out split
+    assert main(["train", "--data", str(pools), "--tokenizer-sha256", "ab" * 32, "--out-dir", str(tmp_path / "p"),
+                 *common]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(summary["val"]) == {"code", "legal", "all"}
+    # another tokenizer's shards are refused with the fix in the message
+    assert main(["train", "--data", str(shards), "--tokenizer-sha256", "cd" * 32, "--out-dir", str(tmp_path / "x"),
+                 *common]) == 2
+    assert "re-pack them with the trainer's tokenizer" in capsys.readouterr().err

@@ -1,0 +1,149 @@
+"""CPU training throughput: our Llama-style proxy vs a nanoGPT-style reference of the same shape.
+
+Both models get the same width, depth, heads, vocabulary, sequence length and batch, the same
+AdamW + clipping step, fp32, and the same packed synthetic batches; ours also does document
+masking (the reference attends across packed documents, as nanoGPT does). The two are timed
+ALTERNATELY in one run (timings on shared VMs drift), and the ratio of tokens/s is printed::
+
+    python bench/bench_trainer_cpu.py                      # tiny and small presets
+    python bench/bench_trainer_cpu.py --presets tiny --rounds 5 --steps 5
+
+The reference follows nanoGPT's model.py: learned positions, LayerNorm, fused c_attn, GELU MLP
+of 4·d, tied head, ``scaled_dot_product_attention(is_causal=True)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from proxytrain.model import ModelConfig, build_model, per_token_loss  # noqa: E402
+from proxytrain.train_cli import SyntheticSource  # noqa: E402
+
+
+class RefBlock(nn.Module):
+    def __init__(self, d: int, h: int) -> None:
+        super().__init__()
+        self.h = h
+        self.ln_1, self.ln_2 = nn.LayerNorm(d, bias=False), nn.LayerNorm(d, bias=False)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+        self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
+class RefGPT(nn.Module):
+    """nanoGPT's GPT (bias=False, dropout=0)."""
+
+    def __init__(self, vocab: int, seq: int, d: int, n_layers: int, h: int) -> None:
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(RefBlock(d, h) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d, bias=False)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for blk in self.blocks:
+            x = blk(x)
+        return F.linear(self.ln_f(x), self.wte.weight)
+
+
+def _opt(model: nn.Module) -> torch.optim.AdamW:
+    return torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, betas=(0.9, 0.95))
+
+
+def _time_ours(model, opt, batches) -> float:
+    t0 = time.perf_counter()
+    for b in batches:
+        loss, mask = per_token_loss(model(b["tokens"], b["segment_ids"]), b["tokens"], b["segment_ids"])
+        (loss.sum() / mask.sum()).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return time.perf_counter() - t0
+
+
+def _time_ref(model, opt, batches) -> float:
+    t0 = time.perf_counter()
+    for b in batches:
+        logits = model(b["tokens"])
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), b["tokens"][:, 1:].reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return time.perf_counter() - t0
+
+
+def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: int) -> dict:
+    cfg = ModelConfig.preset(preset, vocab_size=vocab, max_seq_len=seq, attn_backend="sdpa")
+    ours = build_model(cfg, "cpu", seed=0)
+    ref = RefGPT(vocab, seq, cfg.d_model, cfg.n_layers, cfg.n_heads)
+    src = SyntheticSource(vocab_size=vocab, seq_len=seq, seed=1)
+    batches = [src.next_batch(batch) for _ in range(steps)]
+    o_opt, r_opt = _opt(ours), _opt(ref)
+    _time_ours(ours, o_opt, batches[:1])  # warm-up both
+    _time_ref(ref, r_opt, batches[:1])
+    t_ours, t_ref = [], []
+    for r in range(rounds):
+        # alternate which one goes first, so drift within a round does not favour either
+        if r % 2 == 0:
+            t_ours.append(_time_ours(ours, o_opt, batches))
+            t_ref.append(_time_ref(ref, r_opt, batches))
+        else:
+            t_ref.append(_time_ref(ref, r_opt, batches))
+            t_ours.append(_time_ours(ours, o_opt, batches))
+    tokens = steps * batch * seq
+    ratios = [tr / to for to, tr in zip(t_ours, t_ref, strict=True)]
+    n_ours = sum(p.numel() for p in ours.parameters())
+    n_ref = sum(p.numel() for p in ref.parameters())
+    return {"preset": preset, "d_model": cfg.d_model, "n_layers": cfg.n_layers, "vocab": vocab, "seq_len": seq,
+            "batch": batch, "params_ours": n_ours, "params_ref": n_ref,
+            "tokens_per_s_ours": tokens / statistics.median(t_ours),
+            "tokens_per_s_ref": tokens / statistics.median(t_ref),
+            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "threads": torch.get_num_threads()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", default="tiny,small")
+    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=4, help="optimizer steps per timed block")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per preset")
+    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    for preset in args.presets.split(","):
+        res = bench(preset, vocab=args.vocab, seq=args.seq, batch=args.batch, steps=args.steps, rounds=args.rounds)
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) and not math.isnan(v) else v)
+                          for k, v in res.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
