@@ -243,12 +243,13 @@ def make_junk(kind: str, rng: random.Random, vocab: list[str]) -> str:
 JUNK_KINDS = ("nav", "spam", "garbled", "symbols", "short_lines", "long_line")
 
 
-def make_noise(rng: random.Random, vocab: list[str]) -> str:
-    """Random words drawn uniformly from the corpus vocabulary, in sentence-shaped lines: passes
-    shallow heuristics, but has no structure a language model can learn beyond unigrams."""
+def make_noise(rng: random.Random, word_bag: list[str]) -> str:
+    """Words drawn independently from the corpus' unigram distribution (``word_bag`` holds word
+    occurrences), in sentence-shaped lines: it has the stop words and punctuation that shallow
+    quality heuristics look for, but no structure a language model can learn beyond unigrams."""
     lines = []
     for _ in range(rng.randint(4, 12)):
-        words = [rng.choice(vocab) for _ in range(rng.randint(8, 25))]
+        words = [rng.choice(word_bag) for _ in range(rng.randint(8, 25))]
         lines.append(" ".join(words).capitalize() + ".")
     return "\n".join(lines)
 
@@ -294,7 +295,8 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
                          "edit_rate": edit_rate, "jaccard": jac, "pii_spans": spans or [], "lang": lang}
 
     originals = [(d, r) for d in EN_DOMAINS for r in en[d]]
-    vocab = sorted({w for _, r in originals[::7] for w in re.findall(r"[A-Za-z]{2,12}", r["text"])})
+    word_bag = [w for d, r in originals[::7] if d != "code" for w in re.findall(r"[A-Za-z]{1,12}", r["text"])]
+    vocab = sorted(set(word_bag))
     prose = [i for i, (d, _) in enumerate(originals) if d not in ("code",)]
     n = len(originals)
     idx = list(range(n))
@@ -341,7 +343,7 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
             defects=[f"foreign:{lang}"], lang=lang)
 
     for k in range(cfg.noise_docs):
-        add(f"noise/{k:05d}", make_noise(rng, vocab), cfg.noise_domain, "planted-noise", defects=["noise"])
+        add(f"noise/{k:05d}", make_noise(rng, word_bag), cfg.noise_domain, "planted-noise", defects=["noise"])
 
     # deterministic shuffle into parts
     docs.sort(key=lambda x: hashlib.sha1(f"{cfg.seed}:{x['id']}".encode()).hexdigest())
