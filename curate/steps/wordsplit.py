@@ -40,6 +40,7 @@ class WordSplitter:
         self.max_cache = max_cache
         self._tok = None
         self._punct_chars: frozenset[str] = frozenset()
+        self._special: frozenset[str] = frozenset()
         self._chunks: dict[str, tuple[str, ...]] = {}
         self._trans: dict[str, tuple[tuple[int, bool], tuple[int, bool]]] = {}
 
@@ -55,6 +56,7 @@ class WordSplitter:
                     "filter supports spaCy languages only (e.g. 'en')")
             self._tok = wt.tokenizer.tokenizer
             self._punct_chars = frozenset(Sentencizer.default_punct_chars)
+            self._special = frozenset(self._tok.rules or ())
         return self._tok
 
     def _fill(self, missing: list[str]) -> None:
@@ -64,6 +66,15 @@ class WordSplitter:
         tok = self._tokenizer()
         if len(self._chunks) + len(missing) > self.max_cache:
             self._chunks.clear()
+        # ASCII letters only: no English prefix/suffix/infix rule can match (each needs a digit,
+        # punctuation or symbol), so the chunk is one token unless it is a special case ("cannot")
+        rest = []
+        for c in missing:
+            if c.isascii() and c.isalpha() and c not in self._special:
+                self._chunks[c] = (c,)
+            else:
+                rest.append(c)
+        missing = rest
         for i in range(0, len(missing), 5000):
             part = missing[i:i + 5000]
             ends, pos = [], 0
