@@ -273,7 +273,8 @@ def ablation_section(domains: list[str], avg_over: list[str], runs: list[Mixture
     if curves:
         sec.blocks.append(Figure("ablation_curves", "Training loss curves per mixture", figs.curves_figure(
             curves, title="training loss (mean over seeds, min–max band)", zoom=True),
-            "Right: the last half of training, zoomed in."))
+            "Right: the last half of training, zoomed in. Training loss is measured on each mixture's own "
+            "batches, so it is not comparable across mixtures: compare the validation losses above."))
     return sec
 
 
@@ -388,6 +389,18 @@ def inputs_section(inputs: ReportInputs) -> Section:
     return sec
 
 
+def _selected_note(inputs: ReportInputs, hl: Headline) -> str:
+    """Which mixture the pipeline packs with (``corpusmix mix select`` marks it in its provenance)."""
+    for label, m in inputs.mixtures.items():
+        sel = (m.get("provenance") or {}).get("selected")
+        if sel:
+            note = f" The pipeline currently packs with {sel} (mix.method; {label})."
+            if hl.clear and str(sel) != hl.chosen:
+                note += f" Set mix.method: {hl.chosen} in params.yaml to use the recommended mixture."
+            return note
+    return ""
+
+
 def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
     """Assemble the report (callout, tables, figures) from the collected inputs."""
     if inputs.is_empty():
@@ -404,6 +417,7 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         domains, avg_over, runs = normalise_ablation(obj, where=label)
         hl = headline(runs, chosen=cfg.chosen, baselines=cfg.baselines, avg_over=avg_over)
         callout = headline_callout(hl)
+        callout.note += _selected_note(inputs, hl)
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
                 funnel_section(inputs), quality_section(inputs)):

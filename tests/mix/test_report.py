@@ -21,6 +21,7 @@ import pytest
 
 from corpusmix.cli import main
 from mix.ablation import compare
+from mix.cli import write_trajectory
 from mix.report import ReportConfig, build_report, headline, tidy_tables, write_report
 from mix.report_curation import domain_funnel
 from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
@@ -112,20 +113,27 @@ def _pipeline_outputs(root: Path) -> Path:
     for name in ("natural", "uniform", "manual"):
         _write(root / "mix" / name / "mixture.json",
                {"weights": dict(zip(DOMAINS, WEIGHTS[name], strict=True)), "method": name, "params": {}})
-    traj = [{"round": 0, "step": s, **{d: w for d, w in zip(DOMAINS, np.roll([0.3, 0.2, 0.2, 0.15, 0.15], s // 5),
-                                                             strict=True)}} for s in range(20)]
+    # DoReMi: two rounds of 10 steps, written by the mix CLI's own trajectory writer (CSV)
+    traj = [{"round": s // 10, **dict(zip(DOMAINS, np.roll([0.3, 0.2, 0.2, 0.15, 0.15], s // 5).tolist(),
+                                          strict=True))} for s in range(20)]
+    write_trajectory(root / "mix" / "doremi" / "doremi_trajectory.csv", traj, DOMAINS)
     _write(root / "mix" / "doremi" / "mixture.json",
            {"weights": dict(zip(DOMAINS, WEIGHTS["doremi"], strict=True)), "method": "doremi",
-            "params": {"eta": 1.0, "smoothing": 0.001}, "provenance": {}})
-    _write(root / "mix" / "doremi" / "doremi_result.json", {"trajectory": traj, "domains": DOMAINS, "rounds": []})
+            "params": {"eta": 1.0, "smoothing": 0.001}, "provenance": {"trajectory_file": "doremi_trajectory.csv"}})
+    # RegMix: the fit report (`corpusmix mix regmix --report`) and the same fit in the mixture's provenance
+    fit = {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
+           "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8}
+    search = {"candidates": 100_000, "top_k": 100, "best_predicted": 3.71, "topk_mean_predicted": 3.72}
     _write(root / "mix" / "regmix" / "mixture.json",
            {"weights": dict(zip(DOMAINS, WEIGHTS["regmix"], strict=True)), "method": "regmix",
-            "params": {"num_proxies": 32}, "provenance": {
-                "fit": {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
-                        "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8}}})
-    _write(root / "mix" / "regmix" / "fit_report.json",
-           {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
-            "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8})
+            "params": {"num_proxies": 32}, "provenance": {"fit": fit, "search": search}})
+    _write(root / "mix" / "regmix" / "regmix_report.json",
+           {"domains": DOMAINS, "target": "avg", "fit": fit, "search": search,
+            "runs": [{"weights": WEIGHTS["uniform"], "val_loss": dict.fromkeys(DOMAINS, 3.9), "target": 3.9,
+                      "heldout": False}]})
+    _write(root / "mix" / "selected" / "mixture.json",  # what `corpusmix mix select` writes
+           {"weights": dict(zip(DOMAINS, WEIGHTS["natural"], strict=True)), "method": "natural", "params": {},
+            "provenance": {"selected": "natural", "pools": "data/pools"}})
     _write(root / "mix" / "cache" / "0123abcd.json", {"val_loss": {"code": 3.0}, "config": {}, "seed": 0})
     _write(root / "ablation" / "ablation.json", _ablation_per_seed())
     _write(root / "pools" / "pools.json", {"vocab_size": 4096, "domains": {
@@ -161,7 +169,8 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
     inp = collect_inputs([outputs])
     assert list(inp.stats) == [f"{outputs.name}/curated/stats.json"]
     assert len(inp.drops) == 1 and len(next(iter(inp.drops.values()))) == 300
-    assert sorted(m["method"] for m in inp.mixtures.values()) == ["doremi", "manual", "natural", "regmix", "uniform"]
+    assert sorted(m["method"] for m in inp.mixtures.values()) == ["doremi", "manual", "natural", "natural",
+                                                                 "regmix", "uniform"]
     assert len(inp.trajectories) == 1 and len(next(iter(inp.trajectories.values()))) == 20
     # the fit is found both in its own report and inside regmix's mixture provenance
     assert len(inp.regmix_fits) == 2
@@ -275,6 +284,10 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path):
     assert pii.rows == [["EMAIL", 1.0, 0.97, 60], ["PHONE", 0.93, 0.88, 41]]
     weights = next(b for b in sec["weights"].blocks if hasattr(b, "rows"))
     assert {r[0] for r in weights.rows} == set(BASE)
+    doremi = next(b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("DoReMi"))
+    assert doremi.columns == ["domain", "last step", "mean over steps"]
+    assert doremi.rows[0] == ["code", 0.2, pytest.approx(0.2)]
+    assert doremi.rows[3] == ["news", 0.3, pytest.approx((0.15 + 0.2 + 0.2 + 0.3) / 4)]
     fits = [b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("RegMix")]
     assert len(fits) == 1 and fits[0].rows[0][:3] == ["lightgbm", 0.87, 0.9]  # the copy in provenance is not repeated
     assert any(isinstance(b, str) and "is the same as in" in b for b in sec["search"].blocks)
@@ -325,6 +338,8 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     for link in links:
         assert (Path(written["md"]).parent / link).read_bytes()[:4] == b"\x89PNG"
     assert "> **Use: regmix (2.5–2.8% lower average loss than the baselines, beyond seed noise)**" in md
+    assert "The pipeline currently packs with natural (mix.method; " in md
+    assert "Set mix.method: regmix in params.yaml to use the recommended mixture." in md
     assert "| normalise | 1,200 | 1,195 | 5 |" in md
 
 
