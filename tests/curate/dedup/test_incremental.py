@@ -44,3 +44,22 @@ def test_index_refuses_other_params_and_reused_ids(real_docs: pa.Table, tmp_path
         dedup_against_index(real_docs.slice(10, 20), tmp_path / "idx", cfg)
     with pytest.raises(ConfigError, match="not a dedup index"):
         dedup_against_index(real_docs.slice(20, 5), tmp_path, cfg)
+
+
+def test_cli_index_then_against(real_docs: pa.Table, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    from corpusmix.cli import main
+
+    pq.write_table(real_docs.slice(0, 200), tmp_path / "v1.parquet")
+    pq.write_table(real_docs.slice(200), tmp_path / "v2.parquet")
+    common = ["--params", str(tmp_path / "none.yaml"), "--workers", "1"]
+    assert main(["curate", "dedup", "--input", str(tmp_path / "v1.parquet"), "--output", str(tmp_path / "o1.parquet"),
+                 "--index-dir", str(tmp_path / "idx"), *common]) == 0
+    assert main(["curate", "dedup", "--input", str(tmp_path / "v2.parquet"), "--output", str(tmp_path / "o2.parquet"),
+                 "--against", str(tmp_path / "idx"), "--stats", str(tmp_path / "s.json"), *common]) == 0
+    out = pq.read_table(tmp_path / "o2.parquet")
+    v1_ids = set(real_docs.slice(0, 200).column("id").to_pylist())
+    # the planted copies (ids copy/..., near/...) of the first 40 documents all point into v1
+    to_old = [r for r in out.to_pylist() if r["dup_cluster"] in v1_ids]
+    assert len(to_old) >= 30 and all(r["is_duplicate"] for r in to_old)

@@ -28,6 +28,13 @@ def test_word_hashes_distinguish_words_and_non_ascii() -> None:
     assert len(set(h[:5].tolist())) == 5 and h[0] == h[5]
 
 
+def test_long_words_hash_by_all_their_bytes() -> None:
+    a, b = "x" * 300 + "a", "x" * 300 + "b"  # differ after the 256 bytes read 8 at a time
+    c, d = "y" * 20 + "a", "y" * 20 + "b"
+    h, _ = word_hashes([f"{a} {b} {a} {c} {d} {c}"])
+    assert h[0] != h[1] and h[0] == h[2] and h[3] != h[4] and h[3] == h[5]
+
+
 def test_signature_estimates_jaccard() -> None:
     a, b, jac = pair_with_jaccard("t", 400, 300)
     h, off = shingle_hashes([a, b], 5)
