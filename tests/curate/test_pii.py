@@ -167,3 +167,16 @@ def test_cli_keeps_rows_and_columns_and_records_drops(tmp_path: Path) -> None:
     assert "4111" not in out.column("text")[0].as_py()
     drops = pq.read_table(tmp_path / "out.parquet.drops.parquet").to_pylist()
     assert drops == [{"id": "c", "step": "read", "reason": "missing_text", "domain": "news"}]
+
+
+def test_iso_dates_skip_the_phone_matcher_and_presidio_agrees(red: PIIRedactor) -> None:
+    import datetime
+    import random
+
+    assert red.windows("released 2023-02-05 as")[1] == []
+    assert red.windows("released 2023-02-05 as 030 1234567")[1] == [(23, 34)]
+    rng = random.Random(5)
+    dates = [(datetime.date(1950, 1, 1) + datetime.timedelta(days=rng.randrange(36525))).isoformat()
+             for _ in range(60)]
+    text = "\n\n".join(f"on {d} we (and {d}), ok" for d in dates)
+    assert red.analyzer.analyze(text, language="en", entities=["PHONE_NUMBER"]) == []
