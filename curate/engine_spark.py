@@ -444,10 +444,10 @@ def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequenc
 
 
 def _added_files(sc: Any) -> list[str]:
-    try:
-        return [os.path.basename(str(k)) for k in sc._jsc.sc().listFiles()]  # type: ignore[attr-defined]
-    except Exception:  # listFiles is a developer API; without it files are simply added again
-        return []
+    """Names of the files already added (``--files`` / ``spark.files``, earlier runs)."""
+    names = [os.path.basename(str(k)) for k in (getattr(sc, "listFiles", None) or [])]
+    names += [os.path.basename(f) for f in (sc.getConf().get("spark.files", "") or "").split(",") if f]
+    return names
 
 
 # --------------------------------------------------------------------------------------- the chain

@@ -130,6 +130,36 @@ def chain_from_params(params: str | Path, spec: str = "", *, engine_cfg: Any = N
     return build_steps(params, cfg, stage="a"), dedup, build_steps(params, cfg, stage="b")
 
 
+def _with_shipped_models(params_path: str, cfg: Any) -> str:
+    """``params_path``, or a copy naming the ``--files`` copy of the language-ID model.
+
+    Under spark-submit the driver imports the project from the ``--py-files`` zip, where the
+    packaged ``curate/models/lid.176.ftz`` is not a file fastText can open; when the params do not
+    name a model, the copy shipped with ``--files`` (``SparkFiles``) is used instead.
+    """
+    import tempfile
+
+    import yaml
+    from pyspark import SparkFiles
+
+    from corpusmix.config import load_params
+    from curate.engine_spark import get_session
+    from curate.steps.langid import PACKAGED_MODEL
+
+    if load_params(params_path, "curate.langid").get("model_path") or PACKAGED_MODEL.is_file():
+        return params_path
+    get_session(cfg, set_master=False)
+    shipped = Path(SparkFiles.get(PACKAGED_MODEL.name))
+    if not shipped.is_file():
+        raise SystemExit(f"spark_submit.py: the language-ID model is not a file inside the zip; add "
+                         f"--files curate/models/{PACKAGED_MODEL.name} or set curate.langid.model_path")
+    params = load_params(params_path)
+    params.setdefault("curate", {}).setdefault("langid", {})["model_path"] = str(shipped)
+    out = Path(tempfile.mkdtemp(prefix="corpusmix-params-")) / "params.yaml"
+    out.write_text(yaml.safe_dump(params, sort_keys=False))
+    return str(out)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     from corpusmix.config import add_config_args
     from curate.engine_spark import SparkConfig
@@ -162,8 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("spark_submit.py: --input and --output are required (see docs/spark.md)")
     cfg = config_from(SparkConfig, params=load_params(args.params, "spark"), args=args,
                       where="params.yaml section spark")
-    steps, dedup, after = chain_from_params(args.params, args.chain)
-    read_cfg = config_from(ReadConfig, params=load_params(args.params, "curate.read"), where="curate.read")
+    params_path = _with_shipped_models(args.params, cfg)
+    steps, dedup, after = chain_from_params(params_path, args.chain)
+    read_cfg = config_from(ReadConfig, params=load_params(params_path, "curate.read"), where="curate.read")
     stats = run_spark(inputs=args.input, output=args.output, steps=steps, dedup=dedup, steps_after=after,
                       cfg=cfg, read_cfg=read_cfg, set_master=False)
     print(json.dumps(stats["totals"]))
