@@ -17,7 +17,10 @@ RegMix fit report           JSON with ``"lightgbm"`` and ``"linear"`` scores (to
 ablation                    JSON ``{"mixtures": {name: {...}}}`` (see :func:`normalise_ablation`)
 train logs                  ``*.jsonl`` with one ``{"step", "loss", ...}`` record per line
 token counts                ``pools.json`` (``domains.<d>.tokens``) or a shards ``manifest.json``
-quality metrics             any other JSON object holding numbers (rendered as tidy tables)
+quality metrics             any other JSON object holding numbers (rendered as tidy tables): from
+                            folders only when named like a metric file (``*metrics*``, ``*eval*``,
+                            ``*quality*``, ``*stats*``, ``*score*``, or under ``metrics/``); files
+                            passed directly are always taken
 ==========================  =================================================================
 
 Files that are not report material (proxy-run caches, DVC internals, unreadable files) are skipped
@@ -29,6 +32,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +42,7 @@ from corpusmix.config import ConfigError
 
 SKIP_DIRS = {".git", ".dvc", ".venv", "__pycache__", "node_modules", ".pytest_cache"}
 MAX_JSON_BYTES = 50_000_000
+METRIC_NAME = re.compile(r"metric|eval|quality|stats|score|accuracy|precision|recall", re.IGNORECASE)
 
 
 class ReportInputError(ConfigError):
@@ -95,13 +100,13 @@ def collect_inputs(paths: Iterable[str | Path]) -> ReportInputs:
                     continue
                 label = f"{root.name}/{label}" if root.name else label
             try:
-                _classify(f, label, out)
+                _classify(f, label, out, explicit=root.is_file())
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 out.skipped.append((str(f), f"unreadable: {type(exc).__name__}: {exc}"))
     return out
 
 
-def _classify(path: Path, label: str, out: ReportInputs) -> None:
+def _classify(path: Path, label: str, out: ReportInputs, *, explicit: bool = False) -> None:
     if path.suffix == ".parquet":
         _read_parquet(path, label, out)
     elif path.suffix == ".jsonl":
@@ -112,7 +117,7 @@ def _classify(path: Path, label: str, out: ReportInputs) -> None:
         if path.stat().st_size > MAX_JSON_BYTES:
             out.skipped.append((str(path), f"larger than {MAX_JSON_BYTES} bytes"))
             return
-        _read_json(path, label, out)
+        _read_json(path, label, out, explicit=explicit)
 
 
 def _read_parquet(path: Path, label: str, out: ReportInputs) -> None:
@@ -184,7 +189,12 @@ def _find_fit(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def _read_json(path: Path, label: str, out: ReportInputs) -> None:
+def _is_metric_name(path: Path) -> bool:
+    """Metric files found in folders: DVC-style names, or anything under a ``metrics`` folder."""
+    return bool(METRIC_NAME.search(path.stem)) or "metrics" in path.parent.parts
+
+
+def _read_json(path: Path, label: str, out: ReportInputs, *, explicit: bool = False) -> None:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -225,8 +235,13 @@ def _read_json(path: Path, label: str, out: ReportInputs) -> None:
     if isinstance(obj.get("tokens_per_domain"), Mapping):
         out.tokens[label] = {d: int(v) for d, v in obj["tokens_per_domain"].items()}
         return
-    if path.name in ("dvc.lock", "params.json") or not _has_number(obj):
+    if not _has_number(obj):
         out.skipped.append((str(path), "no numbers to report"))
+        return
+    if not explicit and not _is_metric_name(path):
+        # e.g. completion markers, caches: only named metric files are picked up from folders
+        out.skipped.append((str(path), "not a metrics file by name (*metric*, *eval*, *quality*, *stats*, "
+                                       "*score*, or under metrics/); pass the file itself to --inputs to include it"))
         return
     out.metrics[label] = obj
 

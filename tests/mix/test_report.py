@@ -134,6 +134,7 @@ def _pipeline_outputs(root: Path) -> Path:
     _write(root / "mix" / "selected" / "mixture.json",  # what `corpusmix mix select` writes
            {"weights": dict(zip(DOMAINS, WEIGHTS["natural"], strict=True)), "method": "natural", "params": {},
             "provenance": {"selected": "natural", "pools": "data/pools"}})
+    _write(root / "pools" / "code.done.json", {"domain": "code", "tokens": 10_000})  # a completion marker
     _write(root / "mix" / "cache" / "0123abcd.json", {"val_loss": {"code": 3.0}, "config": {}, "seed": 0})
     _write(root / "ablation" / "ablation.json", _ablation_per_seed())
     _write(root / "pools" / "pools.json", {"vocab_size": 4096, "domains": {
@@ -182,6 +183,9 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
     assert inp.documents[f"{outputs.name}/curated/curated/legal.parquet"] == {"legal": 180}
     assert "1 malformed line" in skipped["train_log.jsonl"]
     assert "dvclive" in skipped["metrics.json"]
+    assert "not a metrics file by name" in skipped["code.done.json"]
+    # a file passed directly is taken as metrics whatever its name
+    assert list(collect_inputs([outputs / "pools" / "code.done.json"]).metrics) == ["code.done.json"]
 
 
 def test_headline_picks_lowest_average_and_measures_it_in_seed_spreads():
