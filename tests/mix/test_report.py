@@ -25,7 +25,6 @@ from mix.cli import write_trajectory
 from mix.report import ReportConfig, build_report, headline, tidy_tables, write_report
 from mix.report_curation import domain_funnel
 from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
-from mix.report_render import render_html
 
 DOMAINS = ["code", "legal", "literature", "news", "reference"]
 # per-mixture base loss per domain; seeds add the offsets below (same for every domain of a seed)
@@ -159,10 +158,16 @@ def outputs(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def written(outputs: Path, tmp_path_factory) -> dict[str, str]:
+def full_report(outputs: Path):
+    return build_report(collect_inputs([outputs]), ReportConfig())
+
+
+@pytest.fixture(scope="module")
+def written(full_report, tmp_path_factory) -> dict[str, str]:
     out = tmp_path_factory.mktemp("report") / "report.html"
-    rc = main(["report", "--params", str(out.parent / "none.yaml"), "--output", str(out), "--inputs", str(outputs)])
-    assert rc == 0
+    paths = write_report(full_report, out)
+    assert paths == {"html": str(out), "markdown": str(out.with_suffix(".md")),
+                     "figures": str(out.parent / "report_files")}
     return {"html": str(out), "md": str(out.with_suffix(".md")), "files": str(out.parent / "report_files")}
 
 
@@ -258,9 +263,8 @@ def test_summary_shape_of_mix_ablation_agrees_with_its_compare_rule():
     assert next(c for c in hl.comparisons if c.other == "manual").verdict == "within noise"
 
 
-def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path):
-    report = build_report(collect_inputs([outputs]), ReportConfig())
-    sec = {s.key: s for s in report.sections}
+def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_report):
+    sec = {s.key: s for s in full_report.sections}
     assert list(sec) == ["ablation", "weights", "search", "training", "funnel", "quality", "inputs"]
     tables = {b.title.split(" (")[0]: b for b in sec["funnel"].blocks if hasattr(b, "rows")}
     steps = tables["Documents per step"].rows
@@ -359,17 +363,20 @@ def test_cli_refuses_empty_inputs_with_a_fix(tmp_path: Path, capsys: pytest.Capt
         headline(runs, chosen="dsir")
 
 
-def test_write_report_without_markdown(outputs: Path, tmp_path: Path):
-    rep = build_report(collect_inputs([outputs / "ablation"]), ReportConfig(chosen="natural"))
-    written = write_report(rep, tmp_path / "r.html", markdown=False)
-    assert set(written) == {"html"} and not (tmp_path / "r.md").exists()
-    assert rep.callout.title == "No clear winner: natural is within noise of uniform"
-    assert "named explicitly" in rep.callout.note
-    page = render_html(rep)
+def test_cli_writes_html_only_with_params_and_flags(outputs: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]):
+    params = tmp_path / "params.yaml"
+    params.write_text(f"report:\n  inputs: [{outputs / 'ablation'}]\n  markdown: false\n  title: ablation only\n")
+    out = tmp_path / "r.html"
+    assert main(["report", "--params", str(params), "--output", str(out), "--chosen", "natural"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert not (tmp_path / "r.md").exists() and not (tmp_path / "r_files").exists()
+    page = out.read_text()
+    assert "<title>ablation only</title>" in page and page.count("<img ") == 4  # heatmap, spread, curves, weights
+    assert 'class="headline caution"' in page and "No clear winner: natural is within noise of uniform" in page
     # compared with the baselines only; natural leads uniform by 0.012 < the 0.02 seed spread
-    assert "regmix" not in rep.callout.verdict and "is within noise of uniform (difference +0.0120" in page
-    assert 'class="headline caution"' in page
-    assert [r[0] for r in rep.callout.table.rows] == ["uniform"]
+    assert "natural is within noise of uniform (difference +0.0120" in page and "named explicitly" in page
+    assert "regmix is" not in page and "manual is" not in page
 
 
 CHECK_SCRIPT = """<script>
