@@ -11,7 +11,7 @@ defaults in :data:`PRESETS`), then command-line flags. Proxy runs are cached und
 (default: ``<output dir>/proxies``) so an interrupted search resumes without retraining.
 
 Outputs next to ``mixture.json``: DoReMi writes its weight trajectory (``--trajectory``, a CSV with
-``round, step`` and one column per domain, for ``dvc plots``); RegMix writes its fit report
+``step`` and one column per domain, for ``dvc plots``); RegMix writes its fit report
 (``--report``: held-out Spearman/Pearson of LightGBM and linear, every run's weights and losses).
 """
 
@@ -126,13 +126,14 @@ def cmd_doremi(args: argparse.Namespace) -> int:
 
 
 def write_trajectory(path: Path, trajectory: list[dict[str, Any]], domains: list[str]) -> None:
-    """DoReMi weights per step as CSV (``round, step, <domains>``; ``step`` counts over rounds)."""
+    """DoReMi weights per DRO step as CSV (``step, <domains>``; ``step`` counts on over iterated
+    rounds, each round has ``doremi.steps`` rows; the rounds are listed in the mixture's provenance)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["step", "round", *domains])
+        w.writerow(["step", *domains])
         for i, rec in enumerate(trajectory):
-            w.writerow([i, rec["round"], *(f"{rec[d]:.6f}" for d in domains)])
+            w.writerow([i, *(f"{rec[d]:.6f}" for d in domains)])
 
 
 def cmd_regmix(args: argparse.Namespace) -> int:

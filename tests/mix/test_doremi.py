@@ -134,8 +134,8 @@ def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):
     assert mix.params["doremi"]["smoothing"] == 1e-3
     assert min(mix.weights.values()) >= 1e-3 / 3 - 1e-12
     traj = (tmp_path / "out" / "doremi_trajectory.csv").read_text().splitlines()
-    assert traj[0] == "step,round,a,b,c" and len(traj) == 1 + 12
-    rows = [list(map(float, r.split(",")[2:])) for r in traj[1:]]
+    assert traj[0] == "step,a,b,c" and len(traj) == 1 + 12
+    rows = [list(map(float, r.split(",")[1:])) for r in traj[1:]]
     np.testing.assert_allclose(np.mean(rows, axis=0), [mix.weights[d] for d in "abc"], atol=2e-6)
     cached = sorted(p.name for p in (tmp_path / "out" / "proxies").iterdir())
     assert any(n.startswith("reference-") for n in cached) and any(n.startswith("doremi-") for n in cached)
