@@ -206,7 +206,6 @@ def docs_to_table(docs: list[Document]) -> pa.Table:
     keys: dict[str, None] = {}
     for d in docs:
         keys.update(dict.fromkeys(d.metadata))
-    keys.pop("filter_reason", None)
     cols: dict[str, list] = {"id": [d.id for d in docs], "text": [d.text for d in docs]}
     for k in keys:
         cols[k] = [d.metadata.get(k) for d in docs]

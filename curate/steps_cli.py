@@ -64,8 +64,9 @@ def _table(batch):
     if not batch:
         return pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
     t = cio.docs_to_table(batch)
-    if "filter_reason" in {k for d in batch for k in d.metadata}:
-        t = t.append_column("filter_reason", pa.array([d.metadata.get("filter_reason") for d in batch], pa.string()))
+    if "filter_reason" in t.column_names:  # all-null in a batch of kept docs: keep it a string column
+        i = t.column_names.index("filter_reason")
+        t = t.set_column(i, "filter_reason", t.column(i).cast(pa.string()))
     return t
 
 
