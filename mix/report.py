@@ -385,7 +385,7 @@ def inputs_section(inputs: ReportInputs) -> Section:
         for d in inputs.documents if d not in inputs.used_documents]
     sec.blocks.append(Table("Files used", ["kind", "file"], used))
     if skipped:
-        sec.blocks.append(Table("Files skipped", ["file", "reason"], skipped))
+        sec.blocks.append(Table("Files skipped", ["file", "reason"], skipped, collapsed=True))
     return sec
 
 

@@ -25,6 +25,7 @@ class Table:
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
+    collapsed: bool = False  # HTML: folded in a <details> element (long, secondary tables)
 
 
 @dataclass
@@ -108,23 +109,33 @@ th{background:#f3f3f3} td.t,th.t{text-align:left}
 caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 figure{margin:1em 0} figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9em;color:#555} .note{font-size:.85em;color:#555}
+summary{cursor:pointer;font-weight:600;margin:.6em 0}
 """
 
 _NUMERIC = re.compile(r"^[+−-]?[\d,.]+(e[+-]?\d+)?(x|%|/\d+)?( ± [\d.,e+-]+)?$|^n/a$")
 
 
 def _td(v: Any) -> str:
-    text = fmt(v)
-    cls = "" if isinstance(v, (int, float)) or _NUMERIC.match(text) else ' class="t"'
-    return f"<td{cls}>{html.escape(text)}</td>"
+    cls = ' class="t"' if _is_text(v) else ""
+    return f"<td{cls}>{html.escape(fmt(v))}</td>"
+
+
+def _is_text(v: Any) -> bool:
+    return not (isinstance(v, (int, float)) or _NUMERIC.match(fmt(v)))
 
 
 def html_table(t: Table) -> str:
-    head = "".join(f'<th{" class=t" if i == 0 else ""}>{html.escape(str(c))}</th>' for i, c in enumerate(t.columns))
+    first = t.rows[0] if t.rows else []
+    text_col = [i == 0 or (i < len(first) and _is_text(first[i])) for i in range(len(t.columns))]
+    head = "".join(('<th class="t">' if tc else "<th>") + f"{html.escape(str(c))}</th>"
+                   for c, tc in zip(t.columns, text_col, strict=True))
     body = "".join("<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in t.rows)
     note = f'<p class="note">{html.escape(t.note)}</p>' if t.note else ""
-    return (f"<table><caption>{html.escape(t.title)}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>{note}")
+    table = (f"<table><caption>{html.escape(t.title)}</caption><thead><tr>{head}</tr></thead>"
+             f"<tbody>{body}</tbody></table>{note}")
+    if t.collapsed:
+        return f"<details><summary>{html.escape(t.title)} ({len(t.rows)})</summary>{table}</details>"
+    return table
 
 
 def render_html(report: Report) -> str:

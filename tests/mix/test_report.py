@@ -340,6 +340,7 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert 'class="headline"' in page and "Use: regmix" in page and "Use regmix: it beats natural" in page
     assert "<script" not in page and "http://" not in page and "https://" not in page  # self-contained
+    assert "<details><summary>Files skipped (" in page  # the long list of skipped files is folded
     md = Path(written["md"]).read_text()
     links = re.findall(r"!\[[^\]]*\]\((report_files/[^)]+\.png)\)", md)
     assert len(links) == len(imgs)
