@@ -195,3 +195,20 @@ def test_select_materialises_natural_uniform_and_manual(tmp_path):
     assert main(["mix", "select", "--input", str(pools), "--output", str(out), "--params", str(params)]) == 0
     got = json.loads(out.read_text())
     assert got["weights"] == {"a": 0.25, "b": 0.75} and got["provenance"]["selected"] == "manual"
+
+
+def test_iterated_doremi_uses_previous_output_as_reference(tmp_path):
+    import json
+
+    from corpusmix.cli import main
+
+    pools = write_pools(tmp_path / "pools", {"a": 4000, "b": 4000})
+    out = tmp_path / "out" / "mixture.json"
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(out), *FAST,
+                 "--iterate", "true", "--max-rounds", "2", "--tol", "0"]) == 0
+    got = json.loads(out.read_text())
+    rounds = got["provenance"]["rounds"]
+    assert [r["round"] for r in rounds] == [0, 1]
+    assert rounds[1]["reference"] == pytest.approx(rounds[0]["weights"])
+    assert [got["weights"][d] for d in "ab"] == pytest.approx(rounds[1]["weights"])
+    assert len((tmp_path / "out" / "doremi_trajectory.csv").read_text().splitlines()) == 1 + 2 * 12
