@@ -27,14 +27,19 @@ def _overlap(a: Span, b: Span) -> bool:
 
 
 def score_pii(pred_spans: Sequence[Sequence[Span]], true_spans: Sequence[Sequence[Span]], *,
-              total_bytes: int | None = None) -> dict[str, dict[str, float]]:
+              total_bytes: int | None = None, types: Iterable[str] | None = None) -> dict[str, dict[str, float]]:
     """Per-type ``tp, fp, fn, exact, precision, recall`` (+ ``fp_per_mb`` given ``total_bytes``).
 
-    ``pred_spans[i]`` and ``true_spans[i]`` are the spans of document ``i``.
+    ``pred_spans[i]`` and ``true_spans[i]`` are the spans of document ``i``. ``types`` restricts
+    scoring to those types (e.g. leave out PERSON when no NER model ran).
     """
     if len(pred_spans) != len(true_spans):
         raise ValueError(f"pred_spans has {len(pred_spans)} documents, true_spans {len(true_spans)}; "
                          "pass one span list per document, in the same order")
+    if types is not None:
+        keep = set(types)
+        pred_spans = [[p for p in doc if p["type"] in keep] for doc in pred_spans]
+        true_spans = [[t for t in doc if t["type"] in keep] for doc in true_spans]
     stats: dict[str, dict[str, float]] = {}
 
     def row(t: str) -> dict[str, float]:

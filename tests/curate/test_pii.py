@@ -119,6 +119,8 @@ def test_score_pii_counts() -> None:
     assert s["ALL"]["tp"] == 1 and s["ALL"]["fp"] == 2 and s["ALL"]["fn"] == 1
     assert s["ALL"]["redacted_any_type"] == 1.0  # the e-mail was covered by the (mislabelled) phone
     assert s["ALL"]["fp_per_mb"] == 1.0
+    only_ssn = score_pii(pred, true, types=["US_SSN"])
+    assert set(only_ssn) == {"US_SSN", "ALL"} and only_ssn["ALL"]["fp"] == 0
     with pytest.raises(ValueError, match="one span list per document"):
         score_pii([[]], [[], []])
 
