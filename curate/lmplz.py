@@ -95,15 +95,24 @@ def build_kenlm_tools(*, dest: str | Path | None = None, sdist: str | Path | Non
         work = Path(tmp)
         if sdist is None:
             spec = f"kenlm=={version}" if version else "kenlm"
-            # --no-binary only for kenlm: --no-binary :all: would rebuild cmake from source too
-            _run([sys.executable, "-m", "pip", "download", spec, "--no-deps", "--no-binary", "kenlm",
-                  "--no-build-isolation", "-d", str(work)], work)
+            # --no-binary only for kenlm: --no-binary :all: would rebuild cmake from source too.
+            # Reading the sdist's metadata needs its build backend: try the current environment
+            # first (fast, offline-friendly), then pip's isolated build environment.
+            base = [sys.executable, "-m", "pip", "download", spec, "--no-deps", "--no-binary", "kenlm",
+                    "-d", str(work)]
+            try:
+                _run([*base, "--no-build-isolation"], work)
+            except KenLMToolsMissing:
+                _run(base, work)
             sdists = sorted(work.glob("kenlm-*.tar.gz"))
             if not sdists:
                 raise KenLMToolsMissing("pip did not produce a kenlm-*.tar.gz source distribution")
             sdist = sdists[0]
         with tarfile.open(sdist) as tf:
-            tf.extractall(work / "src", filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python >= 3.10.12 / 3.11.4
+                tf.extractall(work / "src", filter="data")
+            else:
+                tf.extractall(work / "src")  # noqa: S202 - the sdist comes from the package index
         roots = [p.parent for p in (work / "src").glob("*/CMakeLists.txt")]
         if not roots:
             raise KenLMToolsMissing(f"{sdist} has no CMakeLists.txt; is it the kenlm sdist?")

@@ -162,3 +162,19 @@ def test_cli_train_then_score(tmp_path: Path) -> None:
     out = pq.read_table(tmp_path / "s.parquet")
     assert out.num_rows == 160 and {"domain", "source", "quality_ft", "ppl", "ppl_bucket"} <= set(out.column_names)
     assert pq.read_table(tmp_path / "s.parquet.drops.parquet").column("reason").to_pylist() == ["missing_text"]
+
+
+def test_build_lmplz_errors_are_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tarfile
+
+    from curate.lmplz import build_kenlm_tools
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "README").write_text("not kenlm")
+    with tarfile.open(tmp_path / "kenlm-0.0.tar.gz", "w:gz") as tf:
+        tf.add(tmp_path / "pkg", arcname="kenlm-0.0")
+    with pytest.raises(KenLMToolsMissing, match="no CMakeLists.txt"):
+        build_kenlm_tools(dest=tmp_path / "bin", sdist=tmp_path / "kenlm-0.0.tar.gz")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cmake, no make
+    with pytest.raises(KenLMToolsMissing, match="`cmake` is not installed.*apt-get install"):
+        build_kenlm_tools(dest=tmp_path / "bin", sdist=tmp_path / "kenlm-0.0.tar.gz")
