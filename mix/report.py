@@ -379,7 +379,8 @@ def inputs_section(inputs: ReportInputs) -> Section:
         ("ablation", inputs.ablations), ("mixture", inputs.mixtures), ("weight trajectory", inputs.trajectories),
         ("regmix fit", inputs.regmix_fits), ("train log", inputs.train_logs), ("curation stats", inputs.stats),
         ("drops", inputs.drops), ("curated documents (counted per domain)", sorted(inputs.used_documents)),
-        ("token counts", inputs.tokens), ("metrics", inputs.metrics)) for label in group]
+        ("token counts", inputs.tokens), ("metrics", inputs.metrics), ("ground truth", inputs.ground_truth))
+        for label in group]
     skipped = [list(s) for s in inputs.skipped] + [
         [d, "documents not in a curation output folder (next to stats.json + drops.parquet, or in its curated/)"]
         for d in inputs.documents if d not in inputs.used_documents]

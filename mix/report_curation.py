@@ -228,11 +228,19 @@ def tidy_tables(obj: Any, title: str) -> list[Table]:
 
 
 def quality_section(inputs: ReportInputs) -> Section | None:
-    if not inputs.metrics:
+    if not inputs.metrics and not inputs.ground_truth:
         return None
     sec = Section("quality", "Curation quality against the ground truth")
-    sec.blocks.append("Every metric file found, rendered as-is (language ID, junk and PII detection, dedup "
-                      "pairs): sibling entries with the same fields share one table.")
+    for label, gt in inputs.ground_truth.items():
+        total = sum(gt["docs_per_domain"].values()) or 1
+        sec.blocks.append(Table(f"Ground truth: raw documents per domain ({label})", ["domain", "documents", "share"],
+                                [[d, n, n / total] for d, n in gt["docs_per_domain"].items()]))
+        sec.blocks.append(Table(f"Ground truth: planted defects ({label})", ["defect", "documents"],
+                                [[d, n] for d, n in gt["defects"].items()],
+                                "A document can carry several defects; clean = none planted."))
+    if inputs.metrics:
+        sec.blocks.append("Every metric file found, rendered as-is (language ID, junk and PII detection, dedup "
+                          "pairs): sibling entries with the same fields share one table.")
     for label, obj in inputs.metrics.items():
         sec.blocks.extend(tidy_tables(obj, label))
     return sec

@@ -7,6 +7,8 @@ searched recursively) and sorts every file it understands into a :class:`ReportI
 ==========================  =================================================================
 curation stats              JSON ``{"steps": {step: {"docs_in", "kept", "dropped", ...}}}``
 drop decisions              Parquet with columns ``id, step, reason`` (``domain`` optional)
+demo ground truth           Parquet with ``id, domain, defects`` (documents per domain, planted
+                            defects per kind)
 curated documents           Parquet with ``id, text, domain`` (only ``domain`` is read: the
                             documents kept per domain, for the per-domain funnel)
 mixtures                    JSON ``{"weights": {domain: w}, "method", ...}`` (``mixture.json``)
@@ -41,6 +43,12 @@ from typing import Any
 from corpusmix.config import ConfigError
 
 SKIP_DIRS = {".git", ".dvc", ".venv", "__pycache__", "node_modules", ".pytest_cache"}
+STATE_DIRS = {
+    "work": "work folder of a run (per-task parts, stats and drops; the run's outputs merge them)",
+    "_work": "work folder of a run (per-task parts, stats and drops; the run's outputs merge them)",
+    "logs": "logs of a run", "tmp": "temporary files", "checkpoints": "training checkpoints",
+    "dvclive": "dvclive output (train_log.jsonl holds the same metrics)",
+}
 MAX_JSON_BYTES = 50_000_000
 METRIC_NAME = re.compile(r"metric|eval|quality|stats|score|accuracy|precision|recall", re.IGNORECASE)
 
@@ -64,26 +72,48 @@ class ReportInputs:
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    ground_truth: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     used_documents: set[str] = field(default_factory=set)  # document files the funnel paired with stats
 
     def is_empty(self) -> bool:
         return not any((self.stats, self.drops, self.mixtures, self.trajectories, self.regmix_fits,
-                        self.ablations, self.train_logs, self.tokens, self.metrics))
+                        self.ablations, self.train_logs, self.tokens, self.metrics, self.ground_truth))
 
 
 # ----------------------------------------------------------------------------- discovery
 
-def _walk(root: Path) -> Iterable[Path]:
+def _state_dir(name: str) -> str | None:
+    """Why a folder met while searching is a run's intermediate state, or None."""
+    if name in STATE_DIRS:
+        return STATE_DIRS[name]
+    if name.startswith("cache"):
+        return "cache of finished proxy runs (the ablation and mixture files summarise them)"
+    if name.startswith("step-"):
+        return "a checkpoint"
+    return None
+
+
+def _walk(root: Path, skipped: list[tuple[str, str]]) -> Iterable[Path]:
     for p in sorted(root.iterdir()):
         if p.is_dir():
-            if p.name not in SKIP_DIRS and not p.name.startswith("."):
-                yield from _walk(p)
+            if p.name in SKIP_DIRS or p.name.startswith("."):
+                continue
+            why = _state_dir(p.name)
+            if why:
+                skipped.append((f"{p}/", why))
+                continue
+            yield from _walk(p, skipped)
         elif p.suffix in (".json", ".jsonl", ".parquet", ".csv"):
             yield p
 
 
 def collect_inputs(paths: Iterable[str | Path]) -> ReportInputs:
-    """Read every understood file under ``paths`` (files or folders) into a :class:`ReportInputs`."""
+    """Read every understood file under ``paths`` (files or folders) into a :class:`ReportInputs`.
+
+    Folders met while searching that hold a run's intermediate state (``work``, ``logs``,
+    ``cache*``, ``checkpoints``, ``dvclive``, ...) are not entered; they are listed as skipped. A
+    folder passed directly is always searched.
+    """
     out = ReportInputs()
     paths = [Path(p) for p in paths]
     if not paths:
@@ -91,13 +121,10 @@ def collect_inputs(paths: Iterable[str | Path]) -> ReportInputs:
     for root in paths:
         if not root.exists():
             raise ReportInputError(f"input {root} does not exist; pass existing files or folders to --inputs")
-        files = [root] if root.is_file() else list(_walk(root))
+        files = [root] if root.is_file() else list(_walk(root, out.skipped))
         for f in files:
             label = str(f.relative_to(root)) if root.is_dir() else f.name
             if root.is_dir():
-                if "dvclive" in f.relative_to(root).parts[:-1]:
-                    out.skipped.append((str(f), "dvclive output (train_log.jsonl holds the same metrics)"))
-                    continue
                 label = f"{root.name}/{label}" if root.name else label
             try:
                 _classify(f, label, out, explicit=root.is_file())
@@ -127,6 +154,17 @@ def _read_parquet(path: Path, label: str, out: ReportInputs) -> None:
     if {"id", "step", "reason"} <= names:
         cols = ["id", "step", "reason"] + (["domain"] if "domain" in names else [])
         out.drops[label] = pq.read_table(path, columns=cols).to_pandas()
+    elif {"id", "domain", "defects"} <= names:
+        # the demo ground truth: documents per domain and planted defects (docs/formats.md)
+        t = pq.read_table(path, columns=["domain", "defects"]).to_pydict()
+        per_domain: dict[str, int] = {}
+        defects: dict[str, int] = {}
+        for dom, ds in zip(t["domain"], t["defects"], strict=True):
+            per_domain[str(dom)] = per_domain.get(str(dom), 0) + 1
+            for d in ds or ["clean"]:
+                defects[str(d)] = defects.get(str(d), 0) + 1
+        out.ground_truth[label] = {"docs_per_domain": dict(sorted(per_domain.items())),
+                                   "defects": dict(sorted(defects.items()))}
     elif {"id", "text", "domain"} <= names:
         # documents: only the domain column is read, to count them per domain for the funnel
         counts = pq.read_table(path, columns=["domain"]).column("domain").value_counts().to_pylist()

@@ -133,6 +133,9 @@ def _pipeline_outputs(root: Path) -> Path:
     _write(root / "mix" / "selected" / "mixture.json",  # what `corpusmix mix select` writes
            {"weights": dict(zip(DOMAINS, WEIGHTS["natural"], strict=True)), "method": "natural", "params": {},
             "provenance": {"selected": "natural", "pools": "data/pools"}})
+    pd.DataFrame({"id": ["a", "b", "c", "d"], "domain": ["code", "code", "legal", "noise"],
+                  "defects": [[], ["exact_dup"], ["pii", "near_dup"], ["noise"]],
+                  "lang": ["en"] * 4}).to_parquet(root / "ground_truth.parquet")
     _write(root / "pools" / "code.done.json", {"domain": "code", "tokens": 10_000})  # a completion marker
     _write(root / "mix" / "cache" / "0123abcd.json", {"val_loss": {"code": 3.0}, "config": {}, "seed": 0})
     _write(root / "ablation" / "ablation.json", _ablation_per_seed())
@@ -149,6 +152,9 @@ def _pipeline_outputs(root: Path) -> Path:
             fh.write(json.dumps(rec) + "\n")
         fh.write("{truncated\n")
     _write(root / "train" / "dvclive" / "metrics.json", {"step": 50, "loss": 3.3})
+    # a run's intermediate state: per-task stats and drops in work/, proxy caches: never read
+    _write(root / "curated" / "work" / "a" / "stats" / "00000.json", STATS)
+    _drops().to_parquet(root / "curated" / "work" / "a" / "drops-00000.parquet")
     return root
 
 
@@ -182,12 +188,12 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
     assert len(inp.regmix_fits) == 2
     assert len(inp.ablations) == 1 and len(inp.train_logs) == 1 and len(inp.metrics) == 1
     assert next(iter(inp.tokens.values()))["reference"] == 50_000
-    skipped = {Path(p).name: why for p, why in inp.skipped}
-    assert "proxy-run cache" in skipped["0123abcd.json"]
+    skipped = {Path(p.rstrip("/")).name: why for p, why in inp.skipped}
+    assert "cache of finished proxy runs" in skipped["cache"] and "work folder" in skipped["work"]
     assert "neither documents" in skipped["other.parquet"]
     assert inp.documents[f"{outputs.name}/curated/curated/legal.parquet"] == {"legal": 180}
     assert "1 malformed line" in skipped["train_log.jsonl"]
-    assert "dvclive" in skipped["metrics.json"]
+    assert "dvclive" in skipped["dvclive"]
     assert "not a metrics file by name" in skipped["code.done.json"]
     # a file passed directly is taken as metrics whatever its name
     assert list(collect_inputs([outputs / "pools" / "code.done.json"]).metrics) == ["code.done.json"]
@@ -281,6 +287,10 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert entering.rows[0] == ["normalise", 240, 240, 240, 240, 240, 1200, "ok"]
     assert entering.rows[2] == ["quality", 216, 216, 216, 216, 216, 1080, "ok"]
     assert entering.rows[-1] == ["kept", 180, 180, 180, 180, 180, 900, "ok"]
+    gt = {b.title.split(" (")[0]: b for b in sec["quality"].blocks if hasattr(b, "rows")}
+    assert gt["Ground truth: raw documents per domain"].rows[0] == ["code", 2, 0.5]
+    assert gt["Ground truth: planted defects"].rows == [["clean", 1], ["exact_dup", 1], ["near_dup", 1],
+                                                         ["noise", 1], ["pii", 1]]
     toks = tables["Tokens per domain after curation"].rows
     assert toks[0] == ["code", 10_000, pytest.approx(10_000 / 150_000)]
     quality = {b.title: b for b in sec["quality"].blocks if hasattr(b, "rows")}
