@@ -72,7 +72,7 @@ def test_deterministic_across_runs_workers_and_batches(real_docs: pa.Table) -> N
     dup = np.array(ref.column("is_duplicate").to_pylist())
     assert 20 <= dup.sum() <= 60
     for cfg in (DedupConfig(workers=1, batch_docs=2000), DedupConfig(workers=2, batch_docs=37),
-                DedupConfig(workers=1, batch_docs=1)):
+                DedupConfig(workers=1, batch_docs=7)):
         assert dedup_table(real_docs, cfg).equals(ref)
     shuffled = real_docs.take(np.random.default_rng(1).permutation(real_docs.num_rows))
     again = {r["id"]: r["dup_cluster"] for r in dedup_table(shuffled, DedupConfig()).to_pylist()}
