@@ -69,6 +69,7 @@ def _run_steps(args: argparse.Namespace, steps: list[Any], step_label: str) -> i
         if hasattr(step, "type_counts"):
             summary["pii_counts"] = dict(sorted(step.type_counts.items()))  # counts only, never values
     assert n_in == len(kept) + len(drops)
+    log.info(f"{step_label} done", extra={"data": summary})  # counts only, never PII values
     print(json.dumps(summary))
     return 0
 

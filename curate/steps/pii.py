@@ -39,10 +39,7 @@ from typing import Any
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError
-from corpusmix.logging import get_logger
 from curate.steps.base import Annotator
-
-log = get_logger("curate.pii")
 
 PATTERN_TYPES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS")
 ALL_TYPES = (*PATTERN_TYPES, "PERSON")

@@ -151,15 +151,28 @@ def test_planted_recall_and_agreement_with_presidio() -> None:
         assert p == ref
 
 
-def test_cli_keeps_rows_and_columns_and_records_drops(tmp_path: Path) -> None:
+def test_cli_keeps_rows_and_columns_and_records_drops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import logging
+
     from corpusmix.cli import main
+    from corpusmix.logging import JsonlFormatter
+
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda r: records.append(JsonlFormatter().format(r))  # type: ignore[method-assign]
+    logging.getLogger("corpusmix").addHandler(handler)
 
     table = pa.table({"id": ["a", "b", "c"], "text": [TEXT, "no pii here", None],
                       "domain": ["literature", "news", "news"], "source": ["s1", "s2", "s3"]})
     pq.write_table(table, tmp_path / "in.parquet")
     rc = main(["curate", "pii", "--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "out.parquet"),
                "--params", str(tmp_path / "none.yaml"), "--margin", "8"])
+    logging.getLogger("corpusmix").removeHandler(handler)
     assert rc == 0
+    said = "\n".join(records) + capsys.readouterr().out
+    assert '"PHONE_NUMBER": 1' in said  # counts are reported ...
+    for value in ("ishmael", "555-0147", "192.168.10.4", "4111", "078-05-1121", "NWBK"):
+        assert value not in said  # ... values never
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.column("id").to_pylist() == ["a", "b"]
     assert {"domain", "source", "pii_spans", "pii_counts"} <= set(out.column_names)
