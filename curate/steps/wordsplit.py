@@ -64,8 +64,6 @@ class WordSplitter:
         # whitespace token, so spaCy's special-case matcher (emoticons such as "):") cannot join
         # tokens of neighbouring chunks (with a plain " " separator it can, and results differ).
         tok = self._tokenizer()
-        if len(self._chunks) + len(missing) > self.max_cache:
-            self._chunks.clear()
         # ASCII letters only: no English prefix/suffix/infix rule can match (each needs a digit,
         # punctuation or symbol), so the chunk is one token unless it is a special case ("cannot")
         rest = []
@@ -93,6 +91,8 @@ class WordSplitter:
 
     def chunk_tokens(self, chunks: list[str]) -> list[tuple[str, ...]]:
         cache = self._chunks
+        if len(cache) > self.max_cache:  # bound memory on huge vocabularies; cleared before a lookup
+            cache.clear()
         missing = [c for c in dict.fromkeys(chunks) if c not in cache]
         if missing:
             self._fill(missing)
