@@ -1,6 +1,7 @@
-"""The Spark engine: same decisions as a plain datatrove run, model shipping, retries after a failure.
+"""The Spark engine: parity with the local engine on the demo data, model shipping, retries.
 
 One Spark session (``local[2,2]``: 2 cores, 2 attempts per task) serves every test of the module.
+The input is a deterministic slice of the demo data (whole duplicate clusters, ~630 documents).
 """
 
 from __future__ import annotations
@@ -8,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import zlib
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,7 +21,9 @@ pytest.importorskip("pyspark")
 from datatrove.data import Document  # noqa: E402
 
 from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
+from curate.engine_local import EngineConfig, run_local  # noqa: E402
 from curate.engine_spark import SparkConfig, apply_steps, find_model_files, get_session, run_spark  # noqa: E402
+from curate.spark_submit import chain_from_params  # noqa: E402
 from curate.steps.base import Annotator, CurationStep, ThresholdFilter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,10 +95,11 @@ class FailOnce(CurationStep):
         return True
 
 
-def chain(model: Path, load_log: Path) -> list:
-    return [Lowercase(), WordCount(), ThresholdFilter(column="n_words", min_value=20, step_name="min_words"),
-            AlphaRatio(), StopwordModel(str(model), str(load_log)),
-            ThresholdFilter(column="stop_frac", min_value=0.15, step_name="stop_frac")]
+def chain(model: Path, load_log: Path, fail: FailOnce | None = None) -> list:
+    steps = [Lowercase(), WordCount(), ThresholdFilter(column="n_words", min_value=20, step_name="min_words"),
+             AlphaRatio(), StopwordModel(str(model), str(load_log)),
+             ThresholdFilter(column="stop_frac", min_value=0.15, step_name="stop_frac")]
+    return ([fail] if fail else []) + steps
 
 
 # ---------------------------------------------------------------------------------------- fixtures
@@ -110,8 +116,18 @@ def spark():
 
 @pytest.fixture(scope="module")
 def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Demo documents of every 12th duplicate cluster (originals with all their copies), 3 files."""
+    full = tmp_path_factory.mktemp("demo")
+    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(full)))
+    cluster = {r["id"]: r["dup_cluster"] for r in pq.read_table(full / "ground_truth.parquet").to_pylist()}
+    table = pq.read_table(full / "docs")
+    keep = [zlib.crc32(cluster[i].encode()) % 12 == 0 for i in table.column("id").to_pylist()]
+    table = table.filter(pa.array(keep))
     out = tmp_path_factory.mktemp("raw")
-    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(out)))
+    (out / "docs").mkdir()
+    third = table.num_rows // 3 + 1
+    for k in range(3):
+        pq.write_table(table.slice(k * third, third), out / "docs" / f"part-{k}.parquet", row_group_size=100)
     return out
 
 
@@ -164,14 +180,51 @@ def read_outputs(out: Path) -> tuple[dict[str, dict], dict[str, tuple[str, str]]
 
 @pytest.fixture(scope="module")
 def spark_run(spark, raw: Path, model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The test's chain on Spark; its first step fails the first attempt of one task (fault injection)."""
     tmp = tmp_path_factory.mktemp("spark_run")
     log = tmp / "loads.log"
-    stats = run_spark(inputs=[str(raw / "docs")], output=str(tmp / "out"), steps=chain(model, log),
-                      cfg=SparkConfig(partitions=6), spark=spark)
+    ids = pq.read_table(raw / "docs", columns=["id"]).column("id").to_pylist()
+    fail = FailOnce(ids[len(ids) // 2], str(tmp / "failed-once"))
+    stats = run_spark(inputs=[str(raw / "docs")], output=str(tmp / "out"), steps=chain(model, log, fail),
+                      cfg=SparkConfig(partitions=4), spark=spark)
     return tmp / "out", stats, log
 
 
 # ------------------------------------------------------------------------------------------- tests
+def test_parity_with_local_engine_on_demo_data(spark, raw: Path, tmp_path: Path) -> None:
+    """The real chain from params.yaml: same kept ids, same drops, same per-step counts, same columns."""
+    params = str(ROOT / "params.yaml")
+    local = run_local(inputs=raw / "docs", output=tmp_path / "local", params_path=params,
+                      cfg=EngineConfig(tasks=2, workers=1, keep_work=False))
+    steps, dedup, after = chain_from_params(params)
+    assert dedup is not None and [s.step_name for s in after] == ["pii"]
+    spk = run_spark(inputs=[str(raw / "docs")], output=str(tmp_path / "spark"), steps=steps, dedup=dedup,
+                    steps_after=after, spark=spark)
+    assert list(spk["steps"]) == list(local["steps"])
+    for name, st in local["steps"].items():
+        want = {k: v for k, v in st.items() if k != "seconds"}
+        assert {k: v for k, v in spk["steps"][name].items() if k != "seconds"} == want, name
+    assert spk["totals"] == local["totals"]
+    assert local["steps"]["dedup"]["dropped"], "the slice holds duplicates"
+    assert sum(local["steps"]["filters"]["dropped"].values()) > 0
+    kept_l, drops_l, _ = read_outputs(tmp_path / "local")
+    kept_s, drops_s, _ = read_outputs(tmp_path / "spark")
+    assert set(kept_s) == set(kept_l) and drops_s == drops_l
+    assert 0 < len(kept_l) < sum(1 for _ in pq.read_table(raw / "docs").column("id"))
+    assert sorted((tmp_path / "spark" / "curated").glob("*.parquet")) != []
+    assert [p.name for p in sorted((tmp_path / "spark" / "curated").glob("*.parquet"))] == \
+        [p.name for p in sorted((tmp_path / "local" / "curated").glob("*.parquet"))]
+    for doc_id, row in kept_l.items():
+        other = kept_s[doc_id]
+        assert set(other) == set(row), doc_id
+        for col in ("text", "lang", "domain", "source", "dup_cluster", "is_duplicate", "pii_counts"):
+            assert other[col] == row[col], (doc_id, col)
+        assert other["lang_score"] == pytest.approx(row["lang_score"], abs=1e-6)
+    ldrops = pq.read_table(tmp_path / "local" / "drops.parquet").to_pylist()
+    sdrops = pq.read_table(tmp_path / "spark" / "drops.parquet").to_pylist()
+    assert sorted(map(tuple, (d.values() for d in sdrops))) == sorted(map(tuple, (d.values() for d in ldrops)))
+
+
 def test_same_decisions_as_datatrove_run(spark_run, raw: Path, model: Path, tmp_path: Path) -> None:
     out, stats, _ = spark_run
     docs = pq.read_table(raw / "docs").to_pylist()
@@ -222,27 +275,27 @@ def test_models_shipped_and_loaded_once_per_process(spark_run, model: Path) -> N
         "executors read the shipped SparkFiles copy, not the driver's path"
     pids = [pid for pid, _ in executor]
     assert len(pids) == len(set(pids)), "one load per executor Python process"
-    assert len(pids) < 6, "fewer loads than partitions: workers kept the model between tasks"
+    assert len(pids) < 4, "fewer loads than partitions: workers kept the model between tasks"
     assert find_model_files(chain(model, log)) == [str(model.resolve())]
 
 
-def test_failed_task_is_retried_with_identical_output(spark, spark_run, raw: Path, model: Path,
-                                                      tmp_path: Path) -> None:
-    out, stats, _ = spark_run
+def test_failed_task_is_retried_with_identical_output(spark_run, raw: Path, model: Path, tmp_path: Path) -> None:
+    """The run above lost one task's first attempt (spark.task.maxFailures via local[2,2]); Spark
+    retried it and the output equals a plain datatrove run, statistics counted once."""
+    out, stats, log = spark_run
+    assert (log.parent / "failed-once").exists(), "the first attempt failed"
     docs = pq.read_table(raw / "docs").to_pylist()
-    marker = tmp_path / "failed-once"
-    steps = [FailOnce(docs[len(docs) // 2]["id"], str(marker)), *chain(model, tmp_path / "loads.log")]
-    stats2 = run_spark(inputs=[str(raw / "docs")], output=str(tmp_path / "out"), steps=steps,
-                       cfg=SparkConfig(partitions=6), spark=spark)
-    assert marker.exists(), "the first attempt failed"
+    marker = tmp_path / "never"
+    marker.write_text("")  # exists: the reference run never fails
+    want_kept, want_drops, want_counts = reference(docs, chain(model, tmp_path / "ref.log",
+                                                               FailOnce(docs[0]["id"], str(marker))))
     kept, drops, _ = read_outputs(out)
-    kept2, drops2, _ = read_outputs(tmp_path / "out")
-    assert kept2 == kept and drops2 == drops
-    assert stats2["steps"]["fail_once"]["docs_in"] == len(docs) == stats2["steps"]["fail_once"]["kept"]
-    for name, st in stats["steps"].items():
-        assert {k: v for k, v in stats2["steps"][name].items() if k != "seconds"} == \
-            {k: v for k, v in st.items() if k != "seconds"}
-    assert stats2["totals"] == stats["totals"]
+    assert set(kept) == want_kept and drops == want_drops
+    assert stats["steps"]["fail_once"] == {**stats["steps"]["fail_once"], "docs_in": len(docs), "kept": len(docs),
+                                           "dropped": {}}
+    assert stats["steps"]["read"]["docs_in"] == len(docs) == stats["totals"]["docs_in"]
+    for name, c in want_counts.items():
+        assert (stats["steps"][name]["docs_in"], stats["steps"][name]["kept"]) == (c["docs_in"], c["kept"])
 
 
 def test_apply_steps_counts_every_document() -> None:
