@@ -37,6 +37,7 @@ class DedupConfig:
     engine: str = field(default="local", metadata={"help": "local or spark"})
     workers: int = field(default=1, metadata={"help": "processes of the local engine"})
     batch_docs: int = field(default=2000, metadata={"help": "documents per signature batch"})
+    batch_mb: float = field(default=4.0, metadata={"help": "about this many MB of text per signature batch"})
     max_bucket_pairs: int = field(default=64, metadata={
         "help": "LSH buckets up to this size emit all pairs; larger ones a star around the smallest doc"})
     quality_column: str = field(default="quality_ft", metadata={

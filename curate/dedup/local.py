@@ -49,13 +49,29 @@ def _hash_job(args: tuple[list[str], dict[str, int]]) -> dict[str, np.ndarray]:
     return out
 
 
+def batch_starts(texts: Sequence[str | None], max_docs: int, max_mb: float) -> list[int]:
+    """First index of every batch: at most ``max_docs`` documents and about ``max_mb`` MB of text,
+    so the numpy temporaries of a batch stay bounded however long the documents are."""
+    limit = max(1, int(max_mb * 1e6))
+    starts, size, count = [0], 0, 0
+    for i, t in enumerate(texts):
+        n = len(t) if t else 0
+        if count and (count >= max_docs or size + n > limit):
+            starts.append(i)
+            size, count = 0, 0
+        size += n
+        count += 1
+    return starts if texts else []
+
+
 def hash_all(texts: Sequence[str | None], cfg: DedupConfig, *, keep_sig: bool = False,
              desc: str = "dedup: hashing") -> Iterator[tuple[int, dict[str, np.ndarray]]]:
     """Yield ``(first_index, hash_batch output)`` per batch, in order, using ``cfg.workers`` processes."""
     bands, rows = cfg.bands_rows()
     kw = {"ngram": cfg.ngram, "num_perm": cfg.num_perm, "seed": cfg.seed, "bands": bands, "rows": rows}
-    starts = list(range(0, len(texts), cfg.batch_docs))
-    jobs = ((list(texts[s:s + cfg.batch_docs]), kw) for s in starts)
+    starts = batch_starts(texts, cfg.batch_docs, cfg.batch_mb)
+    ends = starts[1:] + [len(texts)]
+    jobs = ((list(texts[s:e]), kw) for s, e in zip(starts, ends, strict=True))
     bar = tqdm(total=len(texts), desc=desc, unit="doc", disable=len(texts) < 50_000)
     if cfg.workers > 1 and len(starts) > 1 and not keep_sig:
         with mp.get_context("fork").Pool(cfg.workers) as pool:
