@@ -4,27 +4,32 @@ Run it with ``corpusmix curate run --engine spark --master local[*]|spark://HOST
 ``curate/spark_submit.py`` with ``spark-submit`` (see ``docs/spark.md``). From Python::
 
     from curate.engine_spark import SparkConfig, run_spark
-    stats = run_spark(inputs=["data/raw/docs"], output="data/curated_spark", steps=steps,
-                      dedup=dedup_cfg, cfg=SparkConfig(master="local[2]"))
+    from curate.spark_submit import chain_from_params
+    steps, dedup, after = chain_from_params("params.yaml")      # the local engine's chain builder
+    stats = run_spark(inputs=["data/raw/docs"], output="data/curated_spark", steps=steps, dedup=dedup,
+                      steps_after=after, cfg=SparkConfig(master="local[2]"))
 
-How it works:
+How it works (the local engine's chain: read -> stage a -> global dedup -> stage b -> merge):
 
-1. documents are read with Spark's data sources (Parquet or JSON lines, any URI Spark's
-   filesystem layer reads: local, ``hdfs://``, ``s3a://``);
+1. records are read with Spark's data sources (Parquet or JSON lines, any URI Spark's
+   filesystem layer reads: local, ``hdfs://``, ``s3a://``) and turned into documents or ``read``
+   drops inside the partitions by the local engine's ``curate.io.RecordReader``;
 2. the per-document steps (datatrove ``BaseFilter`` objects, see ``curate/steps/base.py``) are
    pickled once on the driver, broadcast, unpickled ONCE per executor Python process (a module-level
    cache keyed by the chain's hash) and applied to Arrow batches in ``mapInArrow``. Every document
    leaves the partition either kept (with the annotators' new columns) or dropped with exactly one
    ``(step, reason)``; each partition also emits one statistics row (docs/bytes in, kept, dropped
    by reason, seconds per step). Statistics are rows of the output, not accumulators, so a retried
-   task cannot count twice;
+   task cannot count twice. Each stage's result is materialised once under ``<output>/_work``;
 3. model files that steps point to (fastText language ID / quality, KenLM) are shipped with
    ``SparkContext.addFile`` and the step attributes that name them are rewritten on the executor to
    the local ``SparkFiles`` copy, so steps never know where they run;
-4. global deduplication runs the dedup module's Spark shuffles (``curate.dedup.spark``);
+4. global deduplication runs the dedup module's Spark shuffles (``curate.dedup.spark``) on
+   ``id``/``text``/quality only; its verdicts are joined back and applied, in stage b, by the
+   local engine's own ``DedupApply`` step (same reasons and counts), followed by PII;
 5. outputs follow the local engine's contracts (``docs/formats.md``): ``curated/<domain>.parquet``
-   (a Parquet directory per domain, readable by ``pyarrow.parquet.read_table``), ``drops.parquet``
-   and ``stats.json``.
+   (a Parquet folder per domain, readable by ``pyarrow.parquet.read_table``), ``drops.parquet``
+   and ``stats.json`` (``curate.stats.stats_document`` plus an ``engine`` entry with phase times).
 """
 
 from __future__ import annotations

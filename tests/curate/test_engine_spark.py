@@ -305,3 +305,18 @@ def test_apply_steps_counts_every_document() -> None:
     assert [(s, r) for _, s, r in res] == [("alpha_ratio", "empty"), (None, None), ("alpha_ratio", "low_alpha")]
     assert stats["alpha_ratio"]["docs_in"] == 3 and stats["alpha_ratio"]["kept"] == 1
     assert stats["alpha_ratio"]["dropped"] == {"empty": 1, "low_alpha": 1}
+
+
+def test_curate_run_engine_spark_command(spark, raw: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``corpusmix curate run --engine spark`` (flags of the local engine's command still apply)."""
+    from corpusmix.cli import main
+
+    rc = main(["curate", "run", "--engine", "spark", "--master", "local[2,2]", "--input", str(raw / "docs"),
+               "--output", str(tmp_path / "out"), "--params", str(ROOT / "params.yaml"), "--steps", "normalize"])
+    assert rc == 0
+    totals = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    n = pq.read_metadata(raw / "docs" / "part-0.parquet").num_rows
+    assert list(stats["steps"]) == ["read", "normalize"] and totals == stats["totals"]
+    assert stats["engine"]["name"] == "spark" and totals["docs_in"] >= n
+    assert totals["kept"] == stats["steps"]["normalize"]["kept"] == stats["steps"]["read"]["kept"]
