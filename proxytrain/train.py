@@ -102,6 +102,7 @@ class TrainConfig:
     compile: bool = _f(False, "torch.compile each block")
     activation_checkpointing: bool = _f(False, "recompute blocks in backward")
     device: str = _f("auto", "auto | cpu | cuda")
+    threads: int = _f(0, "CPU intra-op threads (0 = torch's default; 1 suits tiny proxies on busy machines)")
     seed: int = _f(0, "init and data seed")
     ckpt_every: int = _f(200, "checkpoint every N steps (0 = off)")
     keep_checkpoints: int = _f(3, "complete checkpoints kept (0 = all)")
@@ -257,6 +258,8 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
     """
     rank, world, device = setup_distributed(cfg.device)
     dtype = cfg.resolved_dtype(device)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     domains = source.domains
     vocab = cfg.vocab_size or source.vocab_size
@@ -316,13 +319,13 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             for group in optimizer.param_groups:
                 group["lr"] = lr
             micro = fixed or [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)]
-            micro = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in micro]
-            for b in micro:
+            for b in micro:  # checked on the host, before the copy: no device sync
                 if int(b["tokens"].max()) >= vocab or int(b["tokens"].min()) < 0:
                     raise ConfigError(f"token id {int(b['tokens'].max())} outside the vocabulary 0..{vocab - 1}: "
                                       "the data was made with another tokenizer; pass the right --tokenizer")
-            n_tgt = torch.tensor(float(sum(target_mask(b["segment_ids"]).sum() for b in micro)), device=device)
+            n_tgt = torch.tensor(float(sum(int(target_mask(b["segment_ids"]).sum()) for b in micro)), device=device)
             n_tgt = all_reduce_sum(n_tgt).clamp_min(1.0)
+            micro = [{k: v.to(device, non_blocking=True) for k, v in b.items()} for b in micro]
 
             # ---- forward / backward over the micro-batches
             sums = torch.zeros(2, len(domains), dtype=torch.float64, device=device)
