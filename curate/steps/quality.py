@@ -12,7 +12,7 @@ Training (``train_quality_models``; ``corpusmix curate train-quality``, its own 
   the configured percentiles (CCNet: 33/66), so changing them needs no retraining.
 
 Scoring (``FastTextQualityScorer`` -> ``quality_ft`` = P(reference-like); ``KenLMScorer`` -> ``ppl``,
-``ppl_bucket``) are annotators; they never drop. Thresholds live in params (``min_quality_ft``,
+``ppl_bucket``; a text without any token gets ``ppl`` null and bucket ``tail``) are annotators; they never drop. Thresholds live in params (``min_quality_ft``,
 ``max_ppl``) and become ``ThresholdFilter`` steps (``quality_filters``): scoring stays separate
 from deciding. Models are loaded lazily, so steps pickle to worker processes.
 """
@@ -107,9 +107,14 @@ def lm_lines(text: str, max_chars: int = 20000) -> list[str]:
     return out
 
 
-def perplexity(model: Any, text: str, max_chars: int = 20000) -> float:
-    """CCNet's doc perplexity: 10 ** (-sum of log10 probs / tokens), lines scored with <s>, </s>."""
-    lines = lm_lines(text, max_chars) or [""]
+def perplexity(model: Any, text: str, max_chars: int = 20000) -> float | None:
+    """CCNet's doc perplexity: 10 ** (-sum of log10 probs / tokens), lines scored with <s>, </s>.
+
+    ``None`` when the text has no token (nothing to measure).
+    """
+    lines = lm_lines(text, max_chars)
+    if not lines:
+        return None
     logp = sum(model.score(line, bos=True, eos=True) for line in lines)
     n = sum(len(line.split()) + 1 for line in lines)
     return round(10.0 ** (-logp / n), 1)
@@ -186,14 +191,16 @@ class KenLMScorer(_TextAnnotator):
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_model": None}
 
-    def perplexity(self, text: str) -> float:
+    def perplexity(self, text: str) -> float | None:
         if self._model is None:
             import kenlm
 
             self._model = kenlm.Model(str(self.model_path))
         return perplexity(self._model, text, self.max_chars)
 
-    def bucket(self, ppl: float) -> str:
+    def bucket(self, ppl: float | None) -> str:
+        if ppl is None:  # no token at all: the bottom bucket
+            return "tail"
         return "head" if ppl <= self.cuts[0] else "tail" if ppl > self.cuts[1] else "middle"
 
     def annotate(self, doc: Document) -> None:
@@ -325,7 +332,9 @@ def train_quality_models(*, reference_texts: Sequence[str], raw_texts: Sequence[
     import kenlm
 
     lm = kenlm.Model(str(out / KENLM_MODEL))
-    ppl = np.array([perplexity(lm, t, cfg.max_chars) for t in neg])
+    ppl = np.array([p for p in (perplexity(lm, t, cfg.max_chars) for t in neg) if p is not None])
+    if not len(ppl):
+        raise ConfigError("no raw document has any token to score with KenLM; check --raw")
     quantiles = np.percentile(ppl, np.arange(101)).tolist()
     (out / KENLM_QUANTILES).write_text(json.dumps({"quantiles": quantiles, "docs": len(neg)}, indent=1))
     manifest = {

@@ -178,3 +178,13 @@ def test_build_lmplz_errors_are_clear(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("PATH", str(tmp_path))  # no cmake, no make
     with pytest.raises(KenLMToolsMissing, match="`cmake` is not installed.*apt-get install"):
         build_kenlm_tools(dest=tmp_path / "bin", sdist=tmp_path / "kenlm-0.0.tar.gz")
+
+
+def test_text_without_tokens(models: tuple[Path, dict]) -> None:
+    out, _ = models
+    lm = KenLMScorer(model_path=out / "kenlm.bin")
+    ft = FastTextQualityScorer(model_path=out / "quality_ft.bin")
+    doc = Document(text="  \n\n ", id="blank")
+    assert lm.filter(doc) is True and ft.filter(doc) is True
+    assert doc.metadata["ppl"] is None and doc.metadata["ppl_bucket"] == "tail"
+    assert 0.0 <= doc.metadata["quality_ft"] < 0.5
