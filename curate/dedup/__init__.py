@@ -35,6 +35,9 @@ def check_input(table: pa.Table) -> None:
     if missing:
         raise ValueError(f"dedup input lacks column(s) {missing}; it needs `id` (unique string) and `text`")
     ids = table.column("id")
+    if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
+        raise ValueError(f"dedup input column `id` is {ids.type}, not string; cast it (ids are strings "
+                         "in docs/formats.md)")
     if ids.null_count:
         raise ValueError(f"dedup input has {ids.null_count} null id(s); give every document an id")
     import pyarrow.compute as pc

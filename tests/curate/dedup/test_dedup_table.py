@@ -63,6 +63,8 @@ def test_bad_input_is_a_clear_error() -> None:
         dedup_table(pa.table({"id": ["a"]}), DedupConfig())
     with pytest.raises(ValueError, match="null id"):
         dedup_table(pa.table({"id": ["a", None], "text": ["x", "y"]}), DedupConfig())
+    with pytest.raises(ValueError, match="not string"):
+        dedup_table(pa.table({"id": [1, 2], "text": ["x", "y"]}), DedupConfig())
     with pytest.raises(ValueError, match="engine"):
         dedup_table(pa.table({"id": ["a"], "text": ["x"]}), DedupConfig(), engine="dask")
 
