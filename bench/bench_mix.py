@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--chars", type=int, default=1_000_000)
     ap.add_argument("--work", default="/tmp/bench_mix")
+    ap.add_argument("--methods", default="doremi,regmix", help="comma-separated: doremi, regmix")
     ap.add_argument("--num-proxies", type=int, default=0,
                     help="RegMix M override (0 = the preset's); the report extrapolates to the preset's M")
     args = ap.parse_args()
@@ -80,27 +81,41 @@ def main() -> None:
     nat = natural_mixture(tokens)
     nat_w = [nat[d] for d in tokens]
 
-    anchors = []
+    anchors: list[float] = []
+    methods = [m for m in args.methods.split(",") if m]
+
+    def phase(name: str, seconds: float) -> None:  # partial results survive an interrupted run
+        print(json.dumps({"phase": name, "seconds": round(seconds, 1)}), flush=True)
 
     def anchor() -> None:
         t0 = time.perf_counter()
         train_proxy(pools, nat_w, pcfg, seed=len(anchors))
         anchors.append(time.perf_counter() - t0)
+        phase("anchor", anchors[-1])
 
     anchor()
     cache = work / "cache"
     shutil.rmtree(cache, ignore_errors=True)
-    t0 = time.perf_counter()
-    dres = run_doremi(pools, DoReMiConfig(**preset["doremi"]), pcfg, seed=0, cache_dir=cache / "doremi",
-                      progress=False)
-    doremi_s = time.perf_counter() - t0
-    anchor()
+    dres, doremi_s = {"weights": {}}, float("nan")
+    if "doremi" in methods:
+        t0 = time.perf_counter()
+        dres = run_doremi(pools, DoReMiConfig(**preset["doremi"]), pcfg, seed=0, cache_dir=cache / "doremi",
+                          progress=False)
+        doremi_s = time.perf_counter() - t0
+        phase("doremi", doremi_s)
+        anchor()
+    if "regmix" not in methods:
+        print(json.dumps({"preset": args.preset, "anchor_proxy_s": anchors, "doremi_s": round(doremi_s, 1),
+                          "doremi_over_anchor": round(doremi_s / (sum(anchors) / len(anchors)), 2),
+                          "doremi_weights": dres["weights"]}, indent=1))
+        return
     t0 = time.perf_counter()
     m_preset = preset["regmix"]["num_proxies"]
     m = args.num_proxies or m_preset
     rcfg = RegMixConfig(**{**preset["regmix"], "num_proxies": m})
     rres = run_regmix(pools, rcfg, pcfg, seed=0, cache_dir=cache / "regmix")
     regmix_s = time.perf_counter() - t0
+    phase("regmix", regmix_s)
     anchor()
     shutil.rmtree(cache, ignore_errors=True)
     mean_anchor = sum(anchors) / len(anchors)
