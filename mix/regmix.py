@@ -13,8 +13,9 @@ the numerics:
 3. :func:`fit_and_score`: LightGBM and a (ridge-stabilised) linear regressor are fitted on the
    fitting runs; Spearman and Pearson are measured on held-out runs that are used neither for
    fitting nor for early stopping (LightGBM trains a fixed number of rounds; nothing stops early).
-4. :func:`search`: ``candidates`` (>= 100k) mixtures are sampled the same way, predicted with
-   the fitted LightGBM, and the ``top_k`` best (lowest predicted target) are averaged.
+4. :func:`search`: ``candidates`` (>= 100k) mixtures are sampled the same way (same prior, grid
+   and epoch caps), predicted with a LightGBM refitted on all ``M`` runs (the held-out scores of
+   step 3 measure how well that works), and the ``top_k`` best (lowest predicted) are averaged.
 
 Choices that differ from the paper, and why:
 
