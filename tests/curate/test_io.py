@@ -115,3 +115,13 @@ def test_conform_fills_missing_columns():
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("lang_score", pa.float64())])
     t = cio.conform(pa.table({"text": ["x"], "id": ["a"]}), schema)
     assert t.schema == schema and t.column("lang_score").to_pylist() == [None]
+
+
+def test_fifty_megabyte_document_is_a_too_large_drop(tmp_path):
+    p = tmp_path / "big.jsonl"
+    with p.open("w") as fh:
+        fh.write(json.dumps({"id": "huge", "text": "word " * 10_000_000}) + "\n")
+        fh.write(json.dumps({"id": "ok", "text": GOOD}) + "\n")
+    recs = list(cio.read_documents(p))
+    assert isinstance(recs[0], cio.Drop) and (recs[0].id, recs[0].reason) == ("huge", "too_large")
+    assert recs[1].id == "ok"
