@@ -46,7 +46,8 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
             steps, [r[1] for r in rows], [r[2] for r in rows], reasons)))
         rrows = [[s, r, n] for s in steps for r, n in sorted(reasons[s].items(), key=lambda kv: -kv[1])]
         if rrows:
-            sec.blocks.append(Table(f"Drop reasons ({label})", ["step", "reason", "documents"], rrows))
+            sec.blocks.append(Table(f"Drop reasons ({label})", ["step", "reason", "documents"], rrows,
+                                    collapsed=len(rrows) > 20))
         per_dom = _per_domain_stats(st, label)
         if per_dom is not None:
             sec.blocks.append(per_dom)

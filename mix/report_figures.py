@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 DPI = 100
+MAX_REASONS = 9  # drop reasons drawn one by one; the rest are summed as "other"
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
            "#CCB974", "#64B5CD"]
 
@@ -39,8 +40,9 @@ def color(i: int) -> str:
 
 def funnel_figure(steps: Sequence[str], docs_in: Sequence[int], kept: Sequence[int],
                   reasons: Mapping[str, Mapping[str, int]]) -> bytes:
-    """Left: documents entering each step and kept by it. Right: drops per step stacked by reason."""
-    fig = _figure(11, 0.45 * len(steps) + 2.2)
+    """Left: documents entering each step and kept by it. Right: drops per step stacked by reason
+    (the ``MAX_REASONS`` largest; the others summed as one grey "other")."""
+    fig = _figure(12, max(3.6, 0.45 * len(steps) + 2.2))
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(steps))
     ax1.barh(y, docs_in, color="#c8d3e6", label="docs in")
@@ -52,12 +54,21 @@ def funnel_figure(steps: Sequence[str], docs_in: Sequence[int], kept: Sequence[i
     ax1.set_xlabel("documents")
     ax1.set_title("curation funnel")
     ax1.legend(loc="lower right", fontsize=8)
-    all_reasons = sorted({r for s in steps for r in reasons.get(s, {})})
+    totals: dict[str, int] = {}
+    for s in steps:
+        for r, n in reasons.get(s, {}).items():
+            totals[r] = totals.get(r, 0) + n
+    ranked = sorted(totals, key=lambda r: (-totals[r], r))
+    top, rest = ranked[:MAX_REASONS], ranked[MAX_REASONS:]
+    series = [(r, [reasons.get(s, {}).get(r, 0) for s in steps]) for r in top]
+    if rest:  # a long tail (e.g. one reason per language) would drown the legend
+        series.append((f"other ({len(rest)} reasons)", [sum(reasons.get(s, {}).get(r, 0) for r in rest)
+                                                        for s in steps]))
+    all_reasons = [name for name, _ in series]
     left = np.zeros(len(steps))
-    for i, r in enumerate(all_reasons):
-        vals = np.array([reasons.get(s, {}).get(r, 0) for s in steps], dtype=float)
-        ax2.barh(y, vals, left=left, color=color(i), label=r)
-        left += vals
+    for i, (r, vals) in enumerate(series):
+        ax2.barh(y, vals, left=left, color=color(i) if i < MAX_REASONS else "#bbbbbb", label=r)
+        left += np.asarray(vals, dtype=float)
     ax2.set_xlabel("documents dropped")
     ax2.set_title("drops by reason")
     if all_reasons:
