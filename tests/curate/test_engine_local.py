@@ -119,8 +119,7 @@ def test_kill_then_rerun_equals_uninterrupted(clean_run, tmp_path):
     proc.wait()
     assert killed, "the run finished before it could be killed"
     assert not (out / "stats.json").exists()
-    done_before = sorted(p.name for p in marker.parent.iterdir())
-    assert "00000" in done_before and len(done_before) < 4
+    assert marker.exists()  # killed after task 0 finished, before the run completed
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert _read_run(out) == _read_run(ref_out)
 
