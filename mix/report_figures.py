@@ -38,6 +38,23 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
+def group_reasons(steps: Sequence[str], reasons: Mapping[str, Mapping[str, int]],
+                  k: int) -> list[tuple[str, list[int]]]:
+    """The ``k`` largest drop reasons (over all steps) with their count per step, then the rest
+    summed as ``other (n reasons)``: a long tail (e.g. one reason per language) would drown a legend."""
+    totals: dict[str, int] = {}
+    for s in steps:
+        for r, n in reasons.get(s, {}).items():
+            totals[r] = totals.get(r, 0) + n
+    ranked = sorted(totals, key=lambda r: (-totals[r], r))
+    top, rest = ranked[:k], ranked[k:]
+    series = [(r, [reasons.get(s, {}).get(r, 0) for s in steps]) for r in top]
+    if rest:
+        series.append((f"other ({len(rest)} reasons)", [sum(reasons.get(s, {}).get(r, 0) for r in rest)
+                                                        for s in steps]))
+    return series
+
+
 def funnel_figure(steps: Sequence[str], docs_in: Sequence[int], kept: Sequence[int],
                   reasons: Mapping[str, Mapping[str, int]]) -> bytes:
     """Left: documents entering each step and kept by it. Right: drops per step stacked by reason
@@ -54,16 +71,7 @@ def funnel_figure(steps: Sequence[str], docs_in: Sequence[int], kept: Sequence[i
     ax1.set_xlabel("documents")
     ax1.set_title("curation funnel")
     ax1.legend(loc="lower right", fontsize=8)
-    totals: dict[str, int] = {}
-    for s in steps:
-        for r, n in reasons.get(s, {}).items():
-            totals[r] = totals.get(r, 0) + n
-    ranked = sorted(totals, key=lambda r: (-totals[r], r))
-    top, rest = ranked[:MAX_REASONS], ranked[MAX_REASONS:]
-    series = [(r, [reasons.get(s, {}).get(r, 0) for s in steps]) for r in top]
-    if rest:  # a long tail (e.g. one reason per language) would drown the legend
-        series.append((f"other ({len(rest)} reasons)", [sum(reasons.get(s, {}).get(r, 0) for r in rest)
-                                                        for s in steps]))
+    series = group_reasons(steps, reasons, MAX_REASONS)
     all_reasons = [name for name, _ in series]
     left = np.zeros(len(steps))
     for i, (r, vals) in enumerate(series):

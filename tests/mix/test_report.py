@@ -24,6 +24,7 @@ from mix.ablation import compare
 from mix.cli import write_trajectory
 from mix.report import ReportConfig, build_report, headline, tidy_tables, write_report
 from mix.report_curation import domain_funnel
+from mix.report_figures import group_reasons
 from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
 
 DOMAINS = ["code", "legal", "literature", "news", "reference"]
@@ -331,6 +332,15 @@ def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Pat
     rows = {r[0]: r[1:] for r in t[1].rows}
     assert rows["pair.tp"] == [91, 90] and rows["planted.recall"] == [0.95, 0.91]
     assert rows["seconds"] == [1.2, None] and len(rows) == 14
+
+
+def test_drop_reason_chart_sums_the_long_tail():
+    reasons = {"lang": {f"lang:{c}": n for c, n in zip("abcdef", [9, 1, 1, 2, 1, 1], strict=True)},
+               "filters": {"short": 5, "symbols": 3}}
+    series = group_reasons(["lang", "filters"], reasons, 3)
+    assert series == [("lang:a", [9, 0]), ("short", [0, 5]), ("symbols", [0, 3]),
+                      ("other (5 reasons)", [6, 0])]
+    assert sum(sum(v) for _, v in series) == 23  # nothing lost
 
 
 def test_domain_funnel_adds_later_drops_back_per_domain():
