@@ -66,7 +66,8 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
                               "dropped document must have exactly one (step, reason).")
     for label, toks in inputs.tokens.items():
         total = sum(toks.values()) or 1
-        sec.blocks.append(Table(f"Tokens per domain after curation ({label})", ["domain", "tokens", "share"],
+        what = "in the packed shards" if label.endswith("manifest.json") else "after curation"
+        sec.blocks.append(Table(f"Tokens per domain {what} ({label})", ["domain", "tokens", "share"],
                                 [[d, int(n), n / total] for d, n in sorted(toks.items())]))
     return sec
 

@@ -137,6 +137,8 @@ def _pipeline_outputs(root: Path) -> Path:
     pd.DataFrame({"id": ["a", "b", "c", "d"], "domain": ["code", "code", "legal", "noise"],
                   "defects": [[], ["exact_dup"], ["pii", "near_dup"], ["noise"]],
                   "lang": ["en"] * 4}).to_parquet(root / "ground_truth.parquet")
+    _write(root / "shards" / "manifest.json", {"version": 1, "seq_len": 128, "rows": 10,
+                                                "tokens_per_domain": {"code": 300, "legal": 980}})
     _write(root / "pools" / "code.done.json", {"domain": "code", "tokens": 10_000})  # a completion marker
     _write(root / "mix" / "cache" / "0123abcd.json", {"val_loss": {"code": 3.0}, "config": {}, "seed": 0})
     _write(root / "ablation" / "ablation.json", _ablation_per_seed())
@@ -292,6 +294,7 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert gt["Ground truth: raw documents per domain"].rows[0] == ["code", 2, 0.5]
     assert gt["Ground truth: planted defects"].rows == [["clean", 1], ["exact_dup", 1], ["near_dup", 1],
                                                          ["noise", 1], ["pii", 1]]
+    assert tables["Tokens per domain in the packed shards"].rows[1] == ["legal", 980, pytest.approx(980 / 1280)]
     toks = tables["Tokens per domain after curation"].rows
     assert toks[0] == ["code", 10_000, pytest.approx(10_000 / 150_000)]
     quality = {b.title: b for b in sec["quality"].blocks if hasattr(b, "rows")}
