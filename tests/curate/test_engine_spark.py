@@ -191,6 +191,7 @@ def spark_run(spark, raw: Path, model: Path, tmp_path_factory: pytest.TempPathFa
 
 
 # ------------------------------------------------------------------------------------------- tests
+@pytest.mark.slow  # the whole chain twice, with dedup's Spark shuffles: minutes on 2 busy cores
 def test_parity_with_local_engine_on_demo_data(spark, raw: Path, tmp_path: Path) -> None:
     """The real chain from params.yaml: same kept ids, same drops, same per-step counts, same columns."""
     params = str(ROOT / "params.yaml")
