@@ -289,7 +289,8 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
         source.load_state_dict(extra["data"])
         guard.load_state_dict(extra["guard"])
         ckpt.set_rng_state(extra["rng"], device)
-        log.info("resumed", extra={"data": {"checkpoint": str(latest), "step": step}})
+        if rank == 0:
+            log.info("resumed", extra={"data": {"checkpoint": str(latest), "step": step}})
 
     def save(at: int) -> None:
         ckpt.save_checkpoint(ckpt_dir, at, model, optimizer, {
