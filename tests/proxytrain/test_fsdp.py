@@ -93,6 +93,8 @@ def test_fsdp_two_ranks_equal_single_process(tmp_path):
     for a, b_ in zip(dist["history"], single.history, strict=True):
         assert a["loss"] == pytest.approx(b_["loss"], rel=1e-5)
         assert a["grad_norm"] == pytest.approx(b_["grad_norm"], rel=1e-4)
+        assert a["param_norm"] == pytest.approx(b_["param_norm"], rel=1e-5)
+        assert a["loss/a"] == pytest.approx(b_["loss/a"], rel=1e-5)
     assert dist["val"]["all"] == pytest.approx(single.val["all"], rel=1e-5)
     ck = tmp_path / "run" / "checkpoints" / "step-2"
     assert json.loads((ck / "COMPLETE").read_text())["world_size"] == 2
