@@ -51,6 +51,10 @@ from proxytrain.parallel import all_reduce_sum, is_distributed, parallelize, res
 log = get_logger("proxytrain.train")
 
 
+class TrainingAborted(RuntimeError):
+    """The spike guard gave up (no checkpoint to roll back to, or too many rollbacks)."""
+
+
 class BatchSource(Protocol):
     """Where batches come from (see ``proxytrain.train_cli`` for shards, pools and synthetic data).
 
@@ -402,10 +406,10 @@ def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimize
     """Reload the latest checkpoint's model/optimizer, keep the data cursor, lower the lr."""
     latest = ckpt.latest_checkpoint(ckpt_dir)
     if latest is None:
-        raise RuntimeError(f"{guard.consecutive} loss spikes in a row at step {step} and no checkpoint to roll "
+        raise TrainingAborted(f"{guard.consecutive} loss spikes in a row at step {step} and no checkpoint to roll "
                            "back to: lower lr, raise warmup_steps, or set ckpt_every")
     if guard.rollbacks >= cfg.max_rollbacks:
-        raise RuntimeError(f"loss keeps spiking after {guard.rollbacks} rollbacks (step {step}): lower lr or "
+        raise TrainingAborted(f"loss keeps spiking after {guard.rollbacks} rollbacks (step {step}): lower lr or "
                            "inspect the data around this step")
     extra = ckpt.load_checkpoint(latest, model, optimizer)
     rollbacks, scale = guard.rollbacks + 1, guard.lr_scale * cfg.spike_lr_factor

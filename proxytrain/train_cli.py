@@ -230,7 +230,8 @@ def torchrun_argv(args: argparse.Namespace, nproc: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from proxytrain.train import TrainConfig, train
+    from proxytrain.checkpoint import CheckpointError
+    from proxytrain.train import TrainConfig, TrainingAborted, train
 
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
         argv = torchrun_argv(args, args.nproc)
@@ -244,7 +245,11 @@ def run(args: argparse.Namespace) -> int:
 
     rank, world, _ = setup_distributed(cfg.device)
     source, val_source = open_source(cfg, rank=rank, world=world)
-    result = train(cfg, source=source, val_source=val_source)
+    try:
+        result = train(cfg, source=source, val_source=val_source)
+    except (CheckpointError, TrainingAborted) as exc:
+        print(f"corpusmix train: error: {exc}", file=sys.stderr)
+        return 2
     losses = [r["loss"] for r in result.history if "event" not in r]
     summary = {"steps": result.step, "first_loss": losses[0] if losses else None,
                "last_loss": losses[-1] if losses else None, "val": result.val, "out_dir": cfg.out_dir}

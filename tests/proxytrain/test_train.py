@@ -11,7 +11,7 @@ import torch
 
 from corpusmix.cli import main
 from corpusmix.config import ConfigError
-from proxytrain.train import SpikeGuard, TrainConfig, train
+from proxytrain.train import SpikeGuard, TrainConfig, TrainingAborted, train
 from proxytrain.train_cli import SyntheticSource, open_source, torchrun_argv
 
 
@@ -87,7 +87,7 @@ def test_nonfinite_without_checkpoint_is_a_clear_error(tmp_path):
                 for p in model.parameters():
                     p.fill_(float("nan"))
 
-    with pytest.raises(RuntimeError, match="no checkpoint to roll back to"):
+    with pytest.raises(TrainingAborted, match="no checkpoint to roll back to"):
         train(cfg, source=src, on_step=poison)
 
 
@@ -187,3 +187,15 @@ def test_train_on_real_pools_and_shards(tmp_path, capsys):
     assert main(["train", "--data", str(shards), "--tokenizer-sha256", "cd" * 32, "--out-dir", str(tmp_path / "x"),
                  *common]) == 2
     assert "re-pack them with the trainer's tokenizer" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_corrupt_checkpoint(tmp_path, capsys):
+    ck = tmp_path / "run" / "checkpoints" / "step-3"
+    ck.mkdir(parents=True)
+    (ck / "COMPLETE").write_text(json.dumps({"step": 3, "world_size": 1, "files": {"__0_0.distcp": 1234}}))
+    rc = main(["train", "--params", str(tmp_path / "none.yaml"), "--steps", "5", "--d-model", "32",
+               "--n-layers", "1", "--n-heads", "2", "--seq-len", "32", "--vocab-size", "64", "--dvclive", "false",
+               "--progress", "false", "--out-dir", str(tmp_path / "run")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "is corrupt" in err and "delete this folder" in err
