@@ -34,7 +34,8 @@ def _ratio(a: int, b: int) -> float | None:
     return round(a / b, 6) if b else None
 
 
-def curation_metrics(run_dir: str | Path, ground_truth: str | Path) -> dict[str, Any]:
+def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
+                     pii_types: list[str] | None = None) -> dict[str, Any]:
     run = Path(run_dir)
     gt = {r["id"]: r for r in pq.read_table(ground_truth).to_pylist()}
     kept: dict[str, dict[str, Any]] = {}
@@ -88,7 +89,13 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path) -> dict[str,
         ids = [i for i in kept if i in gt]
         pred = [list(kept[i].get("pii_spans") or []) for i in ids]
         true = [list(gt[i].get("pii_spans") or []) for i in ids]
-        out["pii"] = score_pii(pred, true)
+        # PERSON is planted too, but is only detectable with an optional spaCy NER model; score the
+        # pattern types the redactor is configured for (params `pii.entities`)
+        if pii_types is None:
+            from curate.steps.pii import PIIConfig
+
+            pii_types = list(PIIConfig().entities)
+        out["pii"] = score_pii(pred, true, types=list(pii_types))
     return out
 
 
@@ -98,9 +105,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", required=True, help="output folder of `corpusmix curate run`")
     p.add_argument("--ground-truth", required=True, help="ground_truth.parquet")
     p.add_argument("--output", required=True, help="metrics JSON file")
+    p.add_argument("--params", default="params.yaml", help="params file (section `pii`: entities scored)")
 
     def _cmd(args: argparse.Namespace) -> int:
-        m = curation_metrics(args.run, args.ground_truth)
+        from corpusmix.config import load_params
+
+        entities = load_params(args.params, "pii").get("entities")
+        m = curation_metrics(args.run, args.ground_truth, pii_types=list(entities) if entities else None)
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(json.dumps(m, indent=2, default=str))
         print(json.dumps({k: v for k, v in m.items() if k != "pii"}, default=str))
