@@ -114,9 +114,10 @@ def main() -> int:
           f"spark/local = {ms / ml:.2f}x ({(ms + session_s) / ml:.2f}x with the session start)")
     last_p, last_s = phases[-1], steps_py[-1]
     a_py = sum(v for k, v in last_s.items() if k not in ("dedup", "pii"))
-    b_py = sum(v for k, v in last_s.items() if k in ("dedup", "pii"))
+    # stats' dedup seconds = verdict application (stage b) + the global shuffles
+    b_py = last_s.get("pii", 0.0) + last_s.get("dedup", 0.0) - last_p.get("dedup_shuffles", 0.0)
     print(f"where Spark's time goes (last round): stage a {last_p.get('stage_a', 0):.1f} s wall vs "
-          f"{a_py:.1f} s in the steps; dedup shuffles {last_p.get('dedup_shuffles', 0):.1f} s; stage b "
+          f"{a_py:.1f} s in the steps (summed over the Python workers); dedup shuffles {last_p.get('dedup_shuffles', 0):.1f} s; stage b "
           f"{last_p.get('stage_b', 0):.1f} s wall vs {b_py:.1f} s in the steps; writes {last_p.get('write', 0):.1f} s")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0 if same else 1
