@@ -321,3 +321,24 @@ def test_curate_run_engine_spark_command(spark, raw: Path, tmp_path: Path, capsy
     assert list(stats["steps"]) == ["read", "normalize"] and totals == stats["totals"]
     assert stats["engine"]["name"] == "spark" and totals["docs_in"] >= n
     assert totals["kept"] == stats["steps"]["normalize"]["kept"] == stats["steps"]["read"]["kept"]
+
+
+def test_submit_argv_and_zip(tmp_path: Path) -> None:
+    """The spark-submit command is a list (no shell quoting); the zip holds the packages' sources."""
+    import zipfile
+
+    from curate.spark_submit import build_zip, submit_argv
+
+    z = build_zip(tmp_path / "dist" / "corpusmix.zip")
+    names = zipfile.ZipFile(z).namelist()
+    assert {"curate/engine_spark.py", "curate/steps/base.py", "corpusmix/config.py"} <= set(names)
+    assert not [n for n in names if n.endswith((".ftz", ".pyc"))], "models travel with --files, not in the zip"
+    argv = submit_argv(master="spark://127.0.0.1:7077", inputs=["in a", "hdfs:///b"], output="out dir",
+                       py_files=z, files=[ROOT / "curate/models/lid.176.ftz"], params="params.yaml",
+                       spark_submit="spark-submit")
+    assert argv[:5] == ["spark-submit", "--master", "spark://127.0.0.1:7077", "--py-files", str(z)]
+    assert argv[argv.index("--files") + 1] == str((ROOT / "curate/models/lid.176.ftz").resolve())
+    script = argv.index(str(ROOT / "curate" / "spark_submit.py"))
+    assert argv[script + 1:] == ["--input", "in a", "--input", "hdfs:///b", "--output", "out dir",
+                                 "--params", "params.yaml"]
+    assert f"spark.pyspark.python={sys.executable}" in argv
