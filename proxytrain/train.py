@@ -33,7 +33,6 @@ import torch
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
-from proxytrain import checkpoint as ckpt
 from proxytrain.flops import flops_per_token, mfu, peak_flops
 from proxytrain.model import (
     ModelConfig,
@@ -260,6 +259,8 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
 
     Under torchrun, ``source`` must already be this rank's share of the data.
     """
+    from proxytrain import checkpoint as ckpt  # torch.distributed.checkpoint: slow import, keep --help fast
+
     rank, world, device = setup_distributed(cfg.device)
     dtype = cfg.resolved_dtype(device)
     if cfg.threads > 0:
@@ -404,6 +405,8 @@ def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimize
               guard: SpikeGuard, device: torch.device, step: int, logger: _Logger,
               history: list[dict[str, Any]]) -> int:
     """Reload the latest checkpoint's model/optimizer, keep the data cursor, lower the lr."""
+    from proxytrain import checkpoint as ckpt
+
     latest = ckpt.latest_checkpoint(ckpt_dir)
     if latest is None:
         raise TrainingAborted(f"{guard.consecutive} loss spikes in a row at step {step} and no checkpoint to roll "
