@@ -30,7 +30,7 @@ from corpusmix.config import ConfigError, add_config_args, config_from, load_par
 # Built-in presets; params.yaml ``mix.presets.<name>`` overrides them key by key.
 # tiny: the ~1M-non-embedding-parameter ``tiny`` model (d=128, 5 layers), seq 128, batch 8,
 #   150 steps (~150k tokens) per proxy, 24 RegMix proxies; sized for ~10 minutes per method on
-#   2 CPU cores. micro: a 2-layer d=64 model (~0.1M parameters), seq 64, batch 16, 120 steps
+#   2 idle CPU cores (RegMix is at that limit; measured figures in BENCHMARKS.md). micro: a 2-layer d=64 model (~0.1M parameters), seq 64, batch 16, 120 steps
 #   (~120k tokens), 32 RegMix proxies: for tests, smoke runs and the replication on small pools.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
