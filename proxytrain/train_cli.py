@@ -8,7 +8,8 @@
 
 Data sources (all yield the trainer-batch dict of docs/formats.md and have an exact cursor):
 
-- a shards folder (``manifest.json``): ``proxytrain.shards`` reader, this rank's rows;
+- a shards folder (``manifest.json``): ``proxytrain.shards`` reader, this rank's rows; validation
+  from ``--val-data``: other shards, or a pools folder (its held-out split);
 - a pools folder (``pools.json``): random windows drawn by mixture weight (``--mixture`` or token
   shares), validation from the pools' held-out split;
 - nothing: ``SyntheticSource``, deterministic generated documents (smoke tests, benchmarks).
@@ -97,12 +98,19 @@ class PoolSource:
     """Random windows from token pools, domain drawn per row by mixture weight (one seed per rank)."""
 
     def __init__(self, pools_dir: str, *, seq_len: int, seed: int, rank: int, weights: dict[str, float] | None,
-                 expect_sha256: str | None, split: str = "train") -> None:
+                 expect_sha256: str | None, split: str = "train", domain_order: list[str] | None = None) -> None:
         from proxytrain.pools import PoolSampler
 
         self.sampler = PoolSampler(pools_dir, seq_len=seq_len, split=split, seed=seed * 1000 + rank,
                                    expect_tokenizer_sha256=expect_sha256)
-        self.domains = self.sampler.domains
+        # domain_order: name the domains as the training data does (validation pools for shards)
+        self.domains = list(domain_order) if domain_order else self.sampler.domains
+        missing = [d for d in self.domains if d not in self.sampler.domains]
+        if missing:
+            raise ConfigError(f"pools in {pools_dir} have no domain(s) {missing}; the training data has "
+                              f"{self.domains}")
+        self._remap = torch.tensor([self.domains.index(d) if d in self.domains else -1
+                                    for d in self.sampler.domains], dtype=torch.int64)
         self.vocab_size = int(self.sampler.meta["vocab_size"])
         self.weights = weights or {d: float(self.sampler._ranges[d][1] - self.sampler._ranges[d][0])
                                    for d in self.domains}
@@ -110,12 +118,14 @@ class PoolSource:
         self.weights = {d: w / total for d, w in self.weights.items()}
 
     def next_batch(self, n: int) -> dict[str, torch.Tensor]:
-        return self.sampler.sample_weighted(self.weights, n)
+        b = self.sampler.sample_weighted(self.weights, n)
+        return {**b, "domain_id": self._remap[b["domain_id"]]}
 
     def eval_batches(self, n: int, count: int) -> list[dict[str, torch.Tensor]]:
         out = []
         for d in self.domains:
-            out.extend(self.sampler.eval_batches(d, n, max_rows=n * count))
+            for b in self.sampler.eval_batches(d, n, max_rows=n * count):
+                out.append({**b, "domain_id": self._remap[b["domain_id"]]})
         return out
 
     def state_dict(self) -> dict[str, Any]:
@@ -184,7 +194,10 @@ def _open_shards(cfg: Any, data: Path, sha: str, *, rank: int, world: int) -> tu
         else:
             raise ConfigError("the shard manifest does not record vocab_size: pass --tokenizer or --vocab-size")
     val = None
-    if cfg.val_data:
+    if cfg.val_data and (Path(cfg.val_data) / "pools.json").is_file():  # the pools' held-out split
+        val = PoolSource(cfg.val_data, seq_len=seq_len, seed=cfg.seed, rank=0, weights=None, expect_sha256=sha,
+                         split="val", domain_order=list(src.domains))
+    elif cfg.val_data:
         val = ShardBatchSource(cfg.val_data, expect_tokenizer_sha256=sha)
         if val.domains != src.domains:
             raise ConfigError(f"validation shards {cfg.val_data} have domains {val.domains}, training shards "

@@ -178,6 +178,11 @@ def test_train_on_real_pools_and_shards(tmp_path, capsys):
     # the shards' cursor is in the checkpoint
     extra = json.loads((tmp_path / "s" / "checkpoints" / "step-3" / "extra-rank0.json").read_text())
     assert extra["data"]["cursor"] == 12
+    # shards with validation on the pools' held-out split (the DVC pipeline's setup)
+    assert main(["train", "--data", str(shards), "--tokenizer-sha256", "ab" * 32, "--val-data", str(pools),
+                 "--out-dir", str(tmp_path / "sp"), *common]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(summary["val"]) == {"code", "legal", "all"}
     # pools: mixture weights, validation from the held-out split
     assert main(["train", "--data", str(pools), "--tokenizer-sha256", "ab" * 32, "--out-dir", str(tmp_path / "p"),
                  *common]) == 0
