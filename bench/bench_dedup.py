@@ -33,7 +33,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-CORPORA = Path("/work/shared/corpora")
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
+CORPORA = _SHARED_CORPORA
 DOMAINS = ["literature", "reference", "techdocs", "code", "legal", "news", "quotes"]
 
 

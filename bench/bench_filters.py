@@ -21,9 +21,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from datatrove.data import Document
 
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from curate.steps.filters import FilterConfig, HeuristicFilter, datatrove_chain
 
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 DOMAINS = ("literature", "reference", "techdocs", "code", "legal", "news", "quotes")
 
 

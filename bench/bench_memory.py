@@ -22,8 +22,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 
 
 def make_input(path: Path, mb: float, copies: int) -> int:

@@ -20,7 +20,9 @@ import shutil
 import time
 from pathlib import Path
 
-CORPORA = Path("/work/shared/corpora")
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
+CORPORA = _SHARED_CORPORA
 DOMAINS = ["code", "legal", "literature", "news", "quotes", "reference", "techdocs"]
 
 

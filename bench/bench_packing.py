@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-CORPORA = Path("/work/shared/corpora")
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
+CORPORA = _SHARED_CORPORA
 
 
 def prepare_pools(work: Path, *, docs_per_domain: int = 0, vocab_size: int = 4096) -> Path:

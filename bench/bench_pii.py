@@ -27,13 +27,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from curate.pii_metrics import PIIPlanter, score_pii  # noqa: E402
 from curate.steps.pii import PATTERN_TYPES, PIIConfig, PIIRedactor, resolve_overlaps  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "corpora"
+SHARED = _SHARED_CORPORA
 DOMAINS = ("literature", "reference", "techdocs", "code", "legal", "news", "quotes")
 
 

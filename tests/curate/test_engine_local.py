@@ -15,10 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusmix.config import ConfigError
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from curate.engine_local import EngineConfig, run_local
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 
 PARAMS = """
 curate:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from datatrove.data import Document
 
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from curate.steps.filters import FilterConfig, HeuristicFilter, datatrove_chain, datatrove_decide
 from curate.steps.wordsplit import WordSplitter
 
@@ -27,7 +26,7 @@ LEV12 = (
     "pigeons; the one for the burnt offering, and the other for a sin offering: and the priest shall make an "
     "atonement for her, and she shall be clean.")
 LINES = LEV12.split("\n")
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 
 
 def both(text: str, **over) -> tuple[object, object]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from curate.steps.langid import PACKAGED_MODEL, LangIdConfig, LanguageFilter, LanguageID
 
 SENTENCES = {
@@ -88,7 +87,7 @@ def test_accuracy_on_shared_multilingual_paragraphs(lid):
 
     import pyarrow.parquet as pq
 
-    root = Path("/work/shared/corpora")
+    root = _SHARED_CORPORA
     if not root.exists():
         pytest.skip("shared corpora not available")
     ok = n = 0

@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from datatrove.data import Document
 
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from curate.pii_metrics import PIIPlanter, score_pii
 from curate.steps.pii import PIIConfig, PIIRedactor, redact, resolve_overlaps
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "corpora"
+SHARED = _SHARED_CORPORA
 
 # A real sentence (Moby-Dick, ch. 1) with PII written into it.
 TEXT = ("Call me Ishmael. Some years ago, never mind how long precisely, I wrote to "

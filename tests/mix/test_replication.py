@@ -27,7 +27,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-CORPORA = Path("/work/shared/corpora")
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
+CORPORA = _SHARED_CORPORA
 DOMAINS = ["code", "legal", "literature", "quotes"]
 CHARS_PER_DOMAIN = 400_000
 

@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusmix.config import ConfigError
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from mix.mixture import MixtureError
 from proxytrain.pack import PackConfig, pack
 
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 
 
 def write_pools(root: Path, doc_lengths: dict[str, list[int]], val_fraction: float = 0.0) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -13,11 +12,12 @@ import pytest
 import torch
 
 from corpusmix.config import ConfigError
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from mix.mixture import MixtureError
 from proxytrain.pools import PoolDataset, PoolSampler, PoolsConfig, build_pools, read_pools_json
 from proxytrain.tokenizer import TokenizerConfig, load_tokenizer, tokenizer_sha256, train_tokenizer
 
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 DOMAINS = ("code", "news", "quotes")
 N_DOCS = 30
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from corpusmix.config import ConfigError
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 from proxytrain.tokenizer import (
     TokenizerConfig,
     install_tokenizer,
@@ -19,7 +19,7 @@ from proxytrain.tokenizer import (
     train_tokenizer,
 )
 
-CORPORA = Path("/work/shared/corpora")
+CORPORA = _SHARED_CORPORA
 DOMAINS = ("code", "legal", "quotes")
 
 

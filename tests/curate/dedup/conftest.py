@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-CORPORA = Path(__file__).resolve().parents[4] / "shared" / "corpora"
+from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+
+CORPORA = _SHARED_CORPORA
 
 
 def unique_words(prefix: str, n: int) -> list[str]:
