@@ -66,9 +66,10 @@ class QualityConfig:
     ft_dim: int = 64
     ft_min_count: int = 2
     ft_word_ngrams: int = 2
-    # hashed n-gram buckets: fastText's default (2M x dim floats) makes a 0.5 GB model; 200k
-    # buckets keep it ~50 MB with no measurable loss on corpora of this size
-    ft_bucket: int = 200_000
+    # hashed n-gram buckets: fastText's default (2M x dim floats, a 0.5 GB model). Smaller tables
+    # (e.g. 200k, ~50 MB) trained non-reproducibly here after other fastText models had been
+    # loaded in the same process, so the default stays; lower it only where size matters more.
+    ft_bucket: int = 2_000_000
     kenlm_order: int = 5
     kenlm_prune: list[int] = field(default_factory=lambda: [0, 0, 1],
                                    metadata={"help": "lmplz --prune thresholds per order (from bigrams)"})
