@@ -16,16 +16,6 @@ from proxytrain.attention import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: these models are tiny, and on a shared 2-core machine OpenMP barriers
-    between busy threads cost more than the second thread gains."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _segments() -> torch.Tensor:
     return torch.tensor([[0] * 5 + [1] * 7 + [2] * 3 + [-1] * 1,
                          [0] * 16,

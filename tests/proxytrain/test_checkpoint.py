@@ -23,16 +23,6 @@ from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import SyntheticSource
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: these models are tiny, and on a shared 2-core machine OpenMP barriers
-    between busy threads cost more than the second thread gains."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _cfg(out: Path, **kw) -> TrainConfig:
     base = dict(model="tiny", d_model=32, n_layers=2, n_heads=2, seq_len=32, micro_batch_size=4, grad_accum=2,
                 steps=8, warmup_steps=2, lr=3e-3, ckpt_every=3, eval_every=4, eval_batches=1, out_dir=str(out),

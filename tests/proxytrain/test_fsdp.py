@@ -16,17 +16,6 @@ from proxytrain.model import ModelConfig, build_model, per_token_loss, target_ma
 from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import SyntheticSource
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: these models are tiny, and on a shared 2-core machine OpenMP barriers
-    between busy threads cost more than the second thread gains."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=2, max_seq_len=32)
 TRAIN = dict(model="tiny", d_model=32, n_layers=2, n_heads=2, seq_len=32, steps=3, warmup_steps=1, lr=3e-3,

@@ -21,17 +21,6 @@ from proxytrain.model import (
     target_mask,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: these models are tiny, and on a shared 2-core machine OpenMP barriers
-    between busy threads cost more than the second thread gains."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 CFG = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=32)
 
 

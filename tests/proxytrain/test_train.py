@@ -14,17 +14,6 @@ from corpusmix.config import ConfigError
 from proxytrain.train import SpikeGuard, TrainConfig, TrainingAborted, train
 from proxytrain.train_cli import SyntheticSource, open_source, torchrun_argv
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: these models are tiny, and on a shared 2-core machine OpenMP barriers
-    between busy threads cost more than the second thread gains."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 SMALL = dict(model="tiny", d_model=32, n_layers=2, n_heads=2, seq_len=32, micro_batch_size=4, dvclive=False,
              progress=False, eval_every=0, ckpt_every=0)
 
