@@ -58,6 +58,10 @@ class ProxyConfig:
     warmup: int = field(default=20, metadata={"help": "warmup steps"})
     val_batches: int = field(default=4, metadata={"help": "validation batches per domain"})
     val_seed: int = field(default=1234, metadata={"help": "seed of the (shared) validation batches"})
+    sampling: str = field(default="stratified", metadata={
+        "help": "stratified: each domain gets its exact share of rows (low-discrepancy sequence) and "
+                "its own window stream, so runs on nearby mixtures see nearly the same data; "
+                "iid: every row's domain drawn independently"})
 
     def validate(self) -> None:
         for name in ("steps", "batch_size", "seq_len", "val_batches"):
@@ -65,6 +69,8 @@ class ProxyConfig:
                 raise ValueError(f"proxy {name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0:
             raise ValueError(f"proxy lr must be > 0, got {self.lr}")
+        if self.sampling not in ("stratified", "iid"):
+            raise ValueError(f"proxy sampling must be 'stratified' or 'iid', got {self.sampling!r}")
 
 
 # ----------------------------------------------------------------------------- pools + model glue
@@ -91,6 +97,9 @@ def pools_fingerprint(pools_dir: str | Path) -> str:
     return hashlib.sha256((Path(pools_dir) / "pools.json").read_bytes()).hexdigest()[:16]
 
 
+_INV_PHI = (5 ** 0.5 - 1) / 2
+
+
 class _Data:
     """Training and validation batches from the token pools (``proxytrain.pools.PoolSampler``)."""
 
@@ -102,10 +111,29 @@ class _Data:
         self.val = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=cfg.val_seed, split="val")
         assert self.sampler.domains == self.domains, "pools.json domains must be sorted"
         self.cfg = cfg
+        # stratified sampling: row t takes the domain whose cumulative-weight interval holds
+        # u_t = frac(u0 + t / golden ratio) (a Weyl sequence: every domain's row count stays within
+        # O(log t) of weight * t), and each domain draws its windows from its own RNG stream, so the
+        # n-th row of a domain is the same whatever the other weights are (common random numbers)
+        self._row = 0
+        self._u0 = float(np.random.default_rng([seed, 1]).random())
+        self._dom_rng = [np.random.default_rng([seed, 2, i]) for i in range(len(self.domains))]
 
     def batch(self, weights: np.ndarray) -> dict[str, Any]:
-        """One training batch; each row's domain is drawn from ``weights``."""
-        return self.sampler.sample_weighted(weights, self.cfg.batch_size)
+        """One training batch; rows take their domains from ``weights`` (see ``cfg.sampling``)."""
+        if self.cfg.sampling == "iid":
+            return self.sampler.sample_weighted(weights, self.cfg.batch_size)
+        n = self.cfg.batch_size
+        u = np.mod(self._u0 + (self._row + np.arange(n)) * _INV_PHI, 1.0)
+        self._row += n
+        cum = np.cumsum(np.asarray(weights, dtype=np.float64))
+        doms = np.minimum(np.searchsorted(cum / cum[-1], u, side="right"), len(self.domains) - 1)
+        rows = []
+        for d in doms:
+            lo, hi = self.sampler._check_nonempty(self.domains[d])
+            start = lo + int(self._dom_rng[d].integers(0, max(hi - lo - self.cfg.seq_len, 0) + 1))
+            rows.append(self.sampler.window(int(d), start))
+        return self.sampler._stack(rows)
 
     def val_batches(self) -> list[dict[str, Any]]:
         """The first ``val_batches * batch_size`` windows of every domain's validation split."""
