@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import shutil
 import time
@@ -324,6 +325,11 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
         raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output or "
                           f"delete {str(work)!r}")
     fp_file.write_text(fingerprint)
+    # stats.json marks a finished run: it goes first and is written last, so a run killed anywhere
+    # never leaves a stale marker next to half-rewritten outputs
+    (out / "stats.json").unlink(missing_ok=True)
+    for trash in out.glob(".work-trash-*"):  # a kill during the clean-up of an earlier run
+        shutil.rmtree(trash, ignore_errors=True)
     t0 = time.perf_counter()
     tasks = cfg.tasks
 
@@ -348,7 +354,11 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
         last = "b"
     doc = run_merge(work, out, last, order)
     if not cfg.keep_work:
-        shutil.rmtree(work)
+        # renamed first (atomic): a kill mid-delete can never leave completion markers without
+        # the parts they stand for
+        trash = out / f".work-trash-{os.getpid()}"
+        work.rename(trash)
+        shutil.rmtree(trash)
     log.info("curate run done", extra={"data": {"seconds": round(time.perf_counter() - t0, 2), **doc["totals"]}})
     return doc
 
