@@ -28,6 +28,7 @@ split (nanoGPT-style random crops); ``PoolDataset`` wraps the same draws as an `
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import multiprocessing as mp
@@ -107,10 +108,11 @@ def _write_domain(args: tuple[str, str, str, str, str, int, str]) -> dict[str, A
     np.save(idx_tmp, np.asarray(offsets, dtype=np.int64))
     os.replace(bin_tmp, out / f"{domain}.bin")
     os.replace(idx_tmp, out / f"{domain}.idx.npy")
-    st = os.stat(src)
+    # the source is identified by content, not mtime: the marker is part of the stage's output,
+    # which must hash the same in every fresh run
     meta = {"domain": domain, "tokens": offsets[-1], "docs": kept_docs, "docs_in": rows_in,
             "dropped": {k: v for k, v in dropped.items() if v}, "tokenizer_sha256": tok_sha,
-            "source": {"path": str(src), "size": st.st_size, "mtime_ns": st.st_mtime_ns}}
+            "source": {"path": str(src), "size": os.stat(src).st_size, "sha256": _file_sha256(src)}}
     tmp = out / f"{domain}.done.json.tmp"
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, out / f"{domain}.done.json")
@@ -122,11 +124,19 @@ def _done_meta(out: Path, domain: str, src: Path, tok_sha: str) -> dict[str, Any
     if not (marker.exists() and (out / f"{domain}.bin").exists() and (out / f"{domain}.idx.npy").exists()):
         return None
     meta = json.loads(marker.read_text())
-    st = os.stat(src)
-    if meta.get("tokenizer_sha256") != tok_sha or meta.get("source", {}).get("size") != st.st_size or \
-            meta.get("source", {}).get("mtime_ns") != st.st_mtime_ns:
+    source = meta.get("source", {})
+    if meta.get("tokenizer_sha256") != tok_sha or source.get("size") != os.stat(src).st_size or \
+            source.get("sha256") != _file_sha256(src):
         return None
     return meta
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def build_pools(curated_dir: str | Path, tokenizer_path: str | Path, output_dir: str | Path,
