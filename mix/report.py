@@ -336,12 +336,16 @@ def search_section(inputs: ReportInputs) -> Section | None:
             sec.blocks.append(f"The RegMix fit in {label} is the same as in {seen[key]}.")
             continue
         seen[key] = label
-        rows = [[m, (fit.get(m) or {}).get("spearman"), (fit.get(m) or {}).get("pearson"),
-                 (fit.get(m) or {}).get("mae"), fit.get("n_fit"), fit.get("n_heldout")] for m in ("lightgbm", "linear")]
+        models = [m for m in ("hybrid", "lightgbm", "linear") if isinstance(fit.get(m), dict)]
+        rows = [[m + (" (search)" if fit.get("regressor", "lightgbm") == m else ""),
+                 fit[m].get("spearman"), fit[m].get("pearson"), fit[m].get("mae"), fit.get("n_fit"),
+                 fit.get("n_heldout")] for m in models]
+        how = (f"{fit['folds']}-fold cross-validation: every run predicted by models fitted on the other folds"
+               if fit.get("folds") else "a held-out slice of the runs")
         sec.blocks.append(Table(f"RegMix regression fit on held-out proxy runs ({label})",
                                 ["regressor", "Spearman", "Pearson", "MAE", "fit runs", "held-out runs"], rows,
-                                "The paper reports Spearman around 0.9; far lower means the searched mixture "
-                                "rests on a weak regression."))
+                                f"Scored by {how}. The paper reports Spearman around 0.9; far lower means the "
+                                "searched mixture rests on a weak regression."))
     return sec
 
 

@@ -123,6 +123,9 @@ def build_labelled(corpora: str | Path, out: str | Path, cfg: LabelledConfig) ->
     a, b = ids[i], ids[j]
     swap = a > b
     a2, b2 = np.where(swap, b, a), np.where(swap, a, b)
+    # a fixed row order (all_pair_jaccard's order depends on its workers): same bytes every run
+    order = np.lexsort((b2.astype(str), a2.astype(str)))
+    a2, b2, jac = a2[order], b2[order], np.asarray(jac)[order]
     pq.write_table(pa.table({"a": pa.array(a2, pa.string()), "b": pa.array(b2, pa.string()),
                              "jaccard": pa.array(jac, pa.float64())}), out / "pairs.parquet", compression="zstd")
     return {"docs": len(docs), "pairs": int(len(jac)), "pairs_ge_0.8": int((jac >= 0.8).sum())}

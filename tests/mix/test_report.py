@@ -311,7 +311,7 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert doremi.rows[0] == ["code", 0.2, pytest.approx(0.2)]
     assert doremi.rows[3] == ["news", 0.3, pytest.approx((0.15 + 0.2 + 0.2 + 0.3) / 4)]
     fits = [b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("RegMix")]
-    assert len(fits) == 1 and fits[0].rows[0][:3] == ["lightgbm", 0.87, 0.9]  # the copy in provenance is not repeated
+    assert len(fits) == 1 and fits[0].rows[0][:3] == ["lightgbm (search)", 0.87, 0.9]  # the copy in provenance is not repeated
     assert any(isinstance(b, str) and "is the same as in" in b for b in sec["search"].blocks)
 
 
