@@ -47,22 +47,12 @@ from typing import Any
 import pyarrow as pa
 
 from corpusmix.logging import get_logger
+from curate import io as cio
 
 log = get_logger("curate.spark")
 
 #: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
-KNOWN_TYPES: dict[str, pa.DataType] = {
-    "lang": pa.string(),
-    "lang_score": pa.float64(),
-    "quality_ft": pa.float64(),
-    "ppl": pa.float64(),
-    "ppl_bucket": pa.string(),
-    "pii_spans": pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("type", pa.string())])),
-    "pii_counts": pa.string(),
-    "dup_cluster": pa.string(),
-    "is_duplicate": pa.bool_(),
-    "dup_kind": pa.string(),
-}
+KNOWN_TYPES: dict[str, pa.DataType] = cio.ANNOTATION_TYPES
 #: file suffixes of models that are shipped to executors when a step attribute names such a file
 MODEL_SUFFIXES = (".ftz", ".bin", ".arpa", ".klm", ".binary", ".model", ".json")
 DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"

@@ -277,11 +277,31 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+#: Arrow types of the columns curation steps add (docs/formats.md); both engines write these
+ANNOTATION_TYPES: dict[str, pa.DataType] = {
+    "lang": pa.string(),
+    "lang_score": pa.float64(),
+    "quality_ft": pa.float64(),
+    "ppl": pa.float64(),
+    "ppl_bucket": pa.string(),
+    "pii_spans": pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("type", pa.string())])),
+    "pii_counts": pa.string(),
+    "dup_cluster": pa.string(),
+    "is_duplicate": pa.bool_(),
+    "dup_kind": pa.string(),
+}
+
+
 def unified_schema(paths: list[Path]) -> pa.Schema | None:
+    """One schema over the parts; annotation columns take their contract types (ANNOTATION_TYPES)."""
     schemas = [pq.read_schema(p) for p in paths]
     if not schemas:
         return None
-    return pa.unify_schemas([s.remove_metadata() for s in schemas], promote_options="permissive")
+    schema = pa.unify_schemas([s.remove_metadata() for s in schemas], promote_options="permissive")
+    for i, f in enumerate(schema):
+        if f.name in ANNOTATION_TYPES and f.type != ANNOTATION_TYPES[f.name]:
+            schema = schema.set(i, pa.field(f.name, ANNOTATION_TYPES[f.name], nullable=True))
+    return schema
 
 
 DROP_SCHEMA = pa.schema([("id", pa.string()), ("step", pa.string()), ("reason", pa.string()),

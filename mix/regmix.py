@@ -14,7 +14,8 @@ the numerics:
    every run is predicted by models fitted on the other folds only (nothing stops early), and
    Spearman/Pearson are taken over all ``M`` out-of-fold predictions. The regressors: ``lightgbm``
    (raw weights, as the paper), ``linear`` (the paper's linear baseline) and ``hybrid`` (LightGBM
-   boosted from a log-linear fit on ``[w, log(w + 1e-3)]``, LightGBM's ``init_score``).
+   boosted from a ridge fit on ``[w, log(w + eps)]``, LightGBM's ``init_score``; eps and ridge
+   chosen by leave-one-out on the fitting runs).
 4. :func:`search`: ``candidates`` (>= 100k) mixtures are sampled the same way (same prior, grid
    and epoch caps), predicted with the configured ``regressor`` refitted on all ``M`` runs (the
    out-of-fold scores of step 3 measure how well that works), and the ``top_k`` best (lowest
@@ -175,23 +176,41 @@ class LinearModel:
         return np.hstack([x, np.ones((x.shape[0], 1))]) @ self.coef
 
 
-class LogLinearModel(LinearModel):
-    """Least squares on ``[w, log(w + eps)]``: per-domain losses fall roughly log-linearly with a
-    domain's share (data-mixing-law form), which a linear model on raw weights cannot follow."""
+class LogLinearModel:
+    """Ridge regression on standardised ``[w, log(w + eps)]``: per-domain losses fall roughly
+    log-linearly with a domain's share (data-mixing-law form), which a linear model on raw weights
+    cannot follow. ``eps`` and the ridge strength are chosen by exact leave-one-out error on the
+    fitting runs only (closed form for ridge), from ``EPS_GRID`` x ``RIDGE_GRID``."""
 
-    def __init__(self, eps: float = 1e-3, ridge: float = 1e-4):
-        super().__init__(ridge=ridge)
-        self.eps = eps
+    EPS_GRID = (1e-3, 1e-2, 1e-1)
+    RIDGE_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
-    def _features(self, x: np.ndarray) -> np.ndarray:
-        return np.hstack([x, np.log(x + self.eps)])
+    def __init__(self) -> None:
+        self.eps = self.ridge = 0.0
+        self.coef: np.ndarray | None = None
+
+    @staticmethod
+    def _features(x: np.ndarray, eps: float) -> np.ndarray:
+        return np.hstack([x, np.log(x + eps)])
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> LogLinearModel:
-        super().fit(self._features(x), y)
+        best = None
+        for eps in self.EPS_GRID:
+            f = self._features(x, eps)
+            mu, sd = f.mean(axis=0), f.std(axis=0) + 1e-12
+            z, yc = (f - mu) / sd, y - y.mean()
+            for lam in self.RIDGE_GRID:
+                a = z.T @ z + lam * np.eye(z.shape[1])
+                hat = z @ np.linalg.solve(a, z.T)
+                loo = float(np.mean(((yc - hat @ yc) / np.maximum(1.0 - np.diag(hat), 1e-9)) ** 2))
+                if best is None or loo < best[0]:
+                    best = (loo, eps, lam, mu, sd, np.linalg.solve(a, z.T @ yc), float(y.mean()))
+        _, self.eps, self.ridge, self._mu, self._sd, self.coef, self._ym = best
         return self
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return super().predict(self._features(x))
+        assert self.coef is not None, "fit() first"
+        return ((self._features(x, self.eps) - self._mu) / self._sd) @ self.coef + self._ym
 
 
 class LGBMModel:
@@ -227,7 +246,7 @@ class LGBMModel:
             self.base = LogLinearModel().fit(x, y)
             init_score = self.base.predict(x)
             # residual trees: shallow, few rounds (the base already carries the trend)
-            params.update(num_leaves=4, min_data_in_leaf=3)
+            params.update(num_leaves=4, min_data_in_leaf=3)  # lambda_l2 as above
             rounds = min(self.rounds, 100)
         elif self.init != "none":
             raise ValueError(f"LGBMModel init must be 'none' or 'loglinear', got {self.init!r}")

@@ -116,6 +116,9 @@ def test_random_kills_then_rerun_is_byte_identical(tmp_path: Path) -> None:
     t_ref = time.monotonic() - t0
     want = _digest(ref)
     assert not (ref / "work").exists() and not list(ref.glob(".work-trash-*"))
+    # the annotation columns follow the contract of docs/formats.md (int32 span offsets)
+    span = pq.read_schema(sorted((ref / "curated").glob("*.parquet"))[0]).field("pii_spans").type.value_type
+    assert span.field("start").type == pa.int32() and span.field("end").type == pa.int32()
 
     rng = random.Random(SEED)
     report = {"reference_seconds": round(t_ref, 2), "trials": []}
