@@ -29,12 +29,13 @@ from corpusmix.config import ConfigError, add_config_args, config_from, load_par
 
 # Built-in presets; params.yaml ``mix.presets.<name>`` overrides them key by key.
 # tiny: the ~1M-non-embedding-parameter ``tiny`` model (d=128, 5 layers), seq 128, batch 8,
-#   150 steps (~150k tokens) per proxy, 24 RegMix proxies; sized for ~10 minutes per method on
+#   150 steps (~150k tokens) per proxy, lr 1e-3 (3e-3 gave about twice the seed-to-seed spread of
+#   the demo ablation), 24 RegMix proxies; sized for ~10 minutes per method on
 #   2 idle CPU cores (RegMix is at that limit; measured figures in BENCHMARKS.md). micro: a 2-layer d=64 model (~0.1M parameters), seq 64, batch 16, 120 steps
 #   (~120k tokens), lr 1e-3 (5e-3 gave 3-5x the seed-to-seed loss spread), 48 RegMix proxies: for tests, smoke runs and the replication on small pools.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "tiny": {
-        "proxy": {"model_preset": "tiny", "steps": 150, "batch_size": 8, "seq_len": 128, "lr": 3e-3,
+        "proxy": {"model_preset": "tiny", "steps": 150, "batch_size": 8, "seq_len": 128, "lr": 1e-3,
                   "warmup": 15, "val_batches": 4},
         "doremi": {"steps": 150},
         "regmix": {"num_proxies": 24},

@@ -152,6 +152,11 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
         assert sum(r["weights"]) == pytest.approx(1.0)
     assert set(rep["fit"]["lightgbm"]) >= {"spearman", "pearson"}
     assert rep["search"]["candidates"] == 2000
+    # trust region: no chosen weight beyond the largest weight any proxy run gave that domain
+    run_max = np.max([r["weights"] for r in rep["runs"]], axis=0)
+    assert rep["search"]["trust_region"] is True
+    assert rep["search"]["search_caps"] == pytest.approx(np.minimum(rep["caps"], run_max).tolist())
+    assert all(mix.weights[d] <= run_max[i] + 1e-9 for i, d in enumerate(rep["domains"]))
     cached = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()}
     assert len(cached) == 8
     # resumable: a second run retrains nothing and gives the same mixture
