@@ -140,8 +140,10 @@ def sample_mixtures(prior: np.ndarray, n: int, *, concentrations: list[float], r
         if todo.size == 0:
             return out
     raise ValueError(
-        f"could not sample {todo.size} of {n} mixtures within the epoch caps after {max_tries} tries; "
-        "raise max_epochs or use larger concentrations")
+        f"could not sample {todo.size} of {n} mixtures within the caps "
+        f"{None if caps is None else np.round(caps, 3).tolist()} after "
+        f"{max_tries} tries; raise max_epochs, use larger concentrations, or (search only) train more "
+        "proxies or set trust_region: false")
 
 
 def target_values(val_losses: list[dict[str, float]], target: str, domains: list[str]) -> np.ndarray:

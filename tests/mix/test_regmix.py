@@ -44,6 +44,11 @@ def test_infeasible_caps_are_a_clear_error():
         sample_mixtures(np.array([0.5, 0.5]), 5, concentrations=[1.0], rng=np.random.default_rng(0), caps=caps)
     with pytest.raises(ValueError, match="at least 2 domains"):
         sample_mixtures(np.array([1.0]), 5, concentrations=[1.0], rng=np.random.default_rng(0))
+    # feasible in principle (caps sum to 1) but almost never drawn: the error names the caps and the
+    # search's trust region
+    with pytest.raises(ValueError, match=r"within the caps \[0.5, 0.5\].*trust_region"):
+        sample_mixtures(np.array([0.5, 0.5]), 5, concentrations=[1.0], rng=np.random.default_rng(0),
+                        caps=np.array([0.5, 0.5]), max_tries=3)
 
 
 def test_targets():
