@@ -6,9 +6,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
+from corpusmix.paths import DEMO
 
-CORPORA = _SHARED_CORPORA
+# the shipped demo text: the dedup tests never skip
+CORPORA = DEMO / "en"
 
 
 def unique_words(prefix: str, n: int) -> list[str]:
@@ -30,10 +31,8 @@ def pair_with_jaccard(tag: str, length: int, shared: int, ngram: int = 5) -> tup
 
 @pytest.fixture(scope="session")
 def real_docs() -> pa.Table:
-    """~300 real documents with planted exact and near duplicates (needs ../shared/corpora)."""
+    """~250 real documents (demo legal + quotes) with planted exact and near duplicates."""
     path = CORPORA / "quotes.parquet"
-    if not path.exists():
-        pytest.skip("shared corpora not available")
     t = pq.read_table(CORPORA / "legal.parquet", columns=["id", "text"]).slice(0, 150)
     q = pq.read_table(path, columns=["id", "text"]).slice(0, 150)
     rows = t.to_pylist() + q.to_pylist()

@@ -29,10 +29,6 @@ def test_score_labelled_strict_and_cluster_views() -> None:
 
 
 def test_labelled_set_true_jaccard_and_f1_vs_datasketch(tmp_path) -> None:
-    import pytest
-
-    if not (CORPORA / "legal.parquet").exists():
-        pytest.skip("shared corpora not available")
     counts = build_labelled(CORPORA, tmp_path, LabelledConfig(originals=60, distractors=120, variants=3))
     docs = pq.read_table(tmp_path / "docs.parquet").to_pylist()
     pairs = pq.read_table(tmp_path / "pairs.parquet").to_pylist()
