@@ -302,6 +302,11 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str]) -> 
 
 # -- the command ---------------------------------------------------------------------------------
 
+def _phase(name: str) -> None:
+    """A phase marker in the structured log: where a run was when it stopped (the kill tests steer by it)."""
+    log.info("phase", extra={"data": {"phase": name}})
+
+
 def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "params.yaml",
               cfg: EngineConfig | None = None, read_cfg: cio.ReadConfig | None = None) -> dict[str, Any]:
     """Run the whole chain; returns the stats document. Safe to re-run after a kill."""
@@ -341,19 +346,24 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
             skip_completed=True).run()
 
     log.info("stage a", extra={"data": {"tasks": tasks, "steps": [s.step_name for s in steps_a]}})
+    _phase("stage a")
     execute("a", [str(f) for f in files], steps_a)
     order = [cio.READ_STEP] + [s.step_name for s in steps_a]
     last = "a"
     dedup_on = "dedup" in cfg.steps
     if dedup_on:
+        _phase("dedup")
         run_dedup(work, params_path)
     if dedup_on or steps_b:
+        _phase("stage b")
         execute("b", [str(p) for p in _parts(work, "a")], steps_b,
                 verdicts=str(work / "dedup" / "verdicts") if dedup_on else "")
         order += (["dedup"] if dedup_on else []) + [s.step_name for s in steps_b]
         last = "b"
+    _phase("merge")
     doc = run_merge(work, out, last, order)
     if not cfg.keep_work:
+        _phase("clean-up")
         # renamed first (atomic): a kill mid-delete can never leave completion markers without
         # the parts they stand for
         trash = out / f".work-trash-{os.getpid()}"
