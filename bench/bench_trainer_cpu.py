@@ -1,12 +1,16 @@
 """CPU training throughput: our Llama-style proxy vs a nanoGPT-style reference of the same shape.
 
-Both models get the same width, depth, heads, vocabulary, sequence length and batch, the same
-AdamW + clipping step, fp32, and the same packed synthetic batches; ours also does document
-masking (the reference attends across packed documents, as nanoGPT does). The two are timed
-ALTERNATELY in one run (timings on shared VMs drift), and the ratio of tokens/s is printed::
+Both models get the same width, depth, heads, vocabulary, sequence length and batch, fp32, and
+the same packed synthetic batches; ours also does document masking (the reference attends across
+packed documents, as nanoGPT does). Each side runs its own training step as its trainer does:
+ours is the trainer's (``make_optimizer``: fused AdamW with decay on matrices, ``per_token_loss``,
+foreach clipping), the reference is nanoGPT's on CPU (plain AdamW with the same decay groups, mean
+cross-entropy, ``clip_grad_norm_``). The two are timed ALTERNATELY in one run (timings on shared
+VMs drift), and the ratio of tokens/s is printed with the load average seen during the run::
 
     python bench/bench_trainer_cpu.py                      # tiny and small presets
-    python bench/bench_trainer_cpu.py --presets tiny --rounds 5 --steps 5
+    python bench/bench_trainer_cpu.py --presets tiny --rounds 9 --steps 2 --threads 1
+    python bench/bench_trainer_cpu.py --compile            # both models torch.compile'd per block
 
 The reference follows nanoGPT's model.py: learned positions, LayerNorm, fused c_attn, GELU MLP
 of 4·d, tied head, ``scaled_dot_product_attention(is_causal=True)``.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -28,7 +33,8 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxytrain.model import ModelConfig, build_model, per_token_loss  # noqa: E402
+from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss  # noqa: E402
+from proxytrain.train import TrainConfig  # noqa: E402
 from proxytrain.train_cli import SyntheticSource  # noqa: E402
 
 
@@ -68,8 +74,12 @@ class RefGPT(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)
 
 
-def _opt(model: nn.Module) -> torch.optim.AdamW:
-    return torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, betas=(0.9, 0.95))
+def _ref_opt(model: nn.Module) -> torch.optim.AdamW:
+    """nanoGPT's configure_optimizers on CPU: decay on >= 2-D tensors, fused only on CUDA."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=1e-3, betas=(0.9, 0.95))
 
 
 def _time_ours(model, opt, batches) -> float:
@@ -77,7 +87,7 @@ def _time_ours(model, opt, batches) -> float:
     for b in batches:
         loss, mask = per_token_loss(model(b["tokens"], b["segment_ids"]), b["tokens"], b["segment_ids"])
         (loss.sum() / mask.sum()).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)  # as the trainer
         opt.step()
         opt.zero_grad(set_to_none=True)
     return time.perf_counter() - t0
@@ -95,15 +105,20 @@ def _time_ref(model, opt, batches) -> float:
     return time.perf_counter() - t0
 
 
-def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: int) -> dict:
+def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: int,
+          compile: bool = False) -> dict:
     cfg = ModelConfig.preset(preset, vocab_size=vocab, max_seq_len=seq, attn_backend="sdpa")
     ours = build_model(cfg, "cpu", seed=0)
     ref = RefGPT(vocab, seq, cfg.d_model, cfg.n_layers, cfg.n_heads)
+    if compile:  # per block, as proxytrain.parallel does (and nanoGPT's whole-model compile would)
+        for blk in [*ours.layers, *ref.blocks]:
+            blk.compile()
     src = SyntheticSource(vocab_size=vocab, seq_len=seq, seed=1)
     batches = [src.next_batch(batch) for _ in range(steps)]
-    o_opt, r_opt = _opt(ours), _opt(ref)
-    _time_ours(ours, o_opt, batches[:1])  # warm-up both
-    _time_ref(ref, r_opt, batches[:1])
+    o_opt, r_opt = make_optimizer(ours, TrainConfig()), _ref_opt(ref)
+    load0 = os.getloadavg()[0]
+    _time_ours(ours, o_opt, batches[:2])  # warm-up both (and compile)
+    _time_ref(ref, r_opt, batches[:2])
     t_ours, t_ref = [], []
     for r in range(rounds):
         # alternate which one goes first, so drift within a round does not favour either
@@ -122,7 +137,9 @@ def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: 
             "tokens_per_s_ours": tokens / statistics.median(t_ours),
             "tokens_per_s_ref": tokens / statistics.median(t_ref),
             "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-            "threads": torch.get_num_threads()}
+            "ratio_of_medians": statistics.median(t_ref) / statistics.median(t_ours), "rounds": rounds,
+            "steps_per_round": steps, "threads": torch.get_num_threads(), "compile": compile,
+            "loadavg_1m_start": load0, "loadavg_1m_end": os.getloadavg()[0]}
 
 
 def main() -> int:
@@ -134,12 +151,14 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=4, help="optimizer steps per timed block")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per preset")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile each block of both models")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     for preset in args.presets.split(","):
-        res = bench(preset, vocab=args.vocab, seq=args.seq, batch=args.batch, steps=args.steps, rounds=args.rounds)
+        res = bench(preset, vocab=args.vocab, seq=args.seq, batch=args.batch, steps=args.steps, rounds=args.rounds,
+                    compile=args.compile)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) and not math.isnan(v) else v)
                           for k, v in res.items()}))
     return 0

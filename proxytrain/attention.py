@@ -7,7 +7,15 @@
 - ``flex``: PyTorch FlexAttention with a ``create_block_mask`` document mask. It runs on CPU in
   torch 2.13, but unfused (it materialises the scores) unless compiled, and compiling it costs
   ~25 s here, so it is an explicit choice, not the CPU default.
-- ``auto``: ``flash`` when flash-attn imports and the tensors are on CUDA, else ``sdpa``.
+- ``auto``: ``flash`` when flash-attn imports and the tensors are on CUDA, else ``sdpa``
+  (``auto_reason`` says which and why; the trainer logs it at start).
+
+Grouped-query attention with a document mask repeats k/v to all heads instead of passing
+``enable_gqa``: PyTorch's fused CUDA kernels (flash, memory-efficient) do not take ``enable_gqa``
+together with an explicit mask and SDPA then silently falls back to the math kernel, which
+materialises [B, H, S, S] scores. ``enable_gqa`` is kept where it is fused (plain causal rows).
+Given the compute dtype, ``prepare_attention`` turns the boolean mask into an additive one once per
+forward; SDPA would convert a boolean mask again in every layer.
 
 Padding positions (segment id -1) attend among themselves (never to a document), so no row of the
 mask is empty and no NaN appears; their outputs are ignored by the loss.
@@ -37,6 +45,17 @@ def flash_available() -> bool:
     return True
 
 
+def auto_reason(device: torch.device | str) -> str:
+    """Why ``auto`` picks what it picks on ``device`` (for the training log)."""
+    dev = torch.device(device).type
+    if dev != "cuda":
+        return f"sdpa: FlashAttention needs CUDA (device is {dev})"
+    if flash_available():
+        return "flash: flash-attn is installed and the device is CUDA"
+    return ("sdpa: flash-attn is not installed, so FlashAttention is OFF on this CUDA machine; "
+            "install it with `pip install 'corpusmix[gpu]'` (or make setup TORCH_SPEC=... on a CUDA machine)")
+
+
 def resolve_backend(name: str, device: torch.device | str) -> str:
     """Turn ``auto`` into a concrete backend for ``device``; refuse impossible choices clearly."""
     if name not in BACKENDS:
@@ -58,7 +77,7 @@ class AttnContext:
     """Per-batch attention inputs shared by every layer."""
 
     backend: str
-    mask: torch.Tensor | None = None  # sdpa: [B, 1, S, S] bool, None with is_causal
+    mask: torch.Tensor | None = None  # sdpa: [B, 1, S, S] bool or additive (0/-inf), None with is_causal
     block_mask: Any = None  # flex: BlockMask
     cu_seqlens: torch.Tensor | None = None  # flash: int32 [n_seqs + 1]
     max_seqlen: int = 0
@@ -81,7 +100,8 @@ def cu_seqlens_from_segments(segment_ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([idx, end]).to(torch.int32)
 
 
-def prepare_attention(segment_ids: torch.Tensor, backend: str) -> AttnContext:
+def prepare_attention(segment_ids: torch.Tensor, backend: str, dtype: torch.dtype | None = None) -> AttnContext:
+    """Per-batch attention inputs; ``dtype`` is the dtype q/k/v will have (None: keep a bool mask)."""
     backend = resolve_backend(backend, segment_ids.device)
     b, s = segment_ids.shape
     if backend == "flash":
@@ -99,7 +119,10 @@ def prepare_attention(segment_ids: torch.Tensor, backend: str) -> AttnContext:
     # sdpa: one document per row and no padding is plain causal attention (fast kernel path)
     if bool((segment_ids == segment_ids[:, :1]).all()) and bool((segment_ids >= 0).all()):
         return AttnContext("sdpa")
-    return AttnContext("sdpa", mask=document_mask(segment_ids)[:, None])
+    mask = document_mask(segment_ids)[:, None]
+    if dtype is not None and dtype.is_floating_point:
+        mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+    return AttnContext("sdpa", mask=mask)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
@@ -121,4 +144,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttnContext) 
         return flex_attention(q, k, v, block_mask=ctx.block_mask, enable_gqa=gqa)
     if ctx.mask is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, enable_gqa=gqa)
+    if gqa:  # see the module docstring: enable_gqa + a mask is not fused on CUDA
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    mask = ctx.mask if ctx.mask.dtype in (torch.bool, q.dtype) else ctx.mask.to(q.dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from proxytrain.attention import attend, prepare_attention
+from proxytrain.ops import cross_entropy, rms_norm, rope_heads
 
 # name -> (d_model, n_layers, n_heads); vocabulary and sequence length come from the data.
 PRESETS: dict[str, tuple[int, int, int]] = {
@@ -93,8 +94,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.empty(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # fused kernel; statistics in fp32 so bf16 runs keep them exact enough
-        return F.rms_norm(x.float(), (x.shape[-1],), self.weight.float(), self.eps).type_as(x)
+        # statistics in fp32 so bf16 runs keep them exact enough; one hand-written backward
+        return rms_norm(x, self.weight, self.eps)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -118,10 +119,10 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ctx: Any) -> torch.Tensor:
         b, s, _ = x.shape
-        qkv = self.wqkv(x).view(b, s, self.n_heads + 2 * self.n_kv, self.head_dim).transpose(1, 2)
-        qk = apply_rope(qkv[:, : self.n_heads + self.n_kv], cos, sin)  # q and k rotated together
-        q, k = qk.split([self.n_heads, self.n_kv], dim=1)
-        v = qkv[:, self.n_heads + self.n_kv:]
+        qkv = self.wqkv(x).view(b, s, self.n_heads + 2 * self.n_kv, self.head_dim)
+        # q and k rotated in one pass, v copied along: one output, one backward, no slice copies
+        qkv = rope_heads(qkv, cos, sin, self.n_heads + self.n_kv).transpose(1, 2)
+        q, k, v = qkv.split([self.n_heads, self.n_kv, self.n_kv], dim=1)
         out = attend(q, k, v, ctx)  # [B, H, S, D]
         return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
@@ -169,9 +170,12 @@ class Transformer(nn.Module):
         s = tokens.shape[1]
         if s > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {s} > max_seq_len {self.cfg.max_seq_len}; raise max_seq_len")
-        ctx = prepare_attention(segment_ids, self.cfg.attn_backend)
-        cos, sin = self.rope_cos[:s], self.rope_sin[:s]
         h = self.tok_emb(tokens)
+        # the dtype attention will compute in: autocast's, else the (FSDP-cast) parameters'
+        dev = h.device.type
+        dtype = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else h.dtype
+        ctx = prepare_attention(segment_ids, self.cfg.attn_backend, dtype)
+        cos, sin = self.rope_cos[:s], self.rope_sin[:s]
         for layer in self.layers:
             h = layer(h, cos, sin, ctx)
         h = self.norm(h)
@@ -248,9 +252,11 @@ def per_token_loss(logits: torch.Tensor, tokens: torch.Tensor,
     """Per-token cross-entropy [B, S-1] (fp32, zero where masked) and the target mask [B, S-1]."""
     mask = target_mask(segment_ids)
     b, s, v = logits.shape
-    targets = tokens[:, 1:].masked_fill(~mask, -100)  # ignored targets give exactly 0 loss
-    loss = F.cross_entropy(logits[:, :-1].reshape(-1, v).float(), targets.reshape(-1),
-                           reduction="none", ignore_index=-100).view(b, s - 1)
+    # targets aligned with every position (the last one ignored), so the loss reads the logits in
+    # place: slicing logits[:, :-1] would copy [B, S, V] forward and zero-fill it again backward
+    targets = torch.full_like(tokens, -1)
+    targets[:, :-1] = tokens[:, 1:].masked_fill(~mask, -1)  # ignored targets give exactly 0 loss
+    loss = cross_entropy(logits.reshape(b * s, v), targets.reshape(-1)).view(b, s)[:, :-1]
     return loss, mask
 
 
@@ -312,10 +318,14 @@ class OptimFields(Protocol):
 
 
 def make_optimizer(model: nn.Module, cfg: OptimFields) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices only (fused on CUDA)."""
+    """AdamW with weight decay on matrices only, fused (one kernel per step for all parameters).
+
+    torch has fused AdamW kernels for CUDA and CPU; on CPU the per-parameter loop torch defaults to
+    costs ~10 small kernels per tensor, which is a visible share of a proxy's step.
+    """
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    fused = all(p.device.type == "cuda" for p in model.parameters())
+    fused = all(p.device.type in ("cuda", "cpu") for p in model.parameters())
     return torch.optim.AdamW(
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=1e-8, fused=fused or None)

@@ -33,6 +33,7 @@ import torch
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from proxytrain.attention import auto_reason, resolve_backend
 from proxytrain.flops import flops_per_token, mfu, peak_flops
 from proxytrain.model import (
     ModelConfig,
@@ -45,6 +46,7 @@ from proxytrain.model import (
     per_token_loss,
     target_mask,
 )
+from proxytrain.monitor import EventLog, LayerMonitor, peak_memory_gb
 from proxytrain.parallel import all_reduce_sum, is_distributed, parallelize, reshard_all, setup_distributed
 
 log = get_logger("proxytrain.train")
@@ -128,6 +130,7 @@ class TrainConfig:
     tokenizer_sha256: str = _f("", "or: the expected tokenizer sha256")
     dvclive: bool = _f(True, "write dvclive metrics for dvc plots")
     progress: bool = _f(True, "tqdm progress bar")
+    monitor_every: int = _f(50, "per-layer activation / gradient-norm statistics every N steps (0 = off)")
 
     def resolved_dtype(self, device: torch.device) -> str:
         if self.dtype == "auto":
@@ -209,10 +212,14 @@ class _Logger:
     def __init__(self, cfg: TrainConfig, out: Path, start: int, rank: int, resumed: bool) -> None:
         self.on = rank == 0
         self.fh = self.live = self.bar = None
+        self.events = EventLog(None)
         if not self.on:
             return
         out.mkdir(parents=True, exist_ok=True)
         self.fh = open(out / "train_log.jsonl", "a" if resumed else "w")
+        if not resumed:
+            (out / "events.jsonl").unlink(missing_ok=True)
+        self.events = EventLog(out / "events.jsonl")
         if cfg.dvclive:
             from dvclive import Live
 
@@ -239,10 +246,11 @@ class _Logger:
             self.bar.refresh()
 
     def event(self, rec: dict[str, Any]) -> None:
-        """Guard events (skips, rollbacks): JSONL only, they are not metrics."""
+        """Guard events (skips, rollbacks): JSONL only (the log and events.jsonl), they are not metrics."""
         if self.fh:
             self.fh.write(json.dumps(rec) + "\n")
             self.fh.flush()
+        self.events.write(rec)
 
     def close(self) -> None:
         if self.fh:
@@ -278,9 +286,11 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
     model.to_empty(device=device)
     model.init_weights(cfg.seed)
     optimizer = make_optimizer(model, cfg)
-    # single process bf16: autocast (FSDP runs cast the parameters through its policy instead)
+    # single process bf16: autocast, for training AND evaluation (FSDP runs cast the parameters
+    # through its policy instead)
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if dtype == "bf16" and not is_distributed()
                 else contextlib.nullcontext())
+    monitor = LayerMonitor(model, cfg.monitor_every)
     guard = SpikeGuard(cfg)
     out = Path(cfg.out_dir)
     ckpt_dir = out / "checkpoints"
@@ -308,10 +318,14 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
     tokens_per_step = cfg.micro_batch_size * cfg.seq_len * cfg.grad_accum * world
     val_batches = _val_batches(cfg, val_source)
     logger = _Logger(cfg, out, step, rank, resumed)
+    attn = resolve_backend(cfg.attn_backend, device)
+    attn_why = auto_reason(device) if cfg.attn_backend == "auto" else "attn_backend set explicitly"
     if rank == 0:
         log.info("start", extra={"data": {"params_non_embedding": n_params, "world": world, "device": str(device),
-                                          "dtype": dtype, "tokens_per_step": tokens_per_step,
-                                          "config": asdict(cfg)}})
+                                          "dtype": dtype, "attention": attn, "attention_reason": attn_why,
+                                          "tokens_per_step": tokens_per_step, "config": asdict(cfg)}})
+        if device.type == "cuda" and attn != "flash":
+            log.warning(f"FlashAttention is off: attention backend {attn} ({attn_why})")
     fixed = [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)] \
         if cfg.overfit_one_batch else None
     history: list[dict[str, Any]] = []
@@ -335,6 +349,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
 
             # ---- forward / backward over the micro-batches
             sums = torch.zeros(2, len(domains), dtype=torch.float64, device=device)
+            monitor.begin(step)
             for i, b in enumerate(micro):
                 if is_distributed():
                     model.set_requires_gradient_sync(i == len(micro) - 1)
@@ -345,6 +360,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
                 sums += domain_sums(loss_tok, mask, b["domain_id"], len(domains))
             all_reduce_sum(sums)
             loss = float(sums[0].sum() / sums[1].sum().clamp_min(1.0))
+            layer_stats = monitor.end(step)  # before clipping: the raw per-layer gradient norms
             grad_norm = _grad_norm_clip(model, cfg.grad_clip)
 
             # ---- spike guard, then the update
@@ -368,13 +384,15 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             dt = time.perf_counter() - t0
             tps = tokens_per_step / dt
             rec = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm, "param_norm": _param_norm(model),
-                   "tokens_per_s": tps, "mfu": mfu(tps, flops_tok, peak, world), "step_s": dt}
+                   "tokens_per_s": tps, "mfu": mfu(tps, flops_tok, peak, world), "step_s": dt,
+                   "peak_mem_gb": peak_memory_gb(device), **layer_stats}
             for d, name in enumerate(domains):
                 if sums[1, d] > 0:
                     rec[f"loss/{name}"] = float(sums[0, d] / sums[1, d])
             step += 1
             if val_batches and cfg.eval_every > 0 and (step % cfg.eval_every == 0 or step == cfg.steps):
-                val = evaluate(model, val_batches, domains, reduce=all_reduce_sum)
+                with autocast:  # evaluate in the precision the model trains in
+                    val = evaluate(model, val_batches, domains, reduce=all_reduce_sum)
                 reshard_all(model)
                 rec.update({f"val_loss/{k}": v for k, v in val.items()})
             logger.record(rec)

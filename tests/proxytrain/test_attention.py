@@ -9,6 +9,7 @@ import torch
 
 from proxytrain.attention import (
     attend,
+    auto_reason,
     cu_seqlens_from_segments,
     flash_available,
     prepare_attention,
@@ -75,3 +76,39 @@ def test_flash_matches_sdpa_on_cuda():
     sdpa = attend(q, k, v, prepare_attention(seg, "sdpa"))
     keep = (seg >= 0)[:, None, :, None].expand_as(flash)  # padding outputs are unused
     torch.testing.assert_close(flash[keep].float(), sdpa[keep].float(), atol=2e-2, rtol=2e-2)
+
+
+def test_gqa_with_document_mask_repeats_kv_instead_of_enable_gqa(monkeypatch):
+    """Fused CUDA SDPA kernels refuse enable_gqa with an explicit mask (silent math fallback): the
+    masked GQA path must hand SDPA full-head k/v and no enable_gqa; the causal path keeps enable_gqa."""
+    import torch.nn.functional as F
+
+    calls = []
+    real = F.scaled_dot_product_attention
+
+    def spy(q, k, v, **kw):
+        calls.append((q.shape[1], k.shape[1], kw.get("enable_gqa", False), kw.get("attn_mask") is not None))
+        return real(q, k, v, **kw)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(3, 4, 16, 8, generator=g)
+    k, v = torch.randn(3, 2, 16, 8, generator=g), torch.randn(3, 2, 16, 8, generator=g)
+    seg = _segments()
+    out = attend(q, k, v, prepare_attention(seg, "sdpa", torch.float32))
+    torch.testing.assert_close(out, _reference(q, k, v, seg), atol=1e-5, rtol=1e-5)
+    assert calls[-1] == (4, 4, False, True)
+    attend(q, k, v, prepare_attention(torch.zeros(3, 16, dtype=torch.int32), "sdpa"))
+    assert calls[-1] == (4, 2, True, False)
+
+
+def test_additive_mask_in_the_compute_dtype():
+    seg = _segments()
+    ctx = prepare_attention(seg, "sdpa", torch.bfloat16)
+    assert ctx.mask.dtype == torch.bfloat16
+    allowed = prepare_attention(seg, "sdpa").mask
+    assert torch.equal(ctx.mask == 0, allowed) and bool(torch.isinf(ctx.mask[~allowed]).all())
+
+
+def test_auto_reason_says_why():
+    assert auto_reason("cpu").startswith("sdpa: FlashAttention needs CUDA")

@@ -1,0 +1,88 @@
+"""Hand-written RMSNorm / RoPE / cross-entropy: values and gradients equal the composite versions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from proxytrain.model import apply_rope
+from proxytrain.ops import cross_entropy, rms_norm, rope_heads
+
+
+def _grads(fn, *inputs):
+    inputs = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    out = fn(*inputs)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float32).to(out.dtype)
+    out.backward(g)
+    return out.detach(), [t.grad for t in inputs if t.requires_grad]
+
+
+def test_gradcheck_float64():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, 16, dtype=torch.float64, generator=g, requires_grad=True)
+    w = torch.randn(16, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: rms_norm(a, b, 1e-5), (x, w))
+    qkv = torch.randn(2, 5, 6, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    cos, sin = torch.randn(5, 4, dtype=torch.float64, generator=g), torch.randn(5, 4, dtype=torch.float64, generator=g)
+    assert torch.autograd.gradcheck(lambda a: rope_heads(a, cos, sin, 4), (qkv,))
+    logits = torch.randn(7, 11, dtype=torch.float64, generator=g, requires_grad=True)
+    targets = torch.tensor([1, -1, 3, 4, 0, -1, 10])
+    assert torch.autograd.gradcheck(lambda a: cross_entropy(a, targets), (logits,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rms_norm_matches_composite(dtype):
+    g = torch.Generator().manual_seed(1)
+    x = (3 * torch.randn(4, 9, 48, generator=g)).to(dtype)
+    w = torch.rand(48, generator=g) + 0.5
+
+    def ref(a, b):
+        return F.rms_norm(a.float(), (48,), b.float(), 1e-5).type_as(a)
+
+    out, grads = _grads(lambda a, b: rms_norm(a, b, 1e-5), x, w)
+    out_ref, grads_ref = _grads(ref, x, w)
+    assert out.dtype == dtype and grads[0].dtype == dtype and grads[1].dtype == torch.float32
+    tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 2e-2, "rtol": 2e-2}
+    torch.testing.assert_close(out, out_ref, **tol)
+    for a, b in zip(grads, grads_ref, strict=True):
+        torch.testing.assert_close(a, b, **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_heads_matches_composite(dtype):
+    """q/k heads rotated as ``apply_rope`` does on [B, H, S, D]; the v heads pass through untouched."""
+    g = torch.Generator().manual_seed(2)
+    b, s, hq, hk, d = 2, 12, 4, 2, 16
+    qkv = torch.randn(b, s, hq + 2 * hk, d, generator=g).to(dtype)
+    ang = torch.outer(torch.arange(s, dtype=torch.float64), 1.0 / 10000 ** (torch.arange(0, d, 2) / d))
+    cos, sin = ang.cos().float(), ang.sin().float()
+
+    def ref(t):
+        x = t.transpose(1, 2)
+        rot = apply_rope(x[:, : hq + hk], cos, sin)
+        return torch.cat([rot, x[:, hq + hk:]], dim=1).transpose(1, 2)
+
+    out, (grad,) = _grads(lambda t: rope_heads(t, cos, sin, hq + hk), qkv)
+    out_ref, (grad_ref,) = _grads(ref, qkv)
+    assert out.dtype == dtype and grad.dtype == dtype
+    tol = {"atol": 1e-6, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 1e-2}
+    torch.testing.assert_close(out, out_ref, **tol)
+    torch.testing.assert_close(grad, grad_ref, **tol)
+    assert torch.equal(out[:, :, hq + hk:], qkv[:, :, hq + hk:])
+
+
+def test_cross_entropy_matches_torch_and_ignores_negative_targets():
+    g = torch.Generator().manual_seed(3)
+    logits = 4 * torch.randn(10, 37, generator=g)
+    targets = torch.randint(0, 37, (10,), generator=g)
+    targets[[2, 7]] = -1
+    out, (grad,) = _grads(lambda t: cross_entropy(t, targets), logits)
+    out_ref, (grad_ref,) = _grads(lambda t: F.cross_entropy(t, targets, reduction="none", ignore_index=-1), logits)
+    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(grad, grad_ref, atol=1e-6, rtol=1e-5)
+    assert out[2] == 0 and out[7] == 0 and torch.count_nonzero(grad[[2, 7]]) == 0
+    bf = logits.to(torch.bfloat16).requires_grad_()
+    loss = cross_entropy(bf, targets)
+    loss.sum().backward()
+    assert loss.dtype == torch.float32 and bf.grad.dtype == torch.bfloat16  # fp32 loss, grads in the input dtype
