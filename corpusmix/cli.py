@@ -22,6 +22,7 @@ COMMAND_MODULES: list[str] = [
     "proxytrain.train_cli",
     "mix.report_cli",
     "mix.cli",
+    "proxytrain.scale_cli",
 ]
 
 

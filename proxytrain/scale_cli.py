@@ -1,0 +1,131 @@
+"""``corpusmix scale sweep|fit|predict``: plan the big run from small ones.
+
+    corpusmix scale sweep   --data out/pools --mixture out/mix/mixture.json --tokenizer out/tokenizer/tokenizer.json \\
+                            --out out/scale                      # the grid of small `corpusmix train` runs
+    corpusmix scale fit     --sweep out/scale/sweep.json --output out/scale/fit.json
+    corpusmix scale predict --fit out/scale/fit.json --flops 1e15 --output out/scale/prediction.json
+    corpusmix scale predict --fit out/scale/fit.json --params 2e6 --tokens 4e7
+
+Parameters come from ``params.yaml`` (``scale.sweep``, ``scale.fit``, ``scale.predict``); flags override
+them. The law, the frontier and the intervals are described in :mod:`proxytrain.scaling_fit`, the runs in
+:mod:`proxytrain.scaling_sweep`, the method and measured accuracy in docs/scaling.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.logging import get_logger
+
+log = get_logger("proxytrain.scale_cli")
+
+
+@dataclass
+class PredictConfig:
+    """``corpusmix scale predict`` (``params.yaml``: ``scale.predict``)."""
+
+    fit: str = field(default="out/scale/fit.json", metadata={"help": "fit.json written by `scale fit`"})
+    flops: float = field(default=0.0, metadata={"help": "compute budget C = 6ND: predict at the optimal N, D"})
+    params: float = field(default=0.0, metadata={"help": "or: non-embedding parameters N (with --tokens)"})
+    tokens: float = field(default=0.0, metadata={"help": "training tokens D (with --params)"})
+    output: str = field(default="", metadata={"help": "prediction JSON to write (empty = stdout only)"})
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from proxytrain.scaling_fit import FitConfig
+    from proxytrain.scaling_sweep import SweepConfig
+
+    p = sub.add_parser("scale", help="scaling laws from small runs: sweep, fit, predict the big run",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ss = p.add_subparsers(dest="scale_command", metavar="SCALE_COMMAND")
+    sw = ss.add_parser("sweep", help="train the grid of small runs (cached, resumable, parallel)")
+    sw.add_argument("--params", default="params.yaml", help="params file; its scale.sweep section is read")
+    add_config_args(sw, SweepConfig)
+    sw.set_defaults(func=run_sweep_cmd)
+    ft = ss.add_parser("fit", help="fit L(N, D), the compute-optimal frontier and the lr law")
+    ft.add_argument("--params", default="params.yaml", help="params file; its scale.fit section is read")
+    ft.add_argument("--sweep", action="append", required=True, help="sweep.json (repeatable)")
+    ft.add_argument("--output", required=True, help="fit.json to write")
+    add_config_args(ft, FitConfig)
+    ft.set_defaults(func=run_fit_cmd)
+    pr = ss.add_parser("predict", help="loss with an interval and the recommended N, D, lr, batch")
+    pr.add_argument("--params-file", dest="params_file", default="params.yaml",
+                    help="params file; its scale.predict section is read")
+    add_config_args(pr, PredictConfig)
+    pr.set_defaults(func=run_predict_cmd)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def run_sweep_cmd(args: argparse.Namespace) -> int:
+    from proxytrain.scaling_sweep import SweepConfig, run_sweep
+
+    cfg = config_from(SweepConfig, params=load_params(args.params, "scale.sweep"), args=args, where="scale.sweep")
+    result = run_sweep(cfg)
+    print(json.dumps({"sweep": str(Path(cfg.out) / "sweep.json"), **result["cost"]}))
+    return 0
+
+
+def read_runs(paths: list[str]) -> list[dict[str, Any]]:
+    """Every run of the given sweep.json files (a clear error for a missing or foreign file)."""
+    runs: list[dict[str, Any]] = []
+    for p in paths:
+        if not Path(p).is_file():
+            raise ConfigError(f"--sweep {p} does not exist: run `corpusmix scale sweep` first")
+        data = json.loads(Path(p).read_text())
+        if not isinstance(data, dict) or "runs" not in data:
+            raise ConfigError(f"--sweep {p} is not a sweep.json (no 'runs' list)")
+        runs += data["runs"]
+    return runs
+
+
+def run_fit_cmd(args: argparse.Namespace) -> int:
+    from proxytrain.scaling_fit import FitConfig, FitError, fit_scaling
+
+    cfg = config_from(FitConfig, params=load_params(args.params, "scale.fit"), args=args, where="scale.fit")
+    runs = read_runs(args.sweep)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fit = fit_scaling(runs, cfg)
+        except FitError as exc:
+            print(f"corpusmix scale fit: error: {exc}", file=sys.stderr)
+            return 2
+    for w in caught:
+        log.warning(str(w.message))
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(fit, indent=1, sort_keys=True))
+    summary = {"constants": fit["constants"], "intervals": fit["intervals"], "rmse_log": fit["rmse_log"],
+               "lr_law": fit["lr_law"], "drops": fit["drops"], "output": str(out)}
+    print(json.dumps(summary))
+    return 0
+
+
+def run_predict_cmd(args: argparse.Namespace) -> int:
+    from proxytrain.scaling_fit import FitError, predict
+
+    cfg = config_from(PredictConfig, params=load_params(args.params_file, "scale.predict"), args=args,
+                      where="scale.predict")
+    if not Path(cfg.fit).is_file():
+        raise ConfigError(f"--fit {cfg.fit} does not exist: run `corpusmix scale fit` first")
+    fit = json.loads(Path(cfg.fit).read_text())
+    try:
+        if cfg.flops > 0:
+            pred = predict(fit, flops=cfg.flops)
+        else:
+            pred = predict(fit, n=cfg.params or None, d=cfg.tokens or None)
+    except FitError as exc:
+        print(f"corpusmix scale predict: error: {exc}", file=sys.stderr)
+        return 2
+    if cfg.output:
+        Path(cfg.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.output).write_text(json.dumps(pred, indent=1, sort_keys=True))
+    print(json.dumps(pred))
+    return 0

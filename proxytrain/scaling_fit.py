@@ -1,0 +1,347 @@
+"""Scaling-law fits on small training runs: L(N, D), the compute-optimal frontier and the lr law.
+
+Library module behind ``corpusmix scale fit|predict`` (:mod:`proxytrain.scale_cli`)::
+
+    from proxytrain.scaling_fit import FitConfig, fit_scaling, predict
+    fit = fit_scaling(runs, FitConfig())     # runs: dicts with N, D, lr, loss, status
+    predict(fit, flops=1e15)                 # recommended N, D, lr and the loss with an interval
+
+The loss law is the parametric form of Hoffmann et al. 2022 ("Training Compute-Optimal Large
+Language Models", approach 3)::
+
+    L(N, D) = E + A / N**alpha + B / D**beta
+
+fitted as they did: Huber loss (delta 1e-3) between the log of the predicted and observed loss,
+with the prediction written as a log-sum-exp, log L = LSE(a - alpha log N, b - beta log D, e)
+(A = exp a, B = exp b, E = exp e), minimised with L-BFGS from a grid of starts. The grid is their
+grid (alpha, beta in 0..2, e in -1..1, a, b in 0..25); every grid point is scored and L-BFGS starts
+from the ``starts`` best ones (through Huber deltas 1e-1, 1e-2, then 1e-3: see ``_fit_theta``). Tolerances are tight because an early stop of the optimiser is what
+made the published fit hard to reproduce (Besiroglu et al. 2024, "Chinchilla Scaling: A replication
+attempt"). N is the non-embedding parameter count, D the training tokens, compute C = 6 N D.
+
+Minimising L(N, C / 6N) over N gives the frontier in closed form:
+N* = G (C/6)^(beta/(alpha+beta)), D* = (C/6)^(alpha/(alpha+beta)) / G, G = (alpha A / (beta B))^(1/(alpha+beta)).
+
+Uncertainty: ``bootstrap`` refits on runs resampled with replacement; constants get percentile
+intervals, and a predicted loss gets a prediction interval from the bootstrap fits times a resampled
+log-residual of the full fit (parameter uncertainty plus the run-to-run scatter the law cannot explain).
+
+The best learning rate is a power law lr* = c N^k fitted (least squares in log-log) to the optimum of
+each model size's lr sweep (the vertex of a parabola in log lr through the swept points when it is
+convex and inside the swept range, else the best swept lr).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+N_FREE = 5  # E, A, B, alpha, beta
+
+
+class FitError(ValueError):
+    """The runs cannot support a fit (too few, one size, an absurd result); the message says why."""
+
+
+class FitWarning(UserWarning):
+    """The fit ran but is weakly supported (few sizes, dropped runs, optimum at a sweep's edge)."""
+
+
+@dataclass
+class FitConfig:
+    """``corpusmix scale fit`` (``params.yaml``: ``scale.fit``)."""
+
+    huber_delta: float = field(default=1e-3, metadata={"help": "Huber delta on log-loss residuals (paper: 1e-3)"})
+    starts: int = field(default=16, metadata={"help": "L-BFGS runs from the best-scoring grid points"})
+    bootstrap: int = field(default=100, metadata={"help": "bootstrap refits for the intervals (0 = off)"})
+    boot_starts: int = field(default=0, metadata={"help": "grid starts per bootstrap refit besides the "
+                                                                 "full fit's solution"})
+    confidence: float = field(default=0.9, metadata={"help": "two-sided interval level"})
+    min_runs: int = field(default=8, metadata={"help": "fewest usable (N, D) points accepted for 5 free parameters"})
+    seed: int = field(default=0, metadata={"help": "bootstrap seed"})
+    target: str = field(default="all", metadata={"help": "validation loss fitted: all (every domain's tokens) "
+                                                          "or a domain name"})
+
+    def validate(self) -> None:
+        if not 0 < self.confidence < 1:
+            raise FitError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.min_runs < N_FREE + 1:
+            raise FitError(f"min_runs must be >= {N_FREE + 1} (the law has {N_FREE} free parameters)")
+        if self.huber_delta <= 0 or self.starts < 1:
+            raise FitError("huber_delta must be > 0 and starts >= 1")
+
+
+# ----------------------------------------------------------------------------- input checks
+
+def usable_points(runs: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, int]]:
+    """``[[N, D, loss], ...]`` (the best lr per (N, D)) and the count of dropped runs by reason."""
+    drops: Counter[str] = Counter()
+    best: dict[tuple[int, int], float] = {}
+    for r in runs:
+        loss = r.get("loss")
+        if r.get("status", "ok") != "ok":
+            drops[str(r.get("status"))] += 1
+        elif loss is None or not math.isfinite(float(loss)):
+            drops["non_finite_loss"] += 1
+        elif float(loss) <= 0 or int(r["N"]) <= 0 or int(r["D"]) <= 0:
+            drops["non_positive_value"] += 1
+        else:
+            key = (int(r["N"]), int(r["D"]))
+            if key in best:
+                drops["worse_lr_same_point"] += 1  # not lost: the best lr of each (N, D) is the point
+            best[key] = min(best.get(key, math.inf), float(loss))
+    pts = np.array([[n, d, loss] for (n, d), loss in sorted(best.items())], dtype=np.float64).reshape(-1, 3)
+    return pts, dict(drops)
+
+
+def check_points(pts: np.ndarray, drops: dict[str, int], cfg: FitConfig) -> list[str]:
+    """Raise FitError when the law is not identifiable; return warnings for weak support."""
+    notes = []
+    bad = {k: v for k, v in drops.items() if k != "worse_lr_same_point"}
+    if bad:
+        notes.append(f"dropped runs: {bad} (diverged or failed runs are not fitted; see their logs)")
+    n_sizes, n_tokens = len(set(pts[:, 0])), len(set(pts[:, 1]))
+    if len(pts) < cfg.min_runs:
+        raise FitError(f"{len(pts)} usable (N, D) points for a law with {N_FREE} free parameters; need at least "
+                       f"{cfg.min_runs}: add model sizes or token counts to scale.sweep (dropped: {bad or 'none'})")
+    if n_sizes < 2:
+        raise FitError("all runs have one model size: A and alpha are not identifiable; sweep at least 2 sizes "
+                       "(3+ recommended) in scale.sweep.sizes")
+    if n_tokens < 2:
+        raise FitError("all runs have one token count: B and beta are not identifiable; sweep at least 2 token "
+                       "counts in scale.sweep.tokens")
+    if n_sizes < 3 or n_tokens < 3:
+        notes.append(f"only {n_sizes} model sizes and {n_tokens} token counts: exponents are weakly constrained")
+    return notes
+
+
+# ----------------------------------------------------------------------------- the Huber / LSE objective
+
+def _objective(theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray,
+               delta: float) -> tuple[float, np.ndarray]:
+    a, b, e, alpha, beta = theta
+    terms = np.stack([a - alpha * logn, b - beta * logd, np.full_like(logn, e)])
+    m = terms.max(axis=0)
+    ex = np.exp(terms - m)
+    s = ex.sum(axis=0)
+    r = m + np.log(s) - logl
+    w = ex / s  # d LSE / d term
+    small = np.abs(r) <= delta
+    # scaled by 1/delta^2 so the objective is O(1) and L-BFGS's tolerances mean something
+    f = np.where(small, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta)).sum() / delta ** 2
+    g_r = np.where(small, r, delta * np.sign(r)) / delta ** 2
+    grad = np.array([(g_r * w[0]).sum(), (g_r * w[1]).sum(), (g_r * w[2]).sum(),
+                     -(g_r * w[0] * logn).sum(), -(g_r * w[1] * logd).sum()])
+    return float(f), grad
+
+
+def _grid() -> np.ndarray:
+    """Hoffmann et al.'s initialisation grid: a, b in 0..25, e in -1..1, alpha, beta in 0..2."""
+    ab = np.arange(0.0, 26.0, 5.0)
+    return np.array(list(itertools.product(ab, ab, np.arange(-1.0, 1.01, 0.5), np.arange(0.0, 2.01, 0.5),
+                                           np.arange(0.0, 2.01, 0.5))))
+
+
+_GRID = _grid()
+
+
+def _grid_scores(logn: np.ndarray, logd: np.ndarray, logl: np.ndarray, delta: float) -> np.ndarray:
+    a, b, e, al, be = (_GRID[:, i:i + 1] for i in range(5))
+    pred = np.logaddexp(np.logaddexp(a - al * logn, b - be * logd), e)
+    r = np.abs(pred - logl)
+    return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta)).sum(axis=1)
+
+
+def _fit_theta(pts: np.ndarray, delta: float, starts: int, extra: np.ndarray | None = None
+               ) -> tuple[np.ndarray, float]:
+    from scipy.optimize import minimize
+
+    logn, logd, logl = np.log(pts[:, 0]), np.log(pts[:, 1]), np.log(pts[:, 2])
+    order = np.argsort(_grid_scores(logn, logd, logl, delta), kind="stable")[:starts]
+    # continuation: with delta 1e-3 almost every residual of a far start sits in Huber's linear (L1) part,
+    # where L-BFGS stalls on the kinks; the smoother deltas bring it near the basin first. A warm start
+    # (``extra``: the full fit's solution, for a bootstrap refit) is already there.
+    schedule = [x for x in (1e-1, 1e-2) if x > delta] + [delta]
+    runs = [(x0, schedule) for x0 in _GRID[order]] + ([] if extra is None else [(extra, [delta])])
+    best, best_f = None, math.inf
+    for x0, deltas in runs:
+        x = x0
+        for dl in deltas:
+            res = minimize(_objective, x, args=(logn, logd, logl, dl), jac=True, method="L-BFGS-B",
+                           options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-10})
+            x = res.x
+        if np.all(np.isfinite(res.x)) and res.fun < best_f:
+            best, best_f = res.x, float(res.fun)
+    if best is None:
+        raise FitError("L-BFGS found no finite fit from any start: check that the losses are positive and finite")
+    return best, best_f
+
+
+def _constants(theta: np.ndarray) -> dict[str, float]:
+    a, b, e, alpha, beta = (float(x) for x in theta)
+    return {"E": math.exp(e), "A": math.exp(a), "B": math.exp(b), "alpha": alpha, "beta": beta}
+
+
+def law(c: dict[str, float], n: Any, d: Any) -> Any:
+    """L(N, D) for constants ``c``."""
+    return c["E"] + c["A"] / np.power(n, c["alpha"]) + c["B"] / np.power(d, c["beta"])
+
+
+def frontier(c: dict[str, float], flops: Any) -> tuple[Any, Any]:
+    """Compute-optimal (N*, D*) for a budget C = 6 N D."""
+    al, be = c["alpha"], c["beta"]
+    g = (al * c["A"] / (be * c["B"])) ** (1.0 / (al + be))
+    x = np.asarray(flops, dtype=np.float64) / 6.0
+    return g * x ** (be / (al + be)), x ** (al / (al + be)) / g
+
+
+# ----------------------------------------------------------------------------- the lr law
+
+def lr_optima(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Best lr of every (N, D) that was swept over >= 3 learning rates (finite, ok runs only)."""
+    groups: dict[tuple[int, int], dict[float, float]] = {}
+    for r in runs:
+        if r.get("status", "ok") == "ok" and r.get("loss") is not None and math.isfinite(float(r["loss"])):
+            groups.setdefault((int(r["N"]), int(r["D"])), {})[float(r["lr"])] = float(r["loss"])
+    out = []
+    for (n, d), by_lr in sorted(groups.items()):
+        if len(by_lr) < 3:
+            continue
+        lrs = np.array(sorted(by_lr))
+        losses = np.array([by_lr[x] for x in lrs])
+        x = np.log(lrs)
+        i = int(np.argmin(losses))
+        opt, how = float(lrs[i]), "best swept"
+        c2, c1, _ = np.polyfit(x, losses, 2)
+        if c2 > 0 and x[0] <= -c1 / (2 * c2) <= x[-1]:
+            opt, how = float(math.exp(-c1 / (2 * c2))), "parabola vertex"
+        out.append({"N": n, "D": d, "lr": opt, "how": how, "edge": i in (0, len(lrs) - 1),
+                    "swept": [float(v) for v in lrs], "losses": [float(v) for v in losses]})
+    return out
+
+
+def fit_lr_law(optima: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """lr* = c N^k by least squares in log-log over the per-size optima (None below 2 sizes)."""
+    per_n: dict[int, list[float]] = {}
+    for o in optima:
+        per_n.setdefault(o["N"], []).append(math.log(o["lr"]))
+    if len(per_n) < 2:
+        return None
+    ns = np.array(sorted(per_n), dtype=np.float64)
+    y = np.array([np.mean(per_n[int(n)]) for n in ns])
+    k, logc = np.polyfit(np.log(ns), y, 1)
+    resid = y - (logc + k * np.log(ns))
+    return {"c": float(math.exp(logc)), "k": float(k), "sizes": len(ns),
+            "log_resid_std": float(resid.std(ddof=0)), "at_sweep_edge": sum(o["edge"] for o in optima)}
+
+
+def lr_for(lr_law: dict[str, Any] | None, n: float) -> float | None:
+    return None if lr_law is None else float(lr_law["c"] * n ** lr_law["k"])
+
+
+# ----------------------------------------------------------------------------- fit + bootstrap + predict
+
+def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dict[str, Any]:
+    """Fit L(N, D), bootstrap it, and fit the lr law; the JSON-able result ``predict`` reads."""
+    cfg = cfg or FitConfig()
+    cfg.validate()
+    pts, drops = usable_points(runs)
+    notes = check_points(pts, drops, cfg)
+    theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts)
+    const = _constants(theta)
+    if const["alpha"] <= 0 or const["beta"] <= 0:
+        raise FitError(f"the fitted exponents are not positive (alpha={const['alpha']:.3g}, beta="
+                       f"{const['beta']:.3g}): loss does not fall with model size or tokens in these runs; "
+                       "check for undertrained or diverged runs and widen the size/token range")
+    if const["alpha"] > 3 or const["beta"] > 3:
+        notes.append(f"steep exponents (alpha={const['alpha']:.2f}, beta={const['beta']:.2f}): the law may not "
+                     "extrapolate; add sizes/token counts")
+    pred = law(const, pts[:, 0], pts[:, 1])
+    resid = np.log(pts[:, 2]) - np.log(pred)
+    if const["E"] > pts[:, 2].min():
+        notes.append(f"fitted E={const['E']:.3f} is above the lowest observed loss {pts[:, 2].min():.3f}")
+    boot, skipped = _bootstrap(pts, cfg, theta)
+    if skipped:
+        notes.append(f"{skipped} bootstrap resamples skipped (one size/token count, or a non-positive exponent)")
+    optima = lr_optima(runs)
+    lr_law = fit_lr_law(optima)
+    if lr_law is None:
+        notes.append("no lr law: fewer than 2 model sizes have an lr sweep of >= 3 learning rates")
+    elif lr_law["at_sweep_edge"]:
+        notes.append(f"{lr_law['at_sweep_edge']} size(s) had their best lr at the edge of the sweep: widen it")
+    for n in notes:
+        warnings.warn(n, FitWarning, stacklevel=2)
+    q = (1 - cfg.confidence) / 2
+    intervals = {}
+    if len(boot):
+        for k in const:
+            vals = np.array([b[k] for b in boot])
+            intervals[k] = [float(np.quantile(vals, q)), float(np.quantile(vals, 1 - q))]
+    return {
+        "law": "L(N,D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, approach 3)",
+        "constants": const, "intervals": intervals, "config": asdict(cfg),
+        "objective": obj, "points": [[int(n), int(d), float(loss)] for n, d, loss in pts],
+        "log_residuals": [float(r) for r in resid], "rmse_log": float(np.sqrt(np.mean(resid ** 2))),
+        "bootstrap": boot, "drops": drops, "lr_optima": optima, "lr_law": lr_law, "notes": notes,
+        "N_range": [int(pts[:, 0].min()), int(pts[:, 0].max())],
+        "D_range": [int(pts[:, 1].min()), int(pts[:, 1].max())],
+        "C_max": float((6 * pts[:, 0] * pts[:, 1]).max()),
+        "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
+        "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")}),
+    }
+
+
+def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray) -> tuple[list[dict[str, float]], int]:
+    """Refits on resampled points, each from the full fit's solution plus the best grid starts."""
+    rng = np.random.default_rng(cfg.seed)
+    out, skipped = [], 0
+    for _ in range(cfg.bootstrap):
+        sample = pts[rng.integers(0, len(pts), len(pts))]
+        if len(set(sample[:, 0])) < 2 or len(set(sample[:, 1])) < 2:
+            skipped += 1
+            continue
+        c = _constants(_fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta)[0])
+        if c["alpha"] <= 0 or c["beta"] <= 0:
+            skipped += 1
+            continue
+        out.append(c)
+    return out, skipped
+
+
+def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None = None,
+            d: float | None = None, seed: int = 0) -> dict[str, Any]:
+    """Loss with a prediction interval at (N, D), or at the compute-optimal (N*, D*) for ``flops``."""
+    c = fit["constants"]
+    if flops is not None:
+        if flops <= 0:
+            raise FitError(f"--flops must be > 0, got {flops}")
+        n_opt, d_opt = frontier(c, flops)
+        n, d = float(n_opt), float(d_opt)
+    elif n is None or d is None or n <= 0 or d <= 0:
+        raise FitError("give --flops C, or both --params N and --tokens D (positive)")
+    point = float(law(c, n, d))
+    q = (1 - fit["config"]["confidence"]) / 2
+    out: dict[str, Any] = {"N": n, "D": d, "flops": 6.0 * n * d, "loss": point, "lr": lr_for(fit.get("lr_law"), n)}
+    batches = fit.get("batch_sizes") or []
+    if len(batches) == 1:  # batch size is not swept: recommend the one the law was measured at
+        out["batch_size"], out["seq_len"] = batches[0], (fit.get("seq_len") or [None])[0]
+    boot = fit.get("bootstrap") or []
+    if boot:
+        rng = np.random.default_rng(seed)
+        resid = np.asarray(fit["log_residuals"])
+        preds = np.array([law(b, n, d) for b in boot])
+        draws = preds[rng.integers(0, len(preds), 4000)] * np.exp(resid[rng.integers(0, len(resid), 4000)])
+        out["interval"] = [float(np.quantile(draws, q)), float(np.quantile(draws, 1 - q))]
+        out["interval_params_only"] = [float(np.quantile(preds, q)), float(np.quantile(preds, 1 - q))]
+        out["confidence"] = fit["config"]["confidence"]
+    extrap = out["flops"] / fit["C_max"]
+    out["extrapolation_x"] = extrap  # how far past the largest fitted run's compute
+    if extrap > 100:
+        out["warning"] = f"{extrap:.0f}x the largest fitted run's compute: treat the interval as optimistic"
+    return out

@@ -1,0 +1,252 @@
+"""The scaling sweep: a grid of small training runs (model sizes x token counts, an lr sweep per size),
+each one a real ``corpusmix train`` run, cached by config hash, resumable, run in parallel processes.
+
+Library module behind ``corpusmix scale sweep`` (:mod:`proxytrain.scale_cli`)::
+
+    from proxytrain.scaling_sweep import SweepConfig, run_sweep
+    result = run_sweep(SweepConfig(data="out/pools", tokenizer="out/tokenizer/tokenizer.json",
+                                   mixture="out/mix/mixture.json", out="out/scale"))
+
+Two phases. 1: every size trains at ``lr_tokens`` tokens with lr = ``lr`` x each of ``lr_factors``;
+while a size's best lr is at the edge of what was tried, one more point beyond it is added (at most
+``lr_extend`` times), so the optimum is bracketed. 2: every size trains at each remaining token count
+with its best lr (see :func:`proxytrain.scaling_fit.lr_optima`).
+
+A run is ``python -m corpusmix.cli train --params <run>/params.yaml``: the trainer of
+:mod:`proxytrain.train` with the pools + mixture data source, so the laws are fitted on exactly what
+the full run trains on. Its folder is ``out/runs/<key>`` where the key hashes the train config and the
+data's fingerprint; ``result.json`` marks it finished (a re-run reads it back), an unfinished run resumes
+from its checkpoint. A run's D (tokens) is steps x batch x seq_len; its N is the non-embedding
+parameter count. Runs with N >= ``torchrun_above`` train under torchrun with ``nproc`` ranks (FSDP2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from corpusmix.config import ConfigError
+from corpusmix.logging import get_logger
+
+log = get_logger("proxytrain.scaling_sweep")
+
+
+@dataclass
+class SweepConfig:
+    """``corpusmix scale sweep`` (``params.yaml``: ``scale.sweep``)."""
+
+    data: str = field(default="", metadata={"help": "token pools folder (pools.json) the runs sample from"})
+    mixture: str = field(default="", metadata={"help": "mixture.json the runs train on (empty = token shares)"})
+    tokenizer: str = field(default="", metadata={"help": "tokenizer.json the pools were made with"})
+    out: str = field(default="out/scale", metadata={"help": "sweep folder: runs/<key>/ and sweep.json"})
+    sizes: list[str] = field(default_factory=lambda: ["32x2", "48x2", "64x2", "96x2"],
+                             metadata={"help": "model sizes as d_model x n_layers"})
+    head_dim: int = field(default=16, metadata={"help": "attention head width (n_heads = d_model / head_dim)"})
+    tokens: list[int] = field(default_factory=lambda: [65536, 131072, 262144],
+                              metadata={"help": "training tokens D of each size's runs"})
+    lr: float = field(default=3e-3, metadata={"help": "centre of every size's lr sweep"})
+    lr_factors: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0],
+                                    metadata={"help": "lr sweep points as multiples of lr"})
+    lr_extend: int = field(default=2, metadata={"help": "points added past an edge optimum (x2 or /2 steps)"})
+    lr_tokens: int = field(default=0, metadata={"help": "D of the lr sweep (0 = the middle of tokens)"})
+    batch_size: int = field(default=8, metadata={"help": "rows per optimizer step"})
+    seq_len: int = field(default=128, metadata={"help": "tokens per row"})
+    warmup_frac: float = field(default=0.1, metadata={"help": "warmup steps as a fraction of the run"})
+    min_lr_frac: float = field(default=0.1, metadata={"help": "cosine floor as a fraction of the peak lr"})
+    eval_batches: int = field(default=8, metadata={"help": "validation batches per domain (final eval only)"})
+    eval_batch_size: int = field(default=8, metadata={"help": "rows per validation batch"})
+    target: str = field(default="all", metadata={"help": "validation loss a run is scored by: all or a domain"})
+    seed: int = field(default=0, metadata={"help": "init and data seed of every run"})
+    workers: int = field(default=2, metadata={"help": "runs in parallel (one CPU thread each)"})
+    torchrun_above: int = field(default=0, metadata={"help": "N from which a run uses torchrun (0 = never)"})
+    nproc: int = field(default=2, metadata={"help": "ranks of a torchrun run"})
+
+    def validate(self) -> None:
+        if not self.data:
+            raise ConfigError("scale sweep needs --data: a token pools folder (`corpusmix tokenize pools`)")
+        if not (Path(self.data) / "pools.json").is_file():
+            raise ConfigError(f"--data {self.data}: no pools.json there; build it with `corpusmix tokenize pools`")
+        if not self.sizes or not self.tokens:
+            raise ConfigError("scale sweep needs at least one size and one token count")
+        for s in self.sizes:
+            parse_size(s, self.head_dim)
+        if any(t < self.batch_size * self.seq_len for t in self.tokens):
+            raise ConfigError(f"every token count must be >= batch_size x seq_len = {self.batch_size * self.seq_len}")
+        if self.lr <= 0 or not self.lr_factors or min(self.lr_factors) <= 0:
+            raise ConfigError("lr and every lr_factor must be > 0")
+
+
+def parse_size(size: str, head_dim: int) -> tuple[int, int, int]:
+    """``"64x2"`` -> (d_model 64, 2 layers, 4 heads)."""
+    try:
+        d, n_layers = (int(x) for x in size.lower().split("x"))
+    except ValueError as exc:
+        raise ConfigError(f"model size {size!r}: write it as D_MODELxN_LAYERS, e.g. 64x2") from exc
+    if d % head_dim or (head_dim % 2) or d <= 0 or n_layers <= 0:
+        raise ConfigError(f"model size {size!r}: d_model must be a positive multiple of head_dim={head_dim} "
+                          "(even, for RoPE)")
+    return d, n_layers, d // head_dim
+
+
+def non_embedding_params(size: str, head_dim: int, vocab_size: int, seq_len: int) -> int:
+    """N of a size, counted on a meta-device model (no memory, no init)."""
+    from proxytrain.model import ModelConfig, build_model, count_params
+
+    d, n_layers, heads = parse_size(size, head_dim)
+    mcfg = ModelConfig.preset("tiny", vocab_size=vocab_size, max_seq_len=seq_len, d_model=d, n_layers=n_layers,
+                              n_heads=heads)
+    return count_params(build_model(mcfg, materialize=False), non_embedding=True)
+
+
+def data_fingerprint(cfg: SweepConfig) -> str:
+    h = hashlib.sha256((Path(cfg.data) / "pools.json").read_bytes())
+    if cfg.mixture:
+        h.update(Path(cfg.mixture).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def train_params(cfg: SweepConfig, size: str, tokens: int, lr: float) -> dict[str, Any]:
+    """The ``train:`` section of one run (everything explicit: the run does not read params.yaml)."""
+    d, n_layers, heads = parse_size(size, cfg.head_dim)
+    steps = max(1, tokens // (cfg.batch_size * cfg.seq_len))
+    return {"model": "tiny", "d_model": d, "n_layers": n_layers, "n_heads": heads, "seq_len": cfg.seq_len,
+            "steps": steps, "micro_batch_size": cfg.batch_size, "grad_accum": 1, "lr": float(lr),
+            "min_lr": float(lr) * cfg.min_lr_frac, "warmup_steps": max(1, round(cfg.warmup_frac * steps)),
+            "threads": 1, "seed": cfg.seed, "ckpt_every": max(1, steps // 2), "keep_checkpoints": 1,
+            "eval_every": steps, "eval_batches": cfg.eval_batches, "eval_batch_size": cfg.eval_batch_size,
+            "data": str(cfg.data), "mixture": str(cfg.mixture), "tokenizer": str(cfg.tokenizer),
+            "dvclive": False, "progress": False}
+
+
+def run_key(params: dict[str, Any], fingerprint: str) -> str:
+    body = {k: v for k, v in params.items() if k not in ("out_dir", "data", "mixture", "tokenizer", "progress")}
+    return hashlib.sha256(json.dumps({"train": body, "data": fingerprint}, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_one(cfg: SweepConfig, size: str, tokens: int, lr: float, *, n_params: int, fingerprint: str
+            ) -> dict[str, Any]:
+    """Train one run (or read its result back); never raises for a run that fails or diverges."""
+    params = train_params(cfg, size, tokens, lr)
+    key = run_key(params, fingerprint)
+    rdir = Path(cfg.out) / "runs" / key
+    done = rdir / "result.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    rdir.mkdir(parents=True, exist_ok=True)
+    nproc = cfg.nproc if cfg.torchrun_above and n_params >= cfg.torchrun_above else 1
+    if nproc > 1:  # same global batch: each rank takes its share of the rows
+        params["micro_batch_size"] = max(1, cfg.batch_size // nproc)
+    params["out_dir"] = str(rdir)
+    (rdir / "params.yaml").write_text(yaml.safe_dump({"train": params}, sort_keys=True))
+    argv = [sys.executable, "-m", "corpusmix.cli", "--log-level", "WARNING", "train",
+            "--params", str(rdir / "params.yaml"), "--nproc", str(nproc)]
+    t0 = time.perf_counter()
+    with open(rdir / "stdout.log", "w") as out, open(rdir / "stderr.log", "w") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        _, status, usage = os.wait4(proc.pid, 0)  # wait4: this run's own CPU time, not the whole sweep's
+    rc = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    result = {"key": key, "size": size, "N": n_params, "D": params["steps"] * cfg.batch_size * cfg.seq_len,
+              "lr": float(lr), "batch_size": cfg.batch_size, "seq_len": cfg.seq_len, "steps": params["steps"],
+              "nproc": nproc, "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+              **_outcome(rc, rdir, cfg.target)}
+    log.info("scale run", extra={"data": {k: result[k] for k in ("key", "size", "N", "D", "lr", "status",
+                                                                  "loss", "wall_s", "cpu_s")}})
+    if result["status"] in ("ok", "diverged"):  # deterministic outcomes; a failed run (killed...) reruns
+        shutil.rmtree(rdir / "checkpoints", ignore_errors=True)  # finished: result.json is the cache
+        tmp = done.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=1, sort_keys=True))
+        os.replace(tmp, done)
+    return result
+
+
+def _outcome(rc: int, rdir: Path, target: str) -> dict[str, Any]:
+    """status ok | diverged | failed, the target loss and per-domain losses, from the run's output."""
+    err = (rdir / "stderr.log").read_text(errors="replace")
+    summary = None
+    for line in reversed((rdir / "stdout.log").read_text(errors="replace").splitlines()):
+        if line.startswith("{"):
+            summary = json.loads(line)
+            break
+    if rc != 0 or summary is None:
+        diverged = "spike" in err or "non_finite" in err or "rollback" in err
+        return {"status": "diverged" if diverged else "failed", "loss": None, "val": {},
+                "error": err.strip().splitlines()[-1][:300] if err.strip() else f"exit code {rc}"}
+    val = summary.get("val") or {}
+    if target not in val:
+        return {"status": "failed", "loss": None, "val": val,
+                "error": f"no validation loss {target!r} (have {sorted(val)}): check scale.sweep.target"}
+    loss = float(val[target])
+    return {"status": "ok" if math.isfinite(loss) else "diverged", "loss": loss if math.isfinite(loss) else None,
+            "val": val, "train_loss_last": summary.get("last_loss")}
+
+
+def _run_many(cfg: SweepConfig, jobs: list[tuple[str, int, float]], sizes_n: dict[str, int], fp: str
+              ) -> list[dict[str, Any]]:
+    with ThreadPoolExecutor(max_workers=max(1, cfg.workers)) as ex:
+        return list(ex.map(lambda j: run_one(cfg, *j, n_params=sizes_n[j[0]], fingerprint=fp), jobs))
+
+
+def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
+    """Both phases; returns (and writes to ``out/sweep.json``) every run's result and the sweep's cost."""
+    from proxytrain.scaling_fit import lr_optima
+
+    cfg.validate()
+    vocab = int(json.loads((Path(cfg.data) / "pools.json").read_text())["vocab_size"])
+    fp = data_fingerprint(cfg)
+    sizes_n = {s: non_embedding_params(s, cfg.head_dim, vocab, cfg.seq_len) for s in cfg.sizes}
+    tokens = sorted(set(cfg.tokens))
+    d_lr = cfg.lr_tokens or tokens[len(tokens) // 2]
+    t0 = time.perf_counter()
+    runs: list[dict[str, Any]] = []
+    lrs = {s: sorted(cfg.lr * f for f in cfg.lr_factors) for s in cfg.sizes}
+    tried: dict[str, set[float]] = {s: set() for s in cfg.sizes}
+    for _ in range(cfg.lr_extend + 1):  # phase 1: lr sweep, extended past edge optima
+        jobs = [(s, d_lr, lr) for s in cfg.sizes for lr in lrs[s] if lr not in tried[s]]
+        if not jobs:
+            break
+        runs += _run_many(cfg, jobs, sizes_n, fp)
+        for s, _, lr in jobs:
+            tried[s].add(lr)
+        for s in cfg.sizes:
+            ok = {r["lr"]: r["loss"] for r in runs if r["size"] == s and r["status"] == "ok"}
+            if len(ok) < 2:
+                continue
+            best = min(ok, key=ok.get)
+            if best == min(tried[s]):
+                lrs[s] = sorted(tried[s] | {best / 2})
+            elif best == max(tried[s]):
+                lrs[s] = sorted(tried[s] | {best * 2})
+    best_lr = {}
+    for o in lr_optima(runs):
+        best_lr[next(s for s in cfg.sizes if sizes_n[s] == o["N"])] = o["lr"]
+    missing = [s for s in cfg.sizes if s not in best_lr]
+    if missing:
+        log.warning("no usable lr sweep (fewer than 3 finished runs): phase 2 uses the centre lr",
+                    extra={"data": {"sizes": missing}})
+    jobs = [(s, d, best_lr.get(s, cfg.lr)) for s in cfg.sizes for d in tokens if d != d_lr]
+    runs += _run_many(cfg, jobs, sizes_n, fp)
+    cost = {"runs": len(runs), "wall_s": round(time.perf_counter() - t0, 1),
+            "cpu_s_runs": round(sum(r["cpu_s"] for r in runs if "cpu_s" in r), 1),
+            "run_wall_s": round(sum(r["wall_s"] for r in runs), 1), "workers": cfg.workers,
+            "status": {st: sum(r["status"] == st for r in runs) for st in ("ok", "diverged", "failed")},
+            "loadavg_end": list(os.getloadavg())}
+    result = {"config": asdict(cfg), "sizes": {s: {"N": n, "best_lr": best_lr.get(s)} for s, n in sizes_n.items()},
+              "lr_tokens": d_lr, "runs": runs, "cost": cost}
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+    log.info("scale sweep done", extra={"data": cost})
+    return result
