@@ -4,7 +4,9 @@
 * ``score --input IN --output OUT --models DIR``: adds ``quality_ft``, ``ppl``, ``ppl_bucket``
   (params ``quality``). Scoring only: thresholds are applied by the pipeline's filter steps.
 * ``train-quality --reference PATH --raw PATH --output DIR``: trains the fastText classifier and the
-  KenLM model (positives: documents of ``quality.reference_domains`` in ``--reference``).
+  KenLM model (positives: documents of ``quality.reference_domains`` in ``--reference``) on text
+  redacted first by the PII step (params ``pii``): the models are DVC outputs and their
+  vocabularies would otherwise keep e-mail local parts, phone digits and keys of the raw text.
 * ``build-lmplz``: builds KenLM's ``lmplz``/``build_binary`` into ``tools/bin`` when missing.
 
 Single-file commands keep every input column and every readable row and add their columns; rows
@@ -89,32 +91,50 @@ def _score(args: argparse.Namespace) -> int:
     return _run_steps(args, quality_scorers(args.models, cfg), "score")
 
 
-def _read_texts(paths: list[str], domains: list[str] | None) -> list[str]:
+def _read_texts(paths: list[str], domains: list[str] | None, redactor: Any = None,
+                memo: dict[str, str] | None = None) -> list[str]:
+    """Texts of ``paths`` (of ``domains``), PII-redacted by ``redactor`` (each text once: ``memo``)."""
     from curate.io import Drop as ReadDrop
     from curate.io import read_documents
+    from curate.steps.pii import redact
 
+    memo = {} if memo is None else memo
     out = []
     for p in paths:
         for item in read_documents(p):
             if isinstance(item, ReadDrop):
                 continue  # unreadable records cannot be training text; read drops are reported by `pii`/`score`
             if domains is None or item.metadata.get("domain") in domains:
-                out.append(item.text)
+                text = item.text
+                if redactor is not None:
+                    if text not in memo:
+                        spans = redactor.detect(text)
+                        redactor.type_counts.update(t for _, _, t in spans)
+                        memo[text] = redact(text, spans) if spans else text
+                    text = memo[text]
+                out.append(text)
     return out
 
 
 def _train(args: argparse.Namespace) -> int:
+    from curate.steps.pii import PIIConfig, PIIRedactor
     from curate.steps.quality import QualityConfig, train_quality_models
 
     cfg = config_from(QualityConfig, params=load_params(args.params, "quality"), args=args,
                       where="params quality")
-    ref = _read_texts(args.reference, cfg.reference_domains or None)
+    # the same redaction as the pipeline's PII step, so no raw value reaches a model file
+    redactor = PIIRedactor(config_from(PIIConfig, params=load_params(args.params, "pii"), where="params pii"))
+    memo: dict[str, str] = {}
+    ref = _read_texts(args.reference, cfg.reference_domains or None, redactor, memo)
     if not ref:
         raise ConfigError(f"no documents of domains {cfg.reference_domains} in {args.reference}; set "
                           "quality.reference_domains to domains present there (or [] for all documents)")
-    raw = _read_texts(args.raw, None)
+    raw = _read_texts(args.raw, None, redactor, memo)
     manifest = train_quality_models(reference_texts=ref, raw_texts=raw, out_dir=args.output, cfg=cfg)
-    print(json.dumps({k: manifest[k] for k in ("positives", "negatives", "fasttext", "kenlm")}))
+    pii_counts = dict(sorted(redactor.type_counts.items()))  # counts only, never values
+    log.info("quality training text redacted", extra={"data": {"docs": len(memo), "pii_counts": pii_counts}})
+    print(json.dumps({**{k: manifest[k] for k in ("positives", "negatives", "fasttext", "kenlm")},
+                      "redacted": pii_counts}))
     return 0
 
 

@@ -47,6 +47,9 @@ class TokenizerConfig:
     max_docs_per_domain: int = field(default=0, metadata={"help": "cap on training docs per domain (0 = all)"})
     max_chars_per_doc: int = field(default=20000, metadata={"help": "cut longer docs for training (0 = no cut)"})
     text_column: str = field(default="text", metadata={"help": "column holding the document text"})
+    require_redacted: bool = field(default=False, metadata={
+        "help": "refuse curated files without the PII step's pii_spans column (the vocabulary is an "
+                "artefact: it must not learn raw e-mails, numbers or keys)"})
 
 
 def domain_files(curated_dir: str | Path) -> dict[str, Path]:
@@ -86,6 +89,13 @@ def iter_domain_texts(path: str | Path, *, text_column: str = "text", max_docs: 
 
 def _training_iterator(curated_dir: str | Path, cfg: TokenizerConfig) -> Iterator[list[str]]:
     for _domain, path in domain_files(curated_dir).items():
+        if cfg.require_redacted:
+            import pyarrow.parquet as pq
+
+            if "pii_spans" not in pq.read_schema(path).names:
+                raise ConfigError(f"{path} was not PII-redacted (no pii_spans column); keep 'pii' in "
+                                  "curate.engine.steps, run `corpusmix curate pii` on it, or set "
+                                  "tokenizer.require_redacted: false")
         for texts in iter_domain_texts(path, text_column=cfg.text_column, max_docs=cfg.max_docs_per_domain):
             if cfg.max_chars_per_doc:
                 texts = [t[: cfg.max_chars_per_doc] for t in texts]

@@ -40,6 +40,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
+from curate.steps.pii_recognizers import CARD_CONTEXT, PHONE_CONTEXT
 
 PATTERN_TYPES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS")
 ALL_TYPES = (*PATTERN_TYPES, "PERSON")
@@ -62,10 +63,12 @@ _EXTENSION = re.compile(r"[ \t,]*(?:e?xt(?:ensi[oó]n)?n?|x|#|~|int)[:.]?[ \t,-]
 # A cluster that is exactly an ISO date never holds a phone for presidio: its matcher found none
 # in any date 1950-2049 (as "on 2023-02-05 we" and "(2023-02-05),"; tests recheck a sample).
 # Dates are the most common 8-digit cluster in real text (man page footers, changelogs).
-_ISO_DATE = re.compile(r"(?:19[5-9]|20[0-4])\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")
+_ISO_DATE = re.compile(r"(?:19[5-9]|20[0-4])\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+                       # year ranges ("1732-1799", "(c) 1993-2009") in prose and licence headers
+                       r"|(?:1[5-9]|20)\d\d[-\u2013](?:1[5-9]|20)\d\d")
+_NUMERIC_TYPES = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS")
 _AT = re.compile(r"@[\w.-]")
 _COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
-_SEP = "\n\n"
 _PHONE_SCORE = 0.4  # presidio's PhoneRecognizer.SCORE
 
 
@@ -83,8 +86,13 @@ class PIIConfig:
                                      metadata={"help": "phone regions (presidio's default list)"})
     person_model: str | None = field(default=None, metadata={"help": "installed spaCy model for PERSON "
                                                                      "(name or folder); none = no PERSON"})
-    extra_cards: bool = field(default=True, metadata={"help": "also find Mastercard 2-series (2221-2720) "
-                                                               "and JCB 2131 numbers (Luhn-checked)"})
+    phone_context: list[str] = field(default_factory=lambda: list(PHONE_CONTEXT), metadata={
+        "help": "words that make a 7-15 digit run before which they stand a phone number"})
+    card_context: list[str] = field(default_factory=lambda: list(CARD_CONTEXT), metadata={
+        "help": "words that make a Luhn-valid 12-19 digit run with an unknown issuer a card number"})
+    context_chars: int = field(default=40, metadata={"help": "how far before a number context words count"})
+    secrets: bool = field(default=True, metadata={"help": "also redact secrets (API keys, tokens, private "
+                                                          "keys, passwords) with detect-secrets"})
     prefilter: bool = field(default=True, metadata={"help": "analyse candidate windows only "
                                                             "(false = whole text, presidio's speed)"})
 
@@ -92,6 +100,8 @@ class PIIConfig:
         bad = sorted(set(self.entities) - set(ALL_TYPES))
         if bad:
             raise ConfigError(f"pii.entities: unknown type(s) {bad}; valid: {list(ALL_TYPES)}")
+        if self.context_chars < 0 or self.margin < 0:
+            raise ConfigError("pii.context_chars and pii.margin must be >= 0")
         if "PERSON" in self.entities and not self.person_model:
             raise ConfigError("pii.entities has PERSON but pii.person_model is not set; set it to an "
                               "installed spaCy model (e.g. en_core_web_sm) or remove PERSON")
@@ -111,37 +121,45 @@ def offline_email_recognizer() -> Any:
     return OfflineEmailRecognizer()
 
 
-# presidio's card pattern predates the Mastercard 2-series (2017) and misses 15-digit JCB 2131
-EXTRA_CARD_PATTERN = (r"\b(?:(?:222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|2720)(?:[- ]?\d{4}){3}"
-                      r"|2131\d{11})\b")
+def build_analyzer(cfg: PIIConfig, *, part: str = "all") -> Any:
+    """An ``AnalyzerEngine`` with the recognizers of ``cfg.entities``; nothing downloaded.
 
-
-def build_analyzer(cfg: PIIConfig) -> Any:
-    """An ``AnalyzerEngine`` with the pattern recognizers of ``cfg.entities``; nothing downloaded."""
-    from presidio_analyzer import AnalyzerEngine, Pattern, RecognizerRegistry
+    ``part``: ``all`` (every recognizer: the whole-text path and the benchmark's anchor),
+    ``cheap`` (all but libphonenumber's matcher: run on candidate windows) or ``matcher`` (only
+    libphonenumber: run on digit clusters no cheaper recognizer already settled).
+    """
+    from phonenumbers import re_util
+    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
     from presidio_analyzer.nlp_engine import NoOpNlpEngine
     from presidio_analyzer.predefined_recognizers import (
-        CreditCardRecognizer,
         IbanRecognizer,
         IpRecognizer,
         PhoneRecognizer,
         UsSsnRecognizer,
     )
 
-    makers = {
+    from curate.steps.pii_recognizers import CardRecognizer, ContextPhoneRecognizer
+
+    # libphonenumber compiles its metadata patterns through re's 512-entry cache, which several
+    # regions overflow: every check then recompiles. Its own unbounded cache (a few MB) ends that.
+    re_util.enable_pattern_cache()
+
+    cheap = {
         "EMAIL_ADDRESS": offline_email_recognizer,
-        "PHONE_NUMBER": lambda: PhoneRecognizer(supported_regions=tuple(cfg.phone_regions)),
-        "CREDIT_CARD": CreditCardRecognizer,
+        # ours replaces presidio's CreditCardRecognizer: 12-19 digits, issuer table, card words
+        "CREDIT_CARD": lambda: CardRecognizer(context_words=cfg.card_context, context_chars=cfg.context_chars),
+        "PHONE_NUMBER": lambda: ContextPhoneRecognizer(context_words=cfg.phone_context,
+                                                       context_chars=cfg.context_chars),
         "IBAN_CODE": IbanRecognizer,
         "US_SSN": UsSsnRecognizer,
         "IP_ADDRESS": IpRecognizer,
     }
-    recognizers = [makers[t]() for t in cfg.entities if t in makers]
-    if cfg.extra_cards and "CREDIT_CARD" in cfg.entities:
-        recognizers.append(CreditCardRecognizer(
-            patterns=[Pattern("Cards 2-series / JCB 2131", EXTRA_CARD_PATTERN, 0.3)],
-            name="CreditCardRecognizerExtra"))
+    recognizers = []
+    if part in ("all", "cheap"):
+        recognizers += [cheap[t]() for t in cfg.entities if t in cheap]
+    if part in ("all", "matcher") and "PHONE_NUMBER" in cfg.entities:
+        recognizers.append(PhoneRecognizer(supported_regions=tuple(cfg.phone_regions)))
 
     class NoContext(ContextAwareEnhancer):
         """With ``NoOpNlpEngine`` there are no tokens, so the default lemma enhancer can change no
@@ -201,6 +219,20 @@ def redact(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
+def _gaps(text: str, span: tuple[int, int], covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Parts of ``span`` outside the sorted ``covered`` spans that hold at least 7 digits."""
+    out, pos = [], span[0]
+    for s, e in covered + [(span[1], span[1])]:
+        if e <= pos or s > span[1]:
+            continue
+        if s > pos and sum(c.isdigit() for c in text[pos:min(s, span[1])]) >= 7:
+            out.append((pos, min(s, span[1])))
+        pos = max(pos, e)
+        if pos >= span[1]:
+            break
+    return out
+
+
 class PIIRedactor(Annotator):
     """Redact PII in ``doc.text``; add ``pii_spans`` (original offsets) and ``pii_counts``."""
 
@@ -212,28 +244,43 @@ class PIIRedactor(Annotator):
         super().__init__()
         self.cfg = config or PIIConfig()
         self._types = [t for t in self.cfg.entities if t in PATTERN_TYPES]
-        self._analyzer: Any = None
+        self._analyzers: dict[str, Any] = {}
         self._person: Any = None
+        self._secrets: Any = None
         self.type_counts: Counter[str] = Counter()
 
     # heavy objects are built on first use: steps are pickled to worker processes by the engines
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_analyzer"] = None
+        state["_analyzers"] = {}
         state["_person"] = None
+        state["_secrets"] = None
         return state
+
+    def engine(self, part: str) -> Any:
+        """presidio ``AnalyzerEngine`` ``all``, ``cheap`` or ``matcher`` (see ``build_analyzer``)."""
+        if part not in self._analyzers:
+            self._analyzers[part] = build_analyzer(self.cfg, part=part)
+        return self._analyzers[part]
 
     @property
     def analyzer(self) -> Any:
-        if self._analyzer is None:
-            self._analyzer = build_analyzer(self.cfg)
-        return self._analyzer
+        return self.engine("all")
 
-    def _merge(self, text: str, spans: list[tuple[int, int]], left: int, right: int) -> list[tuple[int, int]]:
-        """Widen spans by ``left``/``right`` chars, snap outwards to whitespace, merge overlaps."""
+    @property
+    def secrets(self) -> Any:
+        if self._secrets is None:
+            from curate.steps.secrets import SecretsDetector
+
+            self._secrets = SecretsDetector()
+        return self._secrets
+
+    def _merge(self, text: str, spans: list[tuple[int, int, int]], right: int) -> list[tuple[int, int]]:
+        """Widen spans ``(start, end, left)`` by ``left``/``right`` chars, snap outwards to
+        whitespace, merge overlaps."""
         n, snap = len(text), self.cfg.max_snap
         out: list[tuple[int, int]] = []
-        for s, e in sorted(spans):
+        for s, e, left in sorted(spans):
             ws, we = max(0, s - left), min(n, e + right)
             # snap to whitespace so no token is cut: presidio's \b and lookarounds then see the
             # same neighbours as on the full text
@@ -249,8 +296,12 @@ class PIIRedactor(Annotator):
                 out.append((ws, we))
         return out
 
-    def windows(self, text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-        """Candidates on ``text``: ``(windows for the regex recognizers, digit clusters)``.
+    def windows(self, text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]], set[str]]:
+        """Candidates on ``text``: ``(windows for the cheap recognizers, digit clusters, types)``.
+
+        ``types`` are the PII types the candidates can hold (an ``@`` only an e-mail, a dotted
+        quad or colon group only an IP, a digit cluster any numeric type): the cheap pass asks
+        presidio for those only.
 
         The regex recognizers (e-mail, card, IBAN, SSN, IP) are cheap and run on windows around
         every candidate (a digit cluster may hold an IBAN tail or an IP). libphonenumber's matcher
@@ -258,7 +309,9 @@ class PIIRedactor(Annotator):
         extension such as `` ext. 12``; see ``detect``).
         """
         cands: list[tuple[int, int]] = []
+        digit_cands: list[tuple[int, int]] = []
         phones: list[tuple[int, int]] = []
+        types: set[str] = set()
         for m in _DIGITS.finditer(text):
             g = m.lastgroup
             s, e = m.span()
@@ -266,26 +319,44 @@ class PIIRedactor(Annotator):
                 if not (s >= 2 and text[s - 2:s].isalpha() and text[s - 2:s].isascii()):
                     continue
                 s -= 2
-            elif g == "digits" and not _ISO_DATE.fullmatch(text, s, e):
+                types.add("IBAN_CODE")
+            elif g == "quad":
+                types.add("IP_ADDRESS")
+            elif not _ISO_DATE.fullmatch(text, s, e):
                 ext = _EXTENSION.match(text, e)
                 phones.append((s, ext.end() if ext else e))
+                digit_cands.append((s, ext.end() if ext else e))
+                types.update(_NUMERIC_TYPES)
+                continue
+            else:
+                types.add("IP_ADDRESS")  # an ISO date is no phone (see _ISO_DATE), it is looked at as before
             cands.append((s, e))
-        cands += [m.span() for m in _AT.finditer(text)]
-        cands += [m.span() for m in _COLONS.finditer(text)]
+        at = [m.span() for m in _AT.finditer(text)]
+        colons = [m.span() for m in _COLONS.finditer(text)]
+        types.update(["EMAIL_ADDRESS"] if at else [])
+        types.update(["IP_ADDRESS"] if colons else [])
+        cands += at + colons
         m_ = self.cfg.margin
-        return self._merge(text, cands, m_, m_), phones
+        # digit clusters take ``context_chars`` of left context: the card and phone recognizers
+        # read context words that far before a number
+        ctx = max(m_, self.cfg.context_chars)
+        wins = self._merge(text, [*((s, e, ctx) for s, e in digit_cands), *((s, e, m_) for s, e in cands)], m_)
+        return wins, phones, types
 
     def _analyze(self, text: str, wins: list[tuple[int, int]], types: list[str],
-                 found: list[tuple[int, int, str, float]]) -> None:
+                 found: list[tuple[int, int, str, float]], part: str) -> None:
         """Run presidio on ``wins`` joined by blank lines; map results back to ``text``."""
         if not wins or not types:
             return
-        joined = _SEP.join(text[s:e] for s, e in wins)
+        # the separator is longer than the context reach, so no window reads context words of
+        # the window before it (which the whole text holds further away)
+        sep = "\n" + " " * self.cfg.context_chars + "\n"
+        joined = sep.join(text[s:e] for s, e in wins)
         offsets, pos = [], 0
         for s, e in wins:
             offsets.append(pos)
-            pos += e - s + len(_SEP)
-        for r in self.analyzer.analyze(joined, language="en", entities=types):
+            pos += e - s + len(sep)
+        for r in self.engine(part).analyze(joined, language="en", entities=types):
             i = bisect.bisect_right(offsets, r.start) - 1
             ws, we = wins[i]
             s, e = ws + r.start - offsets[i], min(we, ws + r.end - offsets[i])
@@ -296,25 +367,29 @@ class PIIRedactor(Annotator):
         """Sorted, non-overlapping ``(start, end, type)`` PII spans on ``text``."""
         found: list[tuple[int, int, str, float]] = []
         if not self.cfg.prefilter:
-            self._analyze(text, [(0, len(text))], self._types, found)
+            self._analyze(text, [(0, len(text))], self._types, found, "all")
         elif self._types:
-            wins, clusters = self.windows(text)
-            self._analyze(text, wins, [t for t in self._types if t != "PHONE_NUMBER"], found)
+            wins, clusters, kinds = self.windows(text)
+            self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
             if "PHONE_NUMBER" in self._types and clusters:
-                # A cluster inside a span that outscores any phone (validated card/IBAN 1.0, IP
-                # 0.6, SSN 0.5 > phone 0.4) cannot yield a kept phone: any phone match on it
-                # would overlap that span and lose in resolve_overlaps. Skip the matcher there.
-                strong = [(s, e) for s, e, _, sc in found if sc > _PHONE_SCORE]
-                clusters = [(cs, ce) for cs, ce in clusters
-                            if not any(s <= cs and ce <= e for s, e in strong)]
+                # A span that outscores any phone (validated card/IBAN 1.0, IP 0.6, SSN 0.5, a
+                # context phone 0.45 > libphonenumber's 0.4) wins against every phone match that
+                # overlaps it in resolve_overlaps, so the matcher only needs the parts of each
+                # cluster outside those spans, and only parts that still hold 7+ digits.
+                strong = sorted((s, e) for s, e, _, sc in found if sc > _PHONE_SCORE)
+                clusters = [g for c in clusters for g in _gaps(text, c, strong)]
                 # 2 chars of left context (``+ ``/``( ``); the right edge is the cluster's (with its
                 # extension) snapped to the end of its token
-                self._analyze(text, self._merge(text, clusters, 2, 0), ["PHONE_NUMBER"], found)
+                self._analyze(text, self._merge(text, [(s, e, 2) for s, e in clusters], 0), ["PHONE_NUMBER"],
+                              found, "matcher")
         if "PERSON" in self.cfg.entities:
             if self._person is None:
                 self._person = build_person_analyzer(self.cfg.person_model or "", self.cfg.min_score)
             for r in self._person.analyze(text, language="en", entities=["PERSON"]):
                 found.append((r.start, r.end, "PERSON", r.score))
+        if self.cfg.secrets:
+            # secrets outrank every PII type: a key that looks like a phone is redacted as a key
+            found += [(s, e, t, 2.0) for s, e, t in self.secrets.detect(text)]
         return resolve_overlaps(found)
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:

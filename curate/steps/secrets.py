@@ -1,0 +1,185 @@
+"""Secrets in text and code (API keys, tokens, private keys, passwords) with Yelp's detect-secrets.
+
+``SecretsDetector.detect(text)`` returns ``(start, end, type)`` spans of secrets; the PII step
+(``curate.steps.pii.PIIRedactor``, ``pii.secrets: true``) redacts them with typed placeholders
+(``<SECRET_AWS_KEY>``, ``<SECRET_PRIVATE_KEY>``, ...) and counts them per type like the other PII
+types. The detection is detect-secrets' own plugins (``analyze_string``, no verification, so no
+network): the token formats of AWS, GitHub, GitLab, Slack, Stripe, OpenAI, PyPI, npm, SendGrid,
+Twilio, Discord, Telegram, Mailchimp, Azure storage, IBM, Artifactory, Square, SoftLayer, Cloudant,
+JWTs, private-key blocks, passwords in URLs (``scheme://user:password@host``) and secret-sounding
+assignments (``password = "..."``, its ``KeywordDetector``, with detect-secrets' own heuristic
+filters against placeholders, templates, UUIDs and indirect references).
+
+detect-secrets reports values, not offsets: every occurrence of a value in the text is redacted.
+Two plugins report less than the secret: the private-key plugin reports the ``BEGIN ... PRIVATE
+KEY`` header, so the span runs from the ``-----BEGIN`` line to its ``-----END ...-----`` line; the
+JWT plugin's pattern ends lazily before the signature, so a JWT span runs to the end of the token.
+Left out on purpose: the high-entropy-string plugins (every hash, UUID and base64 blob in code is
+"high entropy") and the public-IP plugin (IP addresses are a PII type of their own).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# detect-secrets plugin class -> our type (placeholder ``<TYPE>``)
+PLUGINS = {
+    "aws.AWSKeyDetector": "SECRET_AWS_KEY",
+    "artifactory.ArtifactoryDetector": "SECRET_ARTIFACTORY",
+    "azure_storage_key.AzureStorageKeyDetector": "SECRET_AZURE_KEY",
+    "basic_auth.BasicAuthDetector": "SECRET_URL_PASSWORD",
+    "cloudant.CloudantDetector": "SECRET_CLOUDANT",
+    "discord.DiscordBotTokenDetector": "SECRET_DISCORD_TOKEN",
+    "github_token.GitHubTokenDetector": "SECRET_GITHUB_TOKEN",
+    "gitlab_token.GitLabTokenDetector": "SECRET_GITLAB_TOKEN",
+    "ibm_cloud_iam.IbmCloudIamDetector": "SECRET_IBM_KEY",
+    "ibm_cos_hmac.IbmCosHmacDetector": "SECRET_IBM_KEY",
+    "jwt.JwtTokenDetector": "SECRET_JWT",
+    "mailchimp.MailchimpDetector": "SECRET_MAILCHIMP_KEY",
+    "npm.NpmDetector": "SECRET_NPM_TOKEN",
+    "openai.OpenAIDetector": "SECRET_OPENAI_KEY",
+    "private_key.PrivateKeyDetector": "SECRET_PRIVATE_KEY",
+    "pypi_token.PypiTokenDetector": "SECRET_PYPI_TOKEN",
+    "sendgrid.SendGridDetector": "SECRET_SENDGRID_KEY",
+    "slack.SlackDetector": "SECRET_SLACK_TOKEN",
+    "softlayer.SoftlayerDetector": "SECRET_SOFTLAYER",
+    "square_oauth.SquareOAuthDetector": "SECRET_SQUARE",
+    "stripe.StripeDetector": "SECRET_STRIPE_KEY",
+    "telegram_token.TelegramBotTokenDetector": "SECRET_TELEGRAM_TOKEN",
+    "twilio.TwilioKeyDetector": "SECRET_TWILIO_KEY",
+    "keyword.KeywordDetector": "SECRET_PASSWORD",
+}
+SECRET_TYPES = tuple(sorted(set(PLUGINS.values())))
+
+# Cheap necessary conditions of the slow plugins (a plugin's patterns cannot match a text where
+# its gate does not), so those regexes, which try every position of a text, run on few texts:
+# ``("long", rx)``: the secret is a run of >= 24 characters, so it lies inside a whitespace-free
+# token that long and ``rx`` is searched in those tokens only; ``("lower", words)``: a literal of
+# the pattern, searched in the lower-cased text; ``("rx", rx)``: a pattern with a literal head.
+GATES: dict[str, tuple[str, Any]] = {
+    "artifactory.ArtifactoryDetector": ("rx", re.compile(r"AKC|AP[\dA-F]")),
+    "cloudant.CloudantDetector": ("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)),
+    "ibm_cloud_iam.IbmCloudIamDetector": ("long", re.compile(r"[a-zA-Z0-9_\-]{44}")),
+    "ibm_cos_hmac.IbmCosHmacDetector": ("long", re.compile(r"[a-f0-9]{48}", re.IGNORECASE)),
+    "softlayer.SoftlayerDetector": ("lower", ("softlayer",)),
+    "mailchimp.MailchimpDetector": ("lower", ("-us",)),
+    "telegram_token.TelegramBotTokenDetector": ("long", re.compile(r"\d{8}:")),
+    "slack.SlackDetector": ("lower", ("xox", "hooks.slack")),
+}
+_LONG = 24
+# the keyword plugin's default patterns need, after the keyword, a colon then a quote, or an
+# ``=``/``!`` comparison or assignment with a quote, or a quote followed by ``;``
+_KEYWORD_LINE = re.compile(r"[:=!;]")
+_QUOTE_SEMI = re.compile("[\'\"`];")
+
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|PuTTY-Private-MAC: *[0-9a-fA-F]+")
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
+# lines the keyword plugin can fire on hold one of its words (detect-secrets' DENYLIST) and, for
+# its default (quotes-required) patterns, a quote; other lines never reach its dozen regexes
+_KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase")  # searched in the lower-cased text
+_QUOTE = re.compile("[\'\"`]")
+_MAX_LINE = 4000  # the keyword plugin's regexes backtrack on very long lines: read a window there
+
+
+def _whole_token(plugin: Any, text: str, value: str) -> list[str]:
+    """A short value is either a short secret (a URL password) or the capture group that tags a
+    token's kind at its start (GitHub's ``(ghp|gho|...)_``): then the secret is the whole match."""
+    out = []
+    for rx in getattr(plugin, "denylist", ()):
+        for m in rx.finditer(text):
+            for i, g in enumerate(m.groups(), start=1):
+                if g == value:
+                    out.append(m.group(0) if m.start(i) == m.start() and m.end(i) < m.end() else value)
+    return out or [value]
+
+
+class SecretsDetector:
+    """Spans of secrets on a text with detect-secrets' plugins (no verification, no network)."""
+
+    def __init__(self, plugins: dict[str, str] | None = None) -> None:
+        import importlib
+
+        self._plugins: list[tuple[Any, str, re.Pattern[str] | None]] = []
+        self._keyword: Any = None
+        for path, kind in (plugins or PLUGINS).items():
+            mod, cls = path.rsplit(".", 1)
+            plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{mod}"), cls)()
+            if cls == "KeywordDetector":
+                self._keyword = (plugin, kind)
+            else:
+                self._plugins.append((plugin, kind, GATES.get(path)))
+
+    def _keyword_values(self, text: str, low: str) -> list[str]:
+        from detect_secrets.filters import heuristic as h
+
+        plugin, _ = self._keyword
+        out = []
+        last_line = -1
+        for hint_m in _KEYWORD_HINT.finditer(low):
+            ls = text.rfind("\n", 0, hint_m.start()) + 1
+            if ls == last_line:
+                continue  # one look per line
+            last_line = ls
+            le = text.find("\n", hint_m.end())
+            line = text[ls:le if le >= 0 else len(text)]
+            if not _QUOTE.search(line) or not _KEYWORD_LINE.search(line):
+                continue
+            if "=" not in line and "!" not in line and not _QUOTE_SEMI.search(line) \
+                    and not re.search(r":\s*[\'\"`]", line):
+                continue
+            hint = _KEYWORD_HINT.search(line.lower())
+            assert hint is not None
+            if len(line) > _MAX_LINE:
+                line = line[max(0, hint.start() - 200):hint.start() + 800]
+            if h.is_indirect_reference(line):
+                continue
+            for value in plugin.analyze_string(line):
+                # detect-secrets' own false-positive filters of its default scan
+                if not value or h.is_sequential_string(value) or h.is_potential_uuid(value) \
+                        or h.is_likely_id_string(value, line, plugin) or h.is_templated_secret(value) \
+                        or h.is_prefixed_with_dollar_sign(value) or h.is_not_alphanumeric_string(value):
+                    continue
+                out.append(value)
+        return out
+
+    def detect(self, text: str) -> list[tuple[int, int, str]]:
+        """``(start, end, type)`` of every occurrence of every secret value found in ``text``."""
+        found: list[tuple[int, int, str]] = []
+        values: list[tuple[str, str]] = []
+        low = text.lower()
+        if len(low) != len(text):  # a few letters lower-case to two characters ("İ"): keep offsets
+            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+        long_tokens: str | None = None
+        for plugin, kind, gate in self._plugins:
+            if gate is not None:
+                how, what = gate
+                if how == "lower" and not any(w in low for w in what):
+                    continue
+                if how == "rx" and not what.search(text):
+                    continue
+                if how == "long":
+                    if long_tokens is None:
+                        long_tokens = " ".join(t for t in text.split() if len(t) >= _LONG)
+                    if not what.search(long_tokens):
+                        continue
+            for v in plugin.analyze_string(text):
+                if len(v) >= 8:
+                    values.append((v, kind))
+                elif v:
+                    values += [(x, kind) for x in _whole_token(plugin, text, v)]
+        if self._keyword is not None:
+            values += [(v, self._keyword[1]) for v in self._keyword_values(text, low)]
+        for value, kind in dict.fromkeys(values):
+            start = text.find(value)
+            while start >= 0:
+                s, e = start, start + len(value)
+                if kind == "SECRET_PRIVATE_KEY":
+                    s = text.rfind("-----", 0, s) if text.rfind("-----", 0, s) >= max(0, s - 20) else s
+                    m = _PEM_END.search(text, e)
+                    e = m.end() if m else len(text)  # a cut-off key: redact to the end
+                elif kind == "SECRET_JWT":
+                    e = _TOKEN_TAIL.match(text, e).end()  # type: ignore[union-attr]
+                found.append((s, e, kind))
+                start = text.find(value, e)
+        return found
