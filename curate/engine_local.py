@@ -75,7 +75,7 @@ class EngineConfig:
 
 def build_steps(params_path: str | Path, cfg: EngineConfig | None = None, *, stage: str = "a") -> list[CurationStep]:
     """The per-document steps of stage ``a`` (before dedup) or ``b`` (after dedup) from params."""
-    from curate.steps.filters import FilterConfig, HeuristicFilter
+    from curate.steps.filters import FilterConfig, make_filter
     from curate.steps.langid import LangIdConfig, LanguageFilter, LanguageID
     from curate.steps.normalize import NormalizeConfig, Normalizer
 
@@ -90,8 +90,8 @@ def build_steps(params_path: str | Path, cfg: EngineConfig | None = None, *, sta
             lc = config_from(LangIdConfig, params=load_params(params_path, "curate.langid"), where="curate.langid")
             steps += [LanguageID(lc), LanguageFilter(lc)]
         if "filters" in on:
-            steps.append(HeuristicFilter(config_from(FilterConfig, params=load_params(params_path, "curate.filters"),
-                                                     where="curate.filters")))
+            steps.append(make_filter(config_from(FilterConfig, params=load_params(params_path, "curate.filters"),
+                                                 where="curate.filters")))
         if "quality" in on and cfg.quality_models_dir:
             try:
                 from curate.steps.quality import QualityConfig, quality_filters, quality_scorers
@@ -262,7 +262,8 @@ def _count_kinds(res: pa.Table) -> tuple[list[str], list[int]]:
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str]) -> dict[str, Any]:
+def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
+              calibration: dict[str, Any] | None = None, guard_share: float = 0.3) -> dict[str, Any]:
     """Per-domain curated Parquet, drops.parquet, stats.json (streamed part by part)."""
     parts = _parts(work, last_stage)
     schema = cio.unified_schema(parts)
@@ -294,6 +295,10 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str]) -> 
         steps["dedup"]["seconds"] = round(steps["dedup"]["seconds"] + json.loads(gd.read_text())
                                           ["dedup_global"]["seconds"], 4)
     doc = stats_document(steps, kept=kept)
+    if calibration is not None:  # per-domain kept shares and the loud guard (curate.calibrate)
+        from curate.calibrate import local_guard
+
+        doc.update(local_guard(out, calibration, guard_share))
     tmp = out / ".stats.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2))
     tmp.replace(out / "stats.json")
@@ -330,6 +335,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
         raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output or "
                           f"delete {str(work)!r}")
     fp_file.write_text(fingerprint)
+    calibration = _calibrate(steps_a, files, read_cfg, params_path, out)
     # stats.json marks a finished run: it goes first and is written last, so a run killed anywhere
     # never leaves a stale marker next to half-rewritten outputs
     (out / "stats.json").unlink(missing_ok=True)
@@ -361,7 +367,8 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
         order += (["dedup"] if dedup_on else []) + [s.step_name for s in steps_b]
         last = "b"
     _phase("merge")
-    doc = run_merge(work, out, last, order)
+    doc = run_merge(work, out, last, order, calibration,
+                    guard_share=_calibrate_cfg(params_path).guard_share)
     if not cfg.keep_work:
         _phase("clean-up")
         # renamed first (atomic): a kill mid-delete can never leave completion markers without
@@ -370,6 +377,32 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
         work.rename(trash)
         shutil.rmtree(trash)
     log.info("curate run done", extra={"data": {"seconds": round(time.perf_counter() - t0, 2), **doc["totals"]}})
+    return doc
+
+
+def _calibrate_cfg(params_path: str | Path) -> Any:
+    from curate.calibrate import CalibrateConfig
+
+    return config_from(CalibrateConfig, params=load_params(params_path, "curate.calibrate"), where="curate.calibrate")
+
+
+def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadConfig, params_path: str | Path,
+               out: Path) -> dict[str, Any] | None:
+    """Calibrate the steps once over the whole input (before any task) and write OUT/calibration.json.
+
+    A resumed run (same fingerprint) reloads the calibration it wrote, so all tasks agree."""
+    from curate.calibrate import calibrate_steps
+
+    ccfg = _calibrate_cfg(params_path)
+    target = out / "calibration.json"
+    if not ccfg.file and target.exists() and (out / "work" / ".calibrated").exists():
+        ccfg.file = str(target)
+    doc = calibrate_steps(steps, inputs=[str(f) for f in files], read_cfg=read_cfg, cfg=ccfg)
+    if doc is not None and Path(ccfg.file or "").resolve() != target.resolve():
+        tmp = out / ".calibration.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        tmp.replace(target)
+    (out / "work" / ".calibrated").touch()
     return doc
 
 

@@ -488,7 +488,7 @@ def delete_path(spark: Any, path: str) -> None:
 
 def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup: Any = None,
               steps_after: Sequence[Any] = (), cfg: SparkConfig | None = None, read_cfg: Any = None,
-              spark: Any = None, set_master: bool = True) -> dict[str, Any]:
+              spark: Any = None, set_master: bool = True, calibrate_cfg: Any = None) -> dict[str, Any]:
     """Run the curation chain on Spark; writes ``curated/<domain>.parquet``, ``drops.parquet``, ``stats.json``.
 
     The chain is the local engine's: ``steps`` (stage a: normalize, langid, filters, quality),
@@ -497,10 +497,17 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
 
     Spark jobs per stage: one small sample (output schema), one pass that runs the steps and
     materialises their result under ``_work/``, one collect of the per-partition statistics; then
-    dedup's shuffles, and one write per output.
+    dedup's shuffles, and one write per output. Steps that calibrate (``curate.calibrate``) are
+    calibrated first, on the driver, exactly as the local engine does (same thresholds).
     """
 
     cfg = cfg or SparkConfig()
+    from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
+
+    calibrate_cfg = calibrate_cfg or CalibrateConfig()
+    calibration = calibrate_steps(list(steps), inputs=[str(i) for i in ([inputs] if isinstance(inputs, str)
+                                                                        else inputs)],
+                                  read_cfg=read_cfg, cfg=calibrate_cfg)
     spark = spark or get_session(cfg, set_master=set_master)
     output = str(output).rstrip("/")
     work = f"{output}/_work"
@@ -538,6 +545,11 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         raise RuntimeError(f"statistics do not add up: {doc['totals']}")
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
                      "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
+    if calibration is not None:
+        write_text(spark, f"{output}/calibration.json", json.dumps(calibration, indent=1) + "\n")
+        rows = drops.groupBy("domain", "step", "reason").count().collect()
+        doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
+                                calibration.get("domain_docs") or {}, share=calibrate_cfg.guard_share))
     write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")
     if not cfg.keep_work:
         delete_path(spark, work)

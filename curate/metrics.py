@@ -7,6 +7,8 @@ of ``corpusmix curate run`` and ``ground_truth.parquet`` (schema in docs/formats
   (kept documents plus those the language filter dropped, whose code is in the drop reason);
 * ``junk``: precision/recall of the heuristic filters' drops against planted ``junk:*`` documents
   (``junk_any_content_step``: the same for drops by language ID, filters or quality thresholds);
+  documents of the planted ``noise`` domain are garbage too, so their drops do not count against
+  precision (they are reported under ``noise``, and ``garbage`` scores junk and noise together);
 * ``foreign``: recall of planted ``foreign:*`` documents among language-ID drops;
 * ``kept_real``: share of real (no planted defect) documents kept, per domain and overall;
 * ``pii``: per-type precision/recall of ``pii_spans`` (``curate.pii_metrics.score_pii``) on kept
@@ -67,6 +69,7 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
     foreign = {i for i in gt if any(d.startswith("foreign:") for d in defects(i))}
     filt = {i for i, d in drops.items() if d["step"] in JUNK_STEPS}
     lid_drops = {i for i, d in drops.items() if d["step"] in LID_STEPS}
+    noise = {i for i in gt if "noise" in defects(i)}
     content = {i for i, d in drops.items() if d["step"] in CONTENT_STEPS}
     real_by_dom: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for i, g in gt.items():
@@ -75,13 +78,19 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
             real_by_dom[g.get("domain") or "unknown"][0] += i in kept
     out: dict[str, Any] = {
         "lid": {"accuracy": _ratio(lid_ok, lid_n), "docs": lid_n},
-        "junk": {"precision": _ratio(len(filt & junk), len(filt)), "recall": _ratio(len(filt & junk), len(junk)),
+        "junk": {"precision": _ratio(len(filt & junk), len(filt - noise)),
+                 "recall": _ratio(len(filt & junk), len(junk)),
                  "planted": len(junk), "dropped_by_filters": len(filt)},
-        "junk_any_content_step": {"precision": _ratio(len(content & junk), len(content)),
+        "junk_any_content_step": {"precision": _ratio(len(content & junk), len(content - noise)),
                                   "recall": _ratio(len(content & junk), len(junk))},
         "foreign": {"recall": _ratio(len(lid_drops & foreign), len(foreign)), "planted": len(foreign)},
         "kept_real": {"overall": _ratio(sum(v[0] for v in real_by_dom.values()), sum(v[1] for v in real_by_dom.values())),
                       "per_domain": {d: _ratio(k, n) for d, (k, n) in sorted(real_by_dom.items())}},
+        "garbage": {"precision": _ratio(len(filt & (junk | noise)), len(filt)),
+                    "recall": _ratio(len(filt & (junk | noise)), len(junk | noise))},
+        "noise": {"docs": len(noise), "dropped_by_filters": len(filt & noise),
+                  "dropped_any_step": sum(1 for i in noise if i in drops),
+                  "kept": sum(1 for i in noise if i in kept)},
     }
     if has_pii:
         from curate.pii_metrics import score_pii

@@ -32,8 +32,11 @@ def run_with_spark(args: argparse.Namespace) -> dict[str, Any]:
                              where="curate.engine")
     steps, dedup, after = chain_from_params(args.params, engine_cfg=engine_cfg)
     read_cfg = config_from(ReadConfig, params=load_params(args.params, "curate.read"), where="curate.read")
+    from curate.calibrate import CalibrateConfig
+
+    ccfg = config_from(CalibrateConfig, params=load_params(args.params, "curate.calibrate"), where="curate.calibrate")
     return run_spark(inputs=[str(args.input)], output=str(args.output), steps=steps, dedup=dedup,
-                     steps_after=after, cfg=cfg, read_cfg=read_cfg)
+                     steps_after=after, cfg=cfg, read_cfg=read_cfg, calibrate_cfg=ccfg)
 
 
 def _dispatch(local_func: Any) -> Any:

@@ -195,8 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     params_path = _with_shipped_models(args.params, cfg)
     steps, dedup, after = chain_from_params(params_path, args.chain)
     read_cfg = config_from(ReadConfig, params=load_params(params_path, "curate.read"), where="curate.read")
+    from curate.calibrate import CalibrateConfig
+
+    ccfg = config_from(CalibrateConfig, params=load_params(params_path, "curate.calibrate"), where="curate.calibrate")
     stats = run_spark(inputs=args.input, output=args.output, steps=steps, dedup=dedup, steps_after=after,
-                      cfg=cfg, read_cfg=read_cfg, set_master=False)
+                      cfg=cfg, read_cfg=read_cfg, set_master=False, calibrate_cfg=ccfg)
     print(json.dumps(stats["totals"]))
     return 0
 

@@ -51,6 +51,7 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
         per_dom = _per_domain_stats(st, label)
         if per_dom is not None:
             sec.blocks.append(per_dom)
+        sec.blocks.extend(_domain_decisions(st, label))
         sec.blocks.extend(_domain_funnel(inputs, label, st))
     for label, df in inputs.drops.items():
         if "domain" in df.columns and len(df):
@@ -140,6 +141,28 @@ def _per_domain_stats(st: Mapping[str, Any], label: str) -> Table | None:
         return None
     return Table(f"Per step and domain ({label})", ["step", "domain", *cols],
                  [[s, dom, *[_cell(vals.get(k)) for k in cols]] for s, dom, vals in rows])
+
+
+def _domain_decisions(st: Mapping[str, Any], label: str) -> list[Table]:
+    """Kept share and top drop reasons per domain, and the guard in red (``curate.calibrate``)."""
+    out = []
+    doms = st.get("domains")
+    if isinstance(doms, Mapping) and doms:
+        out.append(Table(f"Curation decisions per domain ({label})",
+                         ["domain", "docs in", "kept", "kept share", "top drop reasons"],
+                         [[d, v.get("docs_in"), v.get("kept"), v.get("kept_share"), _cell(v.get("top_reasons") or {})]
+                          for d, v in doms.items() if isinstance(v, Mapping)],
+                         "Per input domain, every step included (read, language ID, filters, dedup, ...)."))
+    guard = st.get("guard")
+    if isinstance(guard, list) and guard:
+        out.append(Table(f"Guard: one rule removed a large share of a domain ({label})",
+                         ["domain", "step", "reason", "dropped", "share", "limit"],
+                         [[g.get("domain"), g.get("step"), g.get("reason"), g.get("dropped"), g.get("share"),
+                           g.get("limit")] for g in guard if isinstance(g, Mapping)],
+                         "Check these rules against the domain's documents: either the domain is garbage (drop it "
+                         "on purpose) or the rule does not fit it (pin an override, curate.filters.per_domain).",
+                         alert=True))
+    return out
 
 
 def _cell(v: Any) -> Any:

@@ -26,6 +26,7 @@ class Table:
     rows: list[list[Any]]
     note: str = ""
     collapsed: bool = False  # HTML: folded in a <details> element (long, secondary tables)
+    alert: bool = False  # shown in red (HTML) / flagged (Markdown): something needs a look
 
 
 @dataclass
@@ -110,6 +111,7 @@ caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
 figure{margin:1em 0} figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9em;color:#555} .note{font-size:.85em;color:#555}
 summary{cursor:pointer;font-weight:600;margin:.6em 0}
+table.alert caption,table.alert td{color:#b00000} table.alert{border:2px solid #b00000}
 """
 
 _NUMERIC = re.compile(r"^[+−-]?[\d,.]+(e[+-]?\d+)?(x|%|/\d+)?( ± [\d.,e+-]+)?$|^n/a$")
@@ -131,7 +133,8 @@ def html_table(t: Table) -> str:
                    for c, tc in zip(t.columns, text_col, strict=True))
     body = "".join("<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in t.rows)
     note = f'<p class="note">{html.escape(t.note)}</p>' if t.note else ""
-    table = (f"<table><caption>{html.escape(t.title)}</caption><thead><tr>{head}</tr></thead>"
+    cls = ' class="alert"' if t.alert else ""
+    table = (f"<table{cls}><caption>{html.escape(t.title)}</caption><thead><tr>{head}</tr></thead>"
              f"<tbody>{body}</tbody></table>{note}")
     if t.collapsed:
         return f"<details><summary>{html.escape(t.title)} ({len(t.rows)})</summary>{table}</details>"
@@ -173,7 +176,7 @@ def _md_cell(v: Any) -> str:
 
 
 def md_table(t: Table) -> str:
-    lines = [f"**{t.title}**", "", "| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
+    lines = [f"**{'⚠ ' if t.alert else ''}{t.title}**", "", "| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
              "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(t.columns))) + "|"]
     lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in t.rows]
     if t.note:

@@ -1,4 +1,13 @@
-"""Fused heuristic filters: Gopher repetition, Gopher quality, C4 (FineWeb variant), FineWeb quality.
+"""The heuristic filter step: profile ``auto`` (default) or ``web`` (datatrove parity).
+
+``curate.filters.profile`` picks the decision rules (``make_filter``):
+
+* ``auto``: ``curate.steps.garbage.CalibratedFilter``, domain-agnostic garbage detectors plus
+  outlier rules relative to each domain's own statistics, calibrated once over the input
+  (``curate.calibrate``); no hand tuning per domain. See docs/curation.md.
+* ``web``: the fused datatrove rules below, for crawl data (web prose).
+
+Fused heuristic filters (``web``): Gopher repetition, Gopher quality, C4 (FineWeb variant), FineWeb quality.
 
 ``HeuristicFilter`` applies the four rule sets in FineWeb's order with the same thresholds,
 decisions and reason strings as datatrove's ``GopherRepetitionFilter``, ``GopherQualityFilter``,
@@ -33,8 +42,35 @@ _PARA = re.compile(r"\n{2,}")
 _LINES = re.compile("\n+")
 
 
+PROFILES = ("auto", "web")
+
+
 @dataclass
 class FilterConfig:
+    profile: str = field(default="auto", metadata={
+        "help": "auto: garbage detectors + per-domain calibrated outliers; web: datatrove's web-prose rules"})
+    # -- profile auto: domain-agnostic garbage thresholds (the same for every domain) -------------
+    garbage_min_dict_share: float = field(default=0.2, metadata={
+        "help": "auto: drop when fewer tokens than this are dictionary words of the language"})
+    garbage_min_vocab_richness: float = field(default=2.5, metadata={
+        "help": "auto: drop when distinct words / sqrt(words) is below this (30+ words)"})
+    garbage_max_compress_ratio: float = field(default=8.0, metadata={
+        "help": "auto: drop when zlib compresses the text more than this"})
+    garbage_min_words_per_line: float = field(default=1.3, metadata={
+        "help": "auto: drop a 10+ line document with fewer words per line (a word list)"})
+    garbage_min_word_order: float = field(default=0.0, metadata={
+        "help": "auto: drop when the word-pair PMI (nats) is below this (word salad, shuffled words)"})
+    garbage_max_boilerplate_share: float = field(default=0.6, metadata={
+        "help": "auto: drop an 8+ segment document whose short segments are mostly frequent across the corpus"})
+    boilerplate_min_docs: int = field(default=5, metadata={
+        "help": "auto: a short segment (line, menu item) is boilerplate when this many sampled docs hold it"})
+    word_order_vocab: int = field(default=300, metadata={"help": "auto: frequent words of the word-order model"})
+    # -- profile auto: per-domain outliers ---------------------------------------------------------
+    outlier_k: float = field(default=5.0, metadata={"help": "auto: robust z (scaled MADs) of an outlier"})
+    outlier_min_spread: float = field(default=0.1, metadata={
+        "help": "auto: smallest spread (scale units) so that a near-constant statistic is not a hair trigger"})
+    min_domain_docs: int = field(default=50, metadata={
+        "help": "auto: fewer sampled docs: no outlier rules for the domain (garbage rules only)"})
     gopher_repetition: bool = field(default=True, metadata={"help": "apply Gopher repetition rules"})
     gopher_quality: bool = field(default=True, metadata={"help": "apply Gopher quality rules"})
     c4: bool = field(default=True, metadata={"help": "apply C4 rules (FineWeb variant)"})
@@ -79,6 +115,8 @@ class FilterConfig:
         "help": "domain -> {field: value} overrides, e.g. {code: {c4: false, fineweb: false}}"})
 
     def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ConfigError(f"curate.filters.profile must be one of {list(PROFILES)}, got {self.profile!r}")
         self.rep_top_n_grams = {int(k): float(v) for k, v in dict(self.rep_top_n_grams).items()}
         self.rep_dup_n_grams = {int(k): float(v) for k, v in dict(self.rep_dup_n_grams).items()}
         for dom, over in (self.per_domain or {}).items():
@@ -94,6 +132,16 @@ class FilterConfig:
         base = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "per_domain"}
         base.update(over)
         return from_dict(FilterConfig, base, where=f"curate.filters.per_domain.{domain}")
+
+
+def make_filter(cfg: FilterConfig | None = None) -> CurationStep:
+    """The filter step of ``cfg.profile``."""
+    cfg = cfg or FilterConfig()
+    if cfg.profile == "auto":
+        from curate.steps.garbage import CalibratedFilter
+
+        return CalibratedFilter(cfg)
+    return HeuristicFilter(cfg)
 
 
 def _find_duplicates(x: list[str]) -> tuple[int, int]:

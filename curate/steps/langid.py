@@ -3,8 +3,16 @@
 ``LanguageID`` adds ``lang`` (fastText code, e.g. ``en``) and ``lang_score`` (probability of the
 top label); it never drops. ``LanguageFilter`` decides on those columns: a document is kept when
 ``lang`` is in ``keep_languages`` (empty list: any language) and ``lang_score >= threshold``;
-drops carry reason ``lang:<code>`` or ``lang_score_below_threshold``; ``skip_domains`` (e.g. code)
-are not language-filtered and ``domain_thresholds`` lowers the bar for short-entry domains. Config: ``params.yaml``
+drops carry reason ``lang:<code>`` or ``lang_score_below_threshold``.
+
+Per domain (``per_domain: true``, the default): the calibration (``curate.calibrate``) gives each
+domain its language, the most frequent top label of its sampled documents (domains with too few
+documents get the corpus' language). Inside a domain whose language is kept, a document is dropped
+only when the model is confident it is in another language (``lang_score >= foreign_min_score``):
+headwords, pronunciations, code and one-line entries score low for every language and are kept,
+while a German article planted in an English domain scores ~0.9 and is found. In a domain whose
+language is not kept, and with ``per_domain: false``, the per-document rule applies.
+``skip_domains`` and ``domain_thresholds`` remain as optional overrides. Config: ``params.yaml``
 ``curate.langid``. Alone: ``corpusmix curate langid --input F --output F`` (annotates only).
 
 fastText's ``predict`` refuses newlines, so they are replaced by spaces (as datatrove does).
@@ -12,6 +20,7 @@ fastText's ``predict`` refuses newlines, so they are replaced by spaces (as data
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +43,12 @@ class LangIdConfig:
         "help": "domains the language filter keeps whatever their language (e.g. code)"})
     domain_thresholds: dict = field(default_factory=dict, metadata={
         "help": "domain -> threshold overriding `threshold` (short entries score lower)"})
+    per_domain: bool = field(default=True, metadata={
+        "help": "decide with the domain's calibrated language (a doc is foreign only when confidently so)"})
+    foreign_min_score: float = field(default=0.6, metadata={
+        "help": "per_domain: lang_score from which a non-kept label in a kept-language domain is foreign"})
+    min_domain_docs: int = field(default=20, metadata={
+        "help": "per_domain: fewer sampled docs: the domain gets the corpus' language"})
 
     def resolved_model(self) -> Path:
         p = Path(self.model_path) if self.model_path else PACKAGED_MODEL
@@ -77,9 +92,19 @@ class LanguageID(Annotator):
         return state
 
 
+def majority_language(docs: list[Document]) -> tuple[str | None, float]:
+    """(most frequent ``lang`` label, its share); ties broken by the label for determinism."""
+    counts = Counter(d.metadata.get("lang") for d in docs if d.metadata.get("lang"))
+    if not counts:
+        return None, 0.0
+    lang, n = min(counts.items(), key=lambda x: (-x[1], x[0]))
+    return lang, n / sum(counts.values())
+
+
 class LanguageFilter(CurationStep):
     step_name = "langid_filter"
     name = "language filter"
+    calibration_key = "langid"
 
     def __init__(self, cfg: LangIdConfig | None = None) -> None:
         super().__init__()
@@ -87,12 +112,44 @@ class LanguageFilter(CurationStep):
         self.keep = frozenset(self.cfg.keep_languages or ())
         self.skip = frozenset(self.cfg.skip_domains or ())
         self.thresholds = {str(k): float(v) for k, v in (self.cfg.domain_thresholds or {}).items()}
+        self.domain_lang: dict[str, str | None] = {}
+        self.corpus_lang: str | None = None
+
+    @property
+    def needs_calibration(self) -> bool:
+        return self.cfg.per_domain
+
+    def fit(self, docs_by_domain: dict[str, list[Document]]) -> dict:
+        """Each domain's language from its sampled, language-annotated documents."""
+        everything = [d for docs in docs_by_domain.values() for d in docs]
+        corpus, share = majority_language(everything)
+        out: dict = {"corpus_language": corpus, "corpus_share": round(share, 4), "domains": {}}
+        for dom in sorted(docs_by_domain):
+            docs = docs_by_domain[dom]
+            lang, share = majority_language(docs)
+            small = len(docs) < self.cfg.min_domain_docs
+            out["domains"][dom] = {"language": corpus if small or lang is None else lang,
+                                   "share": round(share, 4), "docs": len(docs),
+                                   "fallback": "corpus language (too few documents)" if small else None}
+        return out
+
+    def set_calibration(self, section: dict) -> None:
+        self.corpus_lang = section.get("corpus_language")
+        self.domain_lang = {d: v.get("language") for d, v in (section.get("domains") or {}).items()}
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         domain = doc.metadata.get("domain")
         if domain in self.skip:
             return True
         lang = doc.metadata.get("lang")
+        if self.keep and self.cfg.per_domain and domain not in self.thresholds:
+            dlang = self.domain_lang.get(domain or "unknown", self.corpus_lang)
+            if dlang in self.keep:
+                if lang in self.keep:
+                    return True  # any score: short entries of a kept-language domain score low
+                if (doc.metadata.get("lang_score") or 0.0) >= self.cfg.foreign_min_score:
+                    return False, f"lang:{lang}"
+                return True  # no confident other language: left to the garbage detectors
         if self.keep and lang not in self.keep:
             return False, f"lang:{lang}"
         if (doc.metadata.get("lang_score") or 0.0) < self.thresholds.get(domain, self.cfg.threshold):

@@ -1,0 +1,283 @@
+"""Per-domain calibration of the curation decisions, and the loud guard.
+
+``calibrate_steps(steps, inputs=..., read_cfg=...)`` is called by every engine before any task
+starts (``corpusmix curate run``, local or Spark). It reads the whole input once, keeps a
+deterministic sample per domain (the ``max_docs_per_domain`` documents with the smallest
+``sha1(id)``: independent of file order, partitions and engine), runs the chain's steps on it in
+order, and lets every step that calibrates (``fit`` / ``set_calibration``: the per-domain language
+filter and the ``auto`` filter profile) choose its thresholds from the documents that reach it.
+The result is one readable JSON document (``OUT/calibration.json``, a DVC output): per domain its
+document count, language, the thresholds chosen and whether it fell back to global thresholds.
+``curate.calibrate.file`` pins a reviewed calibration instead (nothing is recomputed).
+
+``corpusmix curate calibrate --input RAW --output FILE`` writes the same file without curating.
+
+The guard (``guard_report``): after a run, every (domain, step, reason) that removed more than
+``guard_share`` of the domain's documents is logged as a warning and listed in ``stats.json``
+(``guard``), next to a per-domain table (``domains``: docs in, kept share, top drop reasons).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import heapq
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.logging import get_logger
+
+log = get_logger("curate.calibrate")
+VERSION = 1
+
+
+@dataclass
+class CalibrateConfig:
+    file: str = field(default="", metadata={
+        "help": "pinned calibration JSON to use instead of calibrating (e.g. a reviewed OUT/calibration.json)"})
+    max_docs_per_domain: int = field(default=2000, metadata={
+        "help": "documents sampled per domain (smallest sha1(id)): bounds the cost on big inputs"})
+    guard_share: float = field(default=0.3, metadata={
+        "help": "warn when one drop reason removes more than this share of a domain"})
+
+    def __post_init__(self) -> None:
+        if self.max_docs_per_domain < 1:
+            raise ConfigError("curate.calibrate.max_docs_per_domain must be >= 1")
+        if not 0 < self.guard_share <= 1:
+            raise ConfigError("curate.calibrate.guard_share must be in (0, 1]")
+
+
+def _needs(step: Any) -> bool:
+    return hasattr(step, "set_calibration") and getattr(step, "needs_calibration", True)
+
+
+def sample_input(inputs: list[str], read_cfg: Any, max_docs: int) -> tuple[dict[str, list[Document]], dict[str, int]]:
+    """(deterministic sample per domain, documents read per domain)."""
+    from curate import io as cio
+
+    files = cio.list_input_files(inputs[0]) if len(inputs) == 1 else [
+        f for p in inputs for f in cio.list_input_files(p)]
+    reader = cio.RecordReader(read_cfg)
+    heaps: dict[str, list[tuple[int, str, Document]]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    seen: set[str] = set()
+    for unit in cio.list_units(files):
+        for rec in reader.read_unit(unit):
+            if isinstance(rec, cio.Drop) or rec.id in seen:
+                continue
+            seen.add(rec.id)
+            dom = rec.metadata.get("domain") or "unknown"
+            counts[dom] += 1
+            key = int(hashlib.sha1(rec.id.encode("utf-8")).hexdigest()[:15], 16)
+            h = heaps[dom]
+            if len(h) < max_docs:
+                heapq.heappush(h, (-key, rec.id, rec))
+            elif -key > h[0][0]:
+                heapq.heapreplace(h, (-key, rec.id, rec))
+    sample = {d: [r for _, _, r in sorted(h, key=lambda x: (-x[0], x[1]))] for d, h in sorted(heaps.items())}
+    return sample, dict(sorted(counts.items()))
+
+
+def fit_steps(steps: list[Any], sample: dict[str, list[Document]]) -> dict[str, Any]:
+    """Run ``steps`` in order over ``sample``; calibrate those that calibrate; return their sections."""
+    sections: dict[str, Any] = {}
+    todo = [s for s in steps if _needs(s)]
+    docs = {d: list(v) for d, v in sample.items()}
+    for step in steps:
+        if not todo:
+            break
+        if step in todo:
+            section = step.fit(docs)
+            step.set_calibration(section)
+            sections[step.calibration_key] = section
+            todo.remove(step)
+            if not todo:
+                break
+        kept: dict[str, list[Document]] = {}
+        for dom, ds in docs.items():
+            kept[dom] = []
+            for d in ds:
+                res = step.filter(d)
+                if res is True or (isinstance(res, tuple) and res[0]):
+                    kept[dom].append(d)
+        docs = kept
+    return sections
+
+
+def calibrate_steps(steps: list[Any], *, inputs: list[str], read_cfg: Any,
+                    cfg: CalibrateConfig | None = None) -> dict[str, Any] | None:
+    """Calibrate (or load the pinned calibration into) every step that needs it; the document or None."""
+    cfg = cfg or CalibrateConfig()
+    needing = [s for s in steps if _needs(s)]
+    if not needing:
+        return None
+    if cfg.file:
+        p = Path(cfg.file)
+        if not p.is_file():
+            raise ConfigError(f"curate.calibrate.file {cfg.file!r} does not exist; remove it to calibrate "
+                              "on the input, or write one with `corpusmix curate calibrate`")
+        doc = json.loads(p.read_text())
+        for s in needing:
+            if s.calibration_key not in doc.get("steps", {}):
+                raise ConfigError(f"pinned calibration {cfg.file!r} has no section {s.calibration_key!r}; "
+                                  "recalibrate with `corpusmix curate calibrate`")
+            s.set_calibration(doc["steps"][s.calibration_key])
+        log.info("calibration pinned", extra={"data": {"file": cfg.file}})
+        return doc
+    sample, counts = sample_input([str(i) for i in inputs], read_cfg, cfg.max_docs_per_domain)
+    sections = fit_steps(steps, sample)
+    doc = {"version": VERSION, "max_docs_per_domain": cfg.max_docs_per_domain,
+           "domain_docs": counts, "sampled": {d: len(v) for d, v in sample.items()}, "steps": sections}
+    for key, sec in sections.items():
+        for dom, d in (sec.get("domains") or {}).items():
+            if d.get("fallback"):
+                log.warning("domain calibrated with fallback", extra={"data": {
+                    "step": key, "domain": dom, "docs": d.get("docs"), "fallback": d["fallback"]}})
+    return doc
+
+
+# -- the auto filter profile's calibration ----------------------------------------------------
+
+def _robust(values: list[float], direction: str, k: float, floor: float) -> tuple[float | None, float | None]:
+    med = statistics.median(values)
+    spread = max(1.4826 * statistics.median(abs(v - med) for v in values), floor)
+    lo = round(med - k * spread, 4) if direction in ("low", "both") else None
+    hi = round(med + k * spread, 4) if direction in ("high", "both") else None
+    return lo, hi
+
+
+def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
+    """Word-order model over all sampled documents + robust outlier thresholds per domain."""
+    from curate.steps.garbage import CalibratedFilter, to_scale
+    from curate.textstats import STYLE_STATS, WordOrderModel, segments
+
+    everything = [d.text for dom in sorted(docs_by_domain) for d in docs_by_domain[dom]]
+    order = WordOrderModel.fit(everything, k=cfg.word_order_vocab)
+    df: dict[str, int] = defaultdict(int)
+    for t in everything:
+        for seg in set(segments(t)):
+            df[seg] += 1
+    min_df = max(cfg.boilerplate_min_docs, int(0.001 * len(everything)))
+    frequent = sorted((s for s, n in df.items() if n >= min_df), key=lambda s: (-df[s], s))[:5000]
+    probe = CalibratedFilter(cfg)  # the decision code itself, so calibration and run never disagree
+    probe.set_calibration({"word_order": order.to_dict(), "frequent_segments": frequent, "domains": {}})
+    domains: dict[str, Any] = {}
+    for dom in sorted(docs_by_domain):
+        docs = docs_by_domain[dom]
+        lang_counts: dict[str, int] = defaultdict(int)
+        for d in docs:
+            if d.metadata.get("lang"):
+                lang_counts[d.metadata["lang"]] += 1
+        language = min(lang_counts.items(), key=lambda x: (-x[1], x[0]))[0] if lang_counts else cfg.language
+        entry: dict[str, Any] = {"docs": len(docs), "language": language}
+        probe.domains = {dom: {"language": language}}
+        stats = [probe.measure(d, probe.domains[dom]) for d in docs]
+        # thresholds from the documents that are not garbage: a domain's garbage must not widen them
+        clean = [s for s in stats if probe.garbage_reason(s, dom) is None]
+        entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
+        if len(clean) < cfg.min_domain_docs:
+            entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
+                                 f"{cfg.min_domain_docs}; garbage rules only")
+            entry["thresholds"] = {}
+        else:
+            entry["fallback"] = None
+            th = {}
+            for stat, direction in STYLE_STATS.items():
+                vals = [to_scale(stat, s[stat]) for s in clean if s.get(stat) is not None]
+                if len(vals) >= cfg.min_domain_docs:
+                    th[stat] = list(_robust(vals, direction, cfg.outlier_k, cfg.outlier_min_spread))
+            entry["thresholds"] = th
+        domains[dom] = entry
+    return {"profile": "auto", "garbage": {
+        "min_dict_share": cfg.garbage_min_dict_share, "min_vocab_richness": cfg.garbage_min_vocab_richness,
+        "max_compress_ratio": cfg.garbage_max_compress_ratio,
+        "min_words_per_line": cfg.garbage_min_words_per_line, "min_word_order": cfg.garbage_min_word_order,
+        "max_boilerplate_share": cfg.garbage_max_boilerplate_share},
+        "scale": "log for words_per_line, mean_word_len, compress_ratio; linear for shares",
+        "domains": domains, "frequent_segments": frequent, "word_order": order.to_dict()}
+
+
+# -- the loud guard ---------------------------------------------------------------------------
+
+def guard_report(drop_counts: list[tuple[str, str, str, int]], domain_docs: dict[str, int], *,
+                 share: float = 0.3, kept: dict[str, int] | None = None) -> dict[str, Any]:
+    """``{"guard": [...], "domains": {...}}`` from (domain, step, reason, count) rows of a run."""
+    by_dom: dict[str, dict[str, int]] = defaultdict(dict)
+    for dom, step, reason, n in drop_counts:
+        key = f"{step}:{reason}"
+        d = by_dom[dom or "unknown"]
+        d[key] = d.get(key, 0) + int(n)
+    guard = []
+    table: dict[str, Any] = {}
+    for dom in sorted(set(domain_docs) | set(by_dom)):
+        n_in = int(domain_docs.get(dom, 0))
+        reasons = by_dom.get(dom, {})
+        dropped = sum(reasons.values())
+        top = sorted(reasons.items(), key=lambda x: (-x[1], x[0]))[:5]
+        table[dom] = {"docs_in": n_in, "dropped": dropped,
+                      "kept": kept.get(dom, n_in - dropped) if kept else n_in - dropped,
+                      "kept_share": round(1 - dropped / n_in, 4) if n_in else None,
+                      "top_reasons": {k: v for k, v in top}}
+        for key, n in sorted(reasons.items()):
+            if n_in and n / n_in > share:
+                step, _, reason = key.partition(":")
+                guard.append({"domain": dom, "step": step, "reason": reason, "dropped": n,
+                              "share": round(n / n_in, 4), "limit": share})
+    for g in guard:
+        log.warning("one rule removes a large share of a domain", extra={"data": g})
+    return {"guard": guard, "domains": table}
+
+
+def local_guard(out: Path, calibration: dict[str, Any] | None, share: float) -> dict[str, Any]:
+    """The guard of a local run, from ``OUT/drops.parquet`` (read steps' drops included)."""
+    import pyarrow.parquet as pq
+
+    counts: dict[tuple[str, str, str], int] = defaultdict(int)
+    drops = out / "drops.parquet"
+    if drops.exists():
+        t = pq.read_table(drops, columns=["domain", "step", "reason"])
+        for dom, step, reason in zip(*(t.column(c).to_pylist() for c in ("domain", "step", "reason")), strict=True):
+            counts[(dom or "unknown", step, reason)] += 1
+    docs = dict((calibration or {}).get("domain_docs") or {})
+    return guard_report([(*k, n) for k, n in sorted(counts.items())], docs, share=share)
+
+
+# -- the command --------------------------------------------------------------------------------
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="choose per-domain thresholds on the input and write them (JSON)",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--input", required=True, help="Parquet/JSONL file or folder (the raw input of `curate run`)")
+    p.add_argument("--output", required=True, help="calibration JSON to write")
+    p.add_argument("--params", default="params.yaml", help="params file (sections curate.*)")
+    add_config_args(p, CalibrateConfig)
+
+    def _cmd(args: argparse.Namespace) -> int:
+        from curate import io as cio
+        from curate.engine_local import EngineConfig, build_steps
+
+        cfg = config_from(CalibrateConfig, params=load_params(args.params, "curate.calibrate"), args=args,
+                          where="curate.calibrate")
+        cfg.file = ""  # this command always calibrates
+        ecfg = config_from(EngineConfig, params=load_params(args.params, "curate.engine"), where="curate.engine")
+        read_cfg = config_from(cio.ReadConfig, params=load_params(args.params, "curate.read"), where="curate.read")
+        steps = build_steps(args.params, ecfg, stage="a")
+        doc = calibrate_steps(steps, inputs=[args.input], read_cfg=read_cfg, cfg=cfg)
+        if doc is None:
+            raise ConfigError("no step of curate.engine.steps needs a calibration (profile web, per_domain off)")
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        tmp.replace(out)
+        print(json.dumps({"output": str(out), "domains": doc["domain_docs"]}))
+        return 0
+
+    p.set_defaults(func=_cmd)

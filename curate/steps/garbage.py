@@ -1,0 +1,119 @@
+"""The ``auto`` filter profile: domain-agnostic garbage detectors plus per-domain outlier rules.
+
+``CalibratedFilter`` decides on the statistics of ``curate.textstats`` in two stages:
+
+1. **Garbage** (absolute thresholds, the same for every domain, in ``FilterConfig``): a document
+   whose tokens are mostly not words of its language (``garbage:not_words``: random characters,
+   hex/base64, number tables, mojibake), with very few distinct words for its length
+   (``garbage:repetitive``: keyword spam, menus, a line repeated), one word per line
+   (``garbage:word_list``), without the word order of running text (``garbage:word_salad``:
+   shuffled or independently drawn words), or made mostly of short segments that recur across
+   many documents of the corpus (``garbage:boilerplate``: menus, share buttons, footers). Real text of any register passes these, so a domain made
+   only of garbage is dropped even though it is "normal" for itself.
+2. **Outliers** (``outlier:<stat>_<low|high>``): a statistic far outside its own domain's robust
+   range (median +- ``outlier_k`` scaled MADs, thresholds chosen by ``curate.calibrate``). A domain
+   of dictionary entries keeps its short lines, a code domain its symbols; a prose document with
+   one word per line inside a prose domain is an outlier. Domains with fewer than
+   ``min_domain_docs`` documents have no outlier rules (stage 1 only), and the calibration file says so.
+
+The thresholds come from the calibration (``set_calibration``), computed once over the whole input
+by the engine before any task starts, so every engine and every task uses the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError
+from curate.steps.base import CurationStep
+from curate.textstats import LOG_STATS, STYLE_STATS, WordOrderModel, doc_stats
+
+
+def to_scale(stat: str, x: float) -> float:
+    """Statistics compared on a log scale (ratios, lengths) or as they are (shares)."""
+    return math.log(max(x, 1e-3)) if stat in LOG_STATS else x
+
+
+class CalibratedFilter(CurationStep):
+    """Garbage detectors + domain-relative outlier rules (``curate.filters.profile: auto``)."""
+
+    step_name = "filters"
+    name = "calibrated filters (garbage + per-domain outliers)"
+    calibration_key = "filters"
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.domains: dict[str, dict[str, Any]] = {}
+        self.order: WordOrderModel | None = None
+        self.calibrated = False
+        self.frequent: frozenset[str] = frozenset()
+        # user overrides (curate.filters.per_domain) of the garbage thresholds
+        self._by_domain = {d: cfg.for_domain(d) for d in (cfg.per_domain or {})}
+
+    # -- calibration protocol (curate.calibrate) ---------------------------------------------
+    def fit(self, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
+        from curate.calibrate import fit_filter_calibration
+
+        return fit_filter_calibration(self.cfg, docs_by_domain)
+
+    def set_calibration(self, section: dict[str, Any]) -> None:
+        self.order = WordOrderModel.from_dict(section["word_order"]) if section.get("word_order") else None
+        self.frequent = frozenset(section.get("frequent_segments") or ())
+        self.domains = dict(section.get("domains") or {})
+        self.calibrated = True
+
+    # -- decision ----------------------------------------------------------------------------
+    def _language(self, doc: Document, dom: dict[str, Any] | None) -> str:
+        lang = doc.metadata.get("lang")
+        if lang and (doc.metadata.get("lang_score") or 0.0) >= 0.5:
+            return lang
+        return (dom or {}).get("language") or self.cfg.language
+
+    def measure(self, doc: Document, dom: dict[str, Any] | None = None) -> dict[str, float | None]:
+        return doc_stats(doc.text, self._language(doc, dom), self.order, self.frequent)
+
+    def garbage_reason(self, s: dict[str, float | None], domain: str | None = None) -> str | None:
+        c = self._by_domain.get(domain, self.cfg) if domain else self.cfg
+        if not s["n_words"]:
+            return "empty"
+        if s["dict_share"] is not None and s["dict_share"] < c.garbage_min_dict_share:
+            return "garbage:not_words"
+        if s["vocab_richness"] is not None and s["vocab_richness"] < c.garbage_min_vocab_richness:
+            return "garbage:repetitive"
+        if s["compress_ratio"] > c.garbage_max_compress_ratio:
+            return "garbage:repetitive"
+        if s["n_lines"] >= 10 and s["words_per_line"] < c.garbage_min_words_per_line:
+            return "garbage:word_list"
+        if s["word_order"] is not None and s["word_order"] < c.garbage_min_word_order:
+            return "garbage:word_salad"
+        if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
+            return "garbage:boilerplate"
+        return None
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        if not self.calibrated:
+            raise ConfigError("the auto filter profile needs a calibration: run it through `corpusmix curate "
+                              "run` (which calibrates first) or set curate.calibrate.file")
+        name = doc.metadata.get("domain") or "unknown"
+        dom = self.domains.get(name)
+        s = self.measure(doc, dom)
+        reason = self.garbage_reason(s, name)
+        if reason:
+            return False, reason
+        for stat, (lo, hi) in ((dom or {}).get("thresholds") or {}).items():
+            x = s.get(stat)
+            if x is None:
+                continue
+            v = to_scale(stat, x)
+            if lo is not None and v < lo:
+                return False, f"outlier:{stat}_low"
+            if hi is not None and v > hi:
+                return False, f"outlier:{stat}_high"
+        return True
+
+
+__all__ = ["CalibratedFilter", "STYLE_STATS", "to_scale"]

@@ -1,0 +1,254 @@
+"""Cheap, style-independent statistics of one document, shared by calibration and the filters.
+
+Every statistic is computed from whitespace tokens and characters in one pass, without spaCy, so
+that the ``auto`` filter profile (``curate.steps.garbage``) and its calibration
+(``curate.calibrate``) cost a fraction of the datatrove-parity ``web`` profile. Two families:
+
+* **style statistics** (words per line, mean word length, share of lines ending in punctuation, ...)
+  differ legitimately between domains: they are only ever judged against the document's own domain
+  (robust per-domain outlier thresholds, ``curate.calibrate``);
+* **garbage statistics** (dictionary-word share of the language, zlib compression ratio, word-order
+  structure, character entropy) measure properties every natural-language document has whatever
+  its domain: they get absolute thresholds, so a domain made entirely of garbage cannot calibrate
+  itself into looking normal.
+
+The dictionary is the word list of ``wordfreq`` for the document's language (bundled in the wheel,
+offline). Word order is scored by a small corpus-level transition model over the most frequent
+words (``WordOrderModel``): shuffled words and word salad lose the grammar of function words
+(``of the`` is frequent, ``the of`` is not), whatever vocabulary they are drawn from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections import Counter
+from functools import lru_cache
+
+_EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "”", "’", "。", "！", "？", "…")
+MAX_ORDER_CHARS = 50_000  # characters scored for word order: enough pairs for a stable mean
+COMPRESS_PREFIX = 32_768  # bytes compressed per document: the ratio settles long before that
+
+# statistics judged per domain (name -> direction in which a value is bad)
+STYLE_STATS: dict[str, str] = {
+    "words_per_line": "low",
+    "mean_word_len": "both",
+    "alpha_share": "low",
+    "dict_share": "low",
+    "compress_ratio": "high",
+    "dup_line_share": "high",
+    "top_word_share": "high",
+}
+# compared on a log scale (positive ratios and lengths)
+LOG_STATS = frozenset({"words_per_line", "mean_word_len", "compress_ratio"})
+
+
+@lru_cache(maxsize=16)
+def dictionary(lang: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(wordfreq's 200k most frequent words of ``lang``, the 1-2 letter ones among its top 1000),
+    lower-cased, or None when wordfreq has no list for ``lang``."""
+    import wordfreq
+
+    try:
+        words = [w.lower() for w in wordfreq.top_n_list(lang, 200_000)]
+    except (LookupError, ValueError):
+        return None
+    if len(words) < 1000:
+        return None
+    return frozenset(words), frozenset(w for w in words[:1000] if len(w) <= 2)
+
+
+def _is_dict_token(tok: str, words: frozenset[str], short: frozenset[str]) -> bool:
+    """A token is a dictionary word when it is mostly letters and every letter run is known.
+
+    Runs of 3+ letters are looked up in the language's word list; a token made of only one or two
+    letters must be one of the language's most frequent words ("a", "of"), since almost every
+    random pair of letters is in a 200k list somewhere. ``don't``, ``self.name`` and
+    ``co-operate`` count; ``9fa3c0e1``, ``dP.`` and base64 do not.
+    """
+    core = tok.strip(_EDGE_PUNCT).lower()
+    if not core:
+        return False
+    runs = _LETTER_RUN.findall(core)
+    n_letters = sum(map(len, runs))
+    if n_letters == 0 or n_letters < 0.7 * len(core):
+        return False
+    long_runs = [r for r in runs if len(r) > 2]
+    if not long_runs:
+        return core in short
+    return all(r in words for r in long_runs)
+
+
+_DICT_CACHE: dict[str, dict[str, bool]] = {}
+
+
+def dict_share(tokens: list[str], lang: str) -> float | None:
+    """Share of ``tokens``' characters in dictionary words of ``lang`` (None: no dictionary).
+
+    Weighted by length: a long random token weighs more than a short word that a random string
+    hits by chance."""
+    d = dictionary(lang)
+    if d is None or not tokens:
+        return None
+    words, short = d
+    cache = _DICT_CACHE.setdefault(lang, {})
+    if len(cache) > 1_000_000:  # bounded on huge vocabularies
+        cache.clear()
+    hits = total = 0
+    for t in tokens:
+        v = cache.get(t)
+        if v is None:
+            v = cache[t] = _is_dict_token(t, words, short)
+        n = len(t)
+        total += n
+        if v:
+            hits += n
+    return hits / total
+
+
+def char_entropy(text: str) -> float:
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+class WordOrderModel:
+    """Transitions between the ``k`` most frequent words (all others are one class) of a corpus.
+
+    ``score(text)`` is the mean pointwise mutual information ``log P(b|a) / P(b)`` (nats) of the
+    document's adjacent word pairs that involve a frequent word: positive for running text of any
+    register (function words follow grammar), about zero or below for words drawn independently
+    or shuffled. (A permutation baseline, the same score minus its expectation over shuffles of
+    the document's own words, separated word salad from short real documents worse on the demo.)
+    """
+
+    def __init__(self, vocab: list[str], pmi: list[list[float]]) -> None:
+        self.vocab = list(vocab)
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+        self.other = len(self.vocab)
+        self.pmi = pmi
+
+    @classmethod
+    def fit(cls, texts: list[str], *, k: int = 300, smoothing: float = 0.5) -> WordOrderModel:
+        uni: Counter[str] = Counter()
+        seqs = []
+        for t in texts:
+            words = _WORD.findall(t[:MAX_ORDER_CHARS].lower())
+            uni.update(words)
+            seqs.append(words)
+        # ties broken by the word itself: the model must not depend on input order
+        vocab = [w for w, _ in sorted(uni.items(), key=lambda x: (-x[1], x[0]))[:k]]
+        index = {w: i for i, w in enumerate(vocab)}
+        m = len(vocab) + 1
+        counts = [[0] * m for _ in range(m)]
+        for words in seqs:
+            ids = [index.get(w, m - 1) for w in words]
+            for a, b in zip(ids, ids[1:], strict=False):
+                counts[a][b] += 1
+        col = [sum(counts[a][b] for a in range(m)) + smoothing * m for b in range(m)]
+        total = sum(col)
+        pmi = []
+        for a in range(m):
+            row_total = sum(counts[a]) + smoothing * m
+            pmi.append([round(math.log((counts[a][b] + smoothing) / row_total) - math.log(col[b] / total), 4)
+                        for b in range(m)])
+        return cls(vocab, pmi)
+
+    def score(self, text: str, *, min_pairs: int = 12) -> float | None:
+        idx = self.index
+        o = self.other
+        ids = [idx.get(w, o) for w in _WORD.findall(text[:MAX_ORDER_CHARS].lower())]
+        pmi = self.pmi
+        total = 0.0
+        n = 0
+        for a, b in zip(ids, ids[1:], strict=False):
+            if a != o or b != o:
+                total += pmi[a][b]
+                n += 1
+        return total / n if n >= min_pairs else None
+
+    def to_dict(self) -> dict:
+        return {"vocab": self.vocab, "pmi": self.pmi}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> WordOrderModel:
+        return cls(list(d["vocab"]), [list(map(float, r)) for r in d["pmi"]])
+
+
+_SEGMENT_SPLIT = re.compile(r"\s*(?:[·|•»›]|\n)\s*")
+_SPACES = re.compile(r"\s+")
+
+
+def segments(text: str) -> list[str]:
+    """Short pieces of a text (lines, and menu items between separators), normalised."""
+    out = []
+    for seg in _SEGMENT_SPLIT.split(text[:COMPRESS_PREFIX]):
+        seg = _SPACES.sub(" ", seg).strip().lower()
+        if 2 <= len(seg) <= 80:
+            out.append(seg)
+    return out
+
+
+def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int]:
+    """(share of the characters of a document's short segments that are frequent across the corpus
+    (menus, footers, share buttons), number of short segments)."""
+    segs = segments(text)
+    total = sum(map(len, segs))
+    if not total:
+        return 0.0, 0
+    return sum(len(s) for s in segs if s in frequent) / total, len(segs)
+
+
+def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
+              frequent_segments: frozenset[str] | None = None) -> dict[str, float | None]:
+    """All statistics of one document (None where undefined, e.g. no dictionary for ``lang``)."""
+    tokens = text.split()
+    n = len(tokens)
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    n_lines = len(lines) or 1
+    raw = text.encode("utf-8")[:COMPRESS_PREFIX]
+    out: dict[str, float | None] = {
+        "n_words": float(n),
+        "n_chars": float(len(text)),
+        "n_lines": float(len(lines)),
+        "words_per_line": n / n_lines,
+        "line_punct_share": sum(ln.rstrip().endswith(_TERMINAL) for ln in lines) / n_lines,
+        "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
+        "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
+    }
+    if n == 0:
+        out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
+                   top_word_share=0.0, vocab_richness=None, word_order=None)
+        return out
+    out["mean_word_len"] = sum(map(len, tokens)) / n
+    out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
+    out["dict_share"] = dict_share(tokens, lang) if lang else None
+    seen: set[str] = set()
+    dup_chars = 0
+    for ln in lines:
+        s = ln.strip()
+        if s in seen:
+            dup_chars += len(s)
+        else:
+            seen.add(s)
+    out["dup_line_share"] = dup_chars / max(1, sum(len(ln.strip()) for ln in lines))
+    # share of the text's characters taken by its most frequent word (of 3+ chars): keyword spam
+    counts = Counter(t.lower() for t in tokens if len(t) > 2)
+    if counts:
+        w, c = max(counts.items(), key=lambda x: (x[1] * len(x[0]), x[0]))
+        out["top_word_share"] = c * len(w) / max(1, sum(len(t) for t in tokens))
+    else:
+        out["top_word_share"] = 0.0
+    # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
+    # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)
+    out["vocab_richness"] = len({t.lower() for t in tokens}) / math.sqrt(n) if n >= 30 else None
+    out["word_order"] = order.score(text) if order is not None else None
+    if frequent_segments is not None:
+        out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)
+        out["n_segments"] = float(n_seg)
+    return out
