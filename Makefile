@@ -7,7 +7,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # The CPU wheel of torch; installed first so that the `torch>=2.5` range in pyproject.toml does not
-# pull a multi-GB CUDA build. Override on a GPU machine: make setup TORCH_SPEC="torch".
+# pull a multi-GB CUDA build. Override on a GPU machine: make setup TORCH_SPEC="torch" (then setup
+# also installs the gpu extra, flash-attn, or prints why FlashAttention stays off).
 TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: setup demo test lint system-deps lmplz clean-venv
@@ -19,6 +20,7 @@ $(BIN)/python:
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e ".[spark,dev]"
+	bash scripts/gpu-extra.sh $(BIN)/python  # CUDA torch + GPU: the gpu extra (flash-attn), else says why not
 	touch $@
 
 system-deps:
