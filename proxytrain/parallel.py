@@ -121,7 +121,8 @@ def parallelize(model: nn.Module, cfg: Any) -> nn.Module:
     if cfg.compile:
         for block in layers:
             block.compile()  # no fullgraph: older flash-attn builds are not traceable ops
-    if not is_distributed():
+    # fsdp_single_rank: shard over a 1-rank group too (the GPU smoke test on a single-GPU machine)
+    if not is_distributed() and not (getattr(cfg, "fsdp_single_rank", False) and dist.is_initialized()):
         return model
 
     require_fsdp_api()

@@ -68,12 +68,14 @@ def test_resolve_backend():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available() or not flash_available(), reason="needs CUDA + flash-attn")
-def test_flash_matches_sdpa_on_cuda():
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_flash_matches_sdpa_on_cuda(kv_heads):
     g = torch.Generator(device="cuda").manual_seed(0)
     seg = _segments().cuda()
-    q, k, v = (torch.randn(3, 4, 16, 64, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    q = torch.randn(3, 4, 16, 64, generator=g, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(3, kv_heads, 16, 64, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     flash = attend(q, k, v, prepare_attention(seg, "flash"))
-    sdpa = attend(q, k, v, prepare_attention(seg, "sdpa"))
+    sdpa = attend(q, k, v, prepare_attention(seg, "sdpa", torch.bfloat16))
     keep = (seg >= 0)[:, None, :, None].expand_as(flash)  # padding outputs are unused
     torch.testing.assert_close(flash[keep].float(), sdpa[keep].float(), atol=2e-2, rtol=2e-2)
 
