@@ -12,8 +12,10 @@ writes, with a fixed seed:
 Planted defects: exact duplicates (byte copies and case/whitespace variants) and near-duplicates
 at known word-edit rates, within and across domains; PII generated with Faker; junk documents
 (navigation boilerplate, spam keyword lists, garbled characters, symbol lines, very short / very
-long lines); non-English documents inside English domains; and a pure-noise domain of random
-words that mixture search must learn to avoid. Every later curation step is scored against it.
+long lines); non-English documents inside English domains; a pure-noise domain of random
+words that mixture search must learn to avoid; and toxic documents and contaminated copies of the
+held-out evaluation set ``data/demo/eval`` (``curate.demo_safety``). Every later curation step is
+scored against it.
 
 ``corpusmix demo-data --build-subset SHARED_CORPORA`` (re)builds ``data/demo/`` itself from the
 full corpora, deterministically.
@@ -55,6 +57,10 @@ class DemoDataConfig:
     foreign_docs: int = field(default=120, metadata={"help": "non-English docs put in English domains"})
     noise_docs: int = field(default=300, metadata={"help": "docs in the pure-noise domain"})
     noise_domain: str = field(default="noise", metadata={"help": "name of the pure-noise domain"})
+    toxic_docs: int = field(default=60, metadata={"help": "planted toxic documents (half inserted slurs, half abuse)"})
+    contaminated_docs: int = field(default=60, metadata={
+        "help": "planted documents holding items of the evaluation set (eval_dir)"})
+    eval_dir: str = field(default="data/demo/eval", metadata={"help": "held-out evaluation set (benchmark files)"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,6 +351,12 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
     for k in range(cfg.noise_docs):
         add(f"noise/{k:05d}", make_noise(rng, word_bag), cfg.noise_domain, "planted-noise", defects=["noise"])
 
+    # toxic and contaminated documents: their own random stream, so everything above stays byte-identical
+    from curate.demo_safety import plant_safety
+
+    plant_safety(add, originals, EN_DOMAINS, seed=cfg.seed, toxic_docs=cfg.toxic_docs,
+                 contaminated_docs=cfg.contaminated_docs, eval_dir=Path(cfg.eval_dir))
+
     # deterministic shuffle into parts
     docs.sort(key=lambda x: hashlib.sha1(f"{cfg.seed}:{x['id']}".encode()).hexdigest())
     out = Path(cfg.output)
@@ -415,6 +427,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", default="params.yaml", help="params file (section `demo_data`)")
     p.add_argument("--build-subset", metavar="CORPORA", default=None,
                    help="rebuild the shipped subset in --source-dir from the full corpora folder, then exit")
+    p.add_argument("--build-eval", metavar="CORPORA", default=None,
+                   help="rebuild the held-out evaluation set in --eval-dir from the full corpora, then exit")
     p.set_defaults(func=_run)
 
 
@@ -423,6 +437,11 @@ def _run(args: argparse.Namespace) -> int:
                       where="params.yaml:demo_data")
     if args.build_subset:
         build_subset(Path(args.build_subset), Path(cfg.source_dir), seed=cfg.seed)
+        return 0
+    if args.build_eval:
+        from curate.demo_safety import build_eval_sets
+
+        print(build_eval_sets(Path(args.build_eval), Path(cfg.source_dir), Path(cfg.eval_dir), seed=cfg.seed))
         return 0
     counts = build_demo_data(cfg)
     print(" ".join(f"{k}={v}" for k, v in counts.items()))

@@ -48,13 +48,14 @@ from curate.steps.base import CurationStep
 
 log = get_logger("curate.engine_local")
 
-ALL_STEPS = ("normalize", "langid", "filters", "quality", "dedup", "pii")
-STAGE_A = ("normalize", "langid", "filters", "quality")
+ALL_STEPS = ("normalize", "decontam", "langid", "filters", "toxicity", "quality", "dedup", "pii")
+STAGE_A = ("normalize", "decontam", "langid", "filters", "toxicity", "quality")
 
 
 @dataclass
 class EngineConfig:
-    steps: list[str] = field(default_factory=lambda: list(ALL_STEPS), metadata={
+    # decontam needs evaluation sets (params `decontam.eval_sets`): on only where params name it
+    steps: list[str] = field(default_factory=lambda: [s for s in ALL_STEPS if s != "decontam"], metadata={
         "help": f"steps to run, in chain order, from {ALL_STEPS}"})
     tasks: int = field(default=4, metadata={"help": "datatrove tasks (units of resumable work)"})
     workers: int = field(default=1, metadata={"help": "processes running tasks"})
@@ -86,12 +87,22 @@ def build_steps(params_path: str | Path, cfg: EngineConfig | None = None, *, sta
         if "normalize" in on:
             steps.append(Normalizer(config_from(NormalizeConfig, params=load_params(params_path, "curate.normalize"),
                                                 where="curate.normalize")))
+        if "decontam" in on:  # right after normalisation: every planted copy is judged, before other drops
+            from curate.steps.decontam import DecontamConfig, Decontaminator
+
+            steps.append(Decontaminator(config_from(DecontamConfig, params=load_params(params_path, "decontam"),
+                                                    where="decontam")))
         if "langid" in on:
             lc = config_from(LangIdConfig, params=load_params(params_path, "curate.langid"), where="curate.langid")
             steps += [LanguageID(lc), LanguageFilter(lc)]
         if "filters" in on:
             steps.append(make_filter(config_from(FilterConfig, params=load_params(params_path, "curate.filters"),
                                                  where="curate.filters")))
+        if "toxicity" in on:
+            from curate.steps.toxicity import ToxicityConfig, toxicity_steps
+
+            steps += toxicity_steps(config_from(ToxicityConfig, params=load_params(params_path, "toxicity"),
+                                                where="toxicity"))
         if "quality" in on and cfg.quality_models_dir:
             try:
                 from curate.steps.quality import QualityConfig, quality_filters, quality_scorers
@@ -328,7 +339,9 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
     work.mkdir(parents=True, exist_ok=True)
     fingerprint = hashlib.sha256(json.dumps({
         "inputs": [str(f) for f in files], "engine": asdict(cfg), "read": asdict(read_cfg),
-        "params": {k: load_params(params_path, k) for k in ("curate", "dedup", "pii", "quality")}},
+        "params": {k: load_params(params_path, k) for k in ("curate", "dedup", "pii", "quality", "toxicity",
+                                                                  "decontam")},
+        "decontam_index": [getattr(s, "index_path", "") for s in steps_a]},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
     fp_file = work / "fingerprint"
     if fp_file.exists() and fp_file.read_text() != fingerprint:

@@ -54,6 +54,8 @@ log = get_logger("curate.spark")
 #: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
 KNOWN_TYPES: dict[str, pa.DataType] = cio.ANNOTATION_TYPES
 #: file suffixes of models that are shipped to executors when a step attribute names such a file
+#: (``.bin`` also covers the decontamination step's n-gram index: shipped as a file, memory-mapped
+#: by each executor, instead of riding in the broadcast pickle of the steps)
 MODEL_SUFFIXES = (".ftz", ".bin", ".arpa", ".klm", ".binary", ".model", ".json")
 DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"
 DEFAULT_REASON = "unspecified"  # the local engine's reason for a drop without one

@@ -289,6 +289,10 @@ ANNOTATION_TYPES: dict[str, pa.DataType] = {
     "dup_cluster": pa.string(),
     "is_duplicate": pa.bool_(),
     "dup_kind": pa.string(),
+    "toxicity": pa.float64(),
+    "badwords": pa.int64(),
+    "contam_benchmarks": pa.string(),
+    "contam_ngrams": pa.int64(),
 }
 
 

@@ -11,6 +11,9 @@ of ``corpusmix curate run`` and ``ground_truth.parquet`` (schema in docs/formats
   precision (they are reported under ``noise``, and ``garbage`` scores junk and noise together);
 * ``foreign``: recall of planted ``foreign:*`` documents among language-ID drops;
 * ``kept_real``: share of real (no planted defect) documents kept, per domain and overall;
+* ``toxicity`` / ``decontam``: precision/recall of planted ``toxic:*`` / ``contaminated:*``
+  documents, share of each real domain flagged (``loud`` lists domains over 5 %), contamination per
+  benchmark and domain (``curate.safety_metrics``);
 * ``pii``: per-type precision/recall of ``pii_spans`` (``curate.pii_metrics.score_pii``) on kept
   documents, when the run has that column.
 
@@ -44,7 +47,7 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
     has_pii = False
     for f in sorted((run / "curated").glob("*.parquet")):
         names = pq.read_schema(f).names
-        cols = [c for c in ("id", "lang", "pii_spans") if c in names]
+        cols = [c for c in ("id", "lang", "pii_spans", "contam_benchmarks") if c in names]
         has_pii = has_pii or "pii_spans" in names
         for r in pq.read_table(f, columns=cols).to_pylist():
             kept[r["id"]] = r
@@ -92,6 +95,9 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
                   "dropped_any_step": sum(1 for i in noise if i in drops),
                   "kept": sum(1 for i in noise if i in kept)},
     }
+    from curate.safety_metrics import safety_metrics
+
+    out.update(safety_metrics(run, gt, kept, drops))
     if has_pii:
         from curate.pii_metrics import score_pii
 

@@ -61,6 +61,7 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
                                     ["step", *map(str, pv.columns), "total"],
                                     [[str(s), *[int(v) for v in row], int(sum(row))] for s, row in
                                      zip(pv.index, pv.to_numpy().tolist(), strict=True)]))
+        sec.blocks.extend(_safety_tables(df, label))
         dup = int(df["id"].duplicated().sum())
         if dup:
             sec.blocks.append(f"Warning: {dup} document id(s) in {label} are dropped more than once; every "
@@ -71,6 +72,30 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
         sec.blocks.append(Table(f"Tokens per domain {what} ({label})", ["domain", "tokens", "share"],
                                 [[d, int(n), n / total] for d, n in sorted(toks.items())]))
     return sec
+
+
+def _safety_tables(df: Any, label: str) -> list[Table]:
+    """Contamination per benchmark and domain, and toxicity drops per domain (from the drops alone)."""
+    out = []
+    if "domain" not in df.columns:
+        return out
+    dc = df[(df["step"] == "decontam") & df["reason"].str.startswith("contaminated:")]
+    if len(dc):
+        pv = dc.assign(benchmark=dc["reason"].str.split(":", n=1).str[1]).pivot_table(
+            index="benchmark", columns="domain", values="id", aggfunc="count", fill_value=0)
+        out.append(Table(f"Contaminated documents per benchmark and domain ({label})",
+                         ["benchmark", *map(str, pv.columns), "total"],
+                         [[str(b), *[int(v) for v in row], int(sum(row))] for b, row in
+                          zip(pv.index, pv.to_numpy().tolist(), strict=True)],
+                         "Documents sharing an n-gram with an evaluation set (decontam step; "
+                         "docs/curation-safety.md)."))
+    tx = df[df["step"] == "toxicity"]
+    if len(tx):
+        pv = tx.pivot_table(index="reason", columns="domain", values="id", aggfunc="count", fill_value=0)
+        out.append(Table(f"Toxicity drops per rule and domain ({label})", ["rule", *map(str, pv.columns), "total"],
+                         [[str(r), *[int(v) for v in row], int(sum(row))] for r, row in
+                          zip(pv.index, pv.to_numpy().tolist(), strict=True)]))
+    return out
 
 
 def _beside(label: str, others: Mapping[str, Any], *, sub: str = "") -> list[str]:

@@ -82,3 +82,50 @@ def test_jaccard_basics() -> None:
     assert jaccard(a, "completely different words that share nothing with it at all") == 0.0
     assert expected_jaccard(0.0) == 1.0
     assert 0 < expected_jaccard(0.1) < expected_jaccard(0.01) < 1
+
+
+def _rows(folder: Path) -> dict[str, dict]:
+    return {r["id"]: r for p in sorted((folder / "docs").glob("*.parquet")) for r in pq.read_table(p).to_pylist()}
+
+
+def test_safety_plantings_leave_the_others_byte_identical(demo: Path, tmp_path: Path) -> None:
+    build_demo_data(DemoDataConfig(source_dir=str(ROOT / "data/demo"), output=str(tmp_path), toxic_docs=0,
+                                   contaminated_docs=0))
+    without, with_ = _rows(tmp_path), _rows(demo)
+    gt_without = {r["id"]: r for r in pq.read_table(tmp_path / "ground_truth.parquet").to_pylist()}
+    gt_with = {r["id"]: r for r in pq.read_table(demo / "ground_truth.parquet").to_pylist()}
+    added = set(with_) - set(without)
+    assert set(without) <= set(with_) and len(added) == 120
+    assert all(i.startswith(("toxic/", "contam/")) for i in added)
+    assert all(with_[i] == without[i] and gt_with[i] == gt_without[i] for i in without)
+
+
+def test_planted_contamination_is_found_and_clean_documents_are_not(demo: Path, tmp_path: Path) -> None:
+    """The issue's target on the demo: recall of planted contaminated documents >= 0.99, no clean one dropped."""
+    from datatrove.data import Document
+
+    from curate.steps.decontam import DecontamConfig, Decontaminator
+
+    step = Decontaminator(DecontamConfig(eval_sets=[str(ROOT / "data/demo/eval")], index_dir=str(tmp_path)))
+    gt = {r["id"]: r for r in pq.read_table(demo / "ground_truth.parquet").to_pylist()}
+    planted = {i: d.split(":", 1)[1] for i, g in gt.items() for d in g["defects"] if d.startswith("contaminated:")}
+    assert len(planted) == 60 and set(planted.values()) == {"define", "reading", "quotes_qa"}
+    flagged = {}
+    for i, r in _rows(demo).items():
+        res = step.filter(Document(text=r["text"], id=i, metadata={"domain": r["domain"]}))
+        if res is not True:
+            flagged[i] = res[1]
+    assert sum(flagged.get(i) == f"contaminated:{b}" for i, b in planted.items()) / len(planted) >= 0.99
+    assert set(flagged) <= set(planted), sorted(set(flagged) - set(planted))[:5]
+
+
+def test_planted_toxic_documents_hold_listed_words(demo: Path) -> None:
+    from curate.steps.toxicity import ToxicityConfig, ToxicityScorer
+
+    gt = {r["id"]: r for r in pq.read_table(demo / "ground_truth.parquet").to_pylist()}
+    toxic = [i for i, g in gt.items() if any(d.startswith("toxic:") for d in g["defects"])]
+    kinds = {d for i in toxic for d in gt[i]["defects"]}
+    assert len(toxic) == 60 and kinds == {"toxic:inserted", "toxic:abusive"}
+    rows = _rows(demo)
+    scorer = ToxicityScorer(ToxicityConfig(model="none"))
+    assert all(scorer.count_badwords(rows[i]["text"], "en") >= 2 for i in toxic)

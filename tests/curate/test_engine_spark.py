@@ -221,6 +221,10 @@ def test_parity_with_local_engine_on_demo_data(spark, raw: Path, tmp_path: Path)
         for col in ("text", "lang", "domain", "source", "dup_cluster", "is_duplicate", "pii_counts"):
             assert other[col] == row[col], (doc_id, col)
         assert other["lang_score"] == pytest.approx(row["lang_score"], abs=1e-6)
+        for col in ("contam_benchmarks", "contam_ngrams", "badwords"):  # safety steps, when in the chain
+            assert other.get(col) == row.get(col), (doc_id, col)
+        if row.get("toxicity") is not None:
+            assert other["toxicity"] == pytest.approx(row["toxicity"], abs=1e-6)
     ldrops = pq.read_table(tmp_path / "local" / "drops.parquet").to_pylist()
     sdrops = pq.read_table(tmp_path / "spark" / "drops.parquet").to_pylist()
     assert sorted(map(tuple, (d.values() for d in sdrops))) == sorted(map(tuple, (d.values() for d in ldrops)))

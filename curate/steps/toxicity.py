@@ -1,0 +1,221 @@
+"""Toxicity / NSFW scoring and filtering, offline.
+
+Two signals, both shipped (nothing is downloaded):
+
+* ``toxicity`` (float in [0, 1]): the linear offensive-language model that the PyPI package
+  ``alt-profanity-check`` ships inside its wheel (TF-IDF + calibrated linear SVM, English). Long
+  documents are cut into windows of about ``window_words`` (24) words (whole lines where possible) and
+  the score is the maximum over windows: a model trained on short comments would otherwise see a
+  few slurs diluted in a long page. Scored only where ``lang`` is in ``model_languages``.
+* ``badwords`` (int): hits of the multilingual "List of Dirty, Naughty, Obscene and Otherwise Bad
+  Words" (LDNOOBW, CC-BY-4.0; 15 languages in ``curate/models/badwords``, see the PROVENANCE
+  there) for the document's language, matched on word boundaries (substrings for ja/th/zh, as
+  datatrove's C4 filter does).
+
+``ToxicityScorer`` writes the columns; ``ToxicityFilter`` decides with per-domain thresholds
+(``max_toxicity``, ``max_badword_ratio``) and, optionally, C4's rule (``c4_badwords``: drop every
+document with a listed word, as C4 did; it removes much legitimate text, so it is off by default).
+Run alone with ``corpusmix curate toxicity --input F --output F``; in the chain by
+``corpusmix curate run`` (params ``toxicity``, step ``toxicity`` in ``curate.engine.steps``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError, from_dict
+from curate.steps.base import Annotator, CurationStep
+
+BADWORDS_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords"
+NO_SPACE_LANGS = ("ja", "th", "zh")  # written without spaces: match substrings (datatrove's C4 rule)
+MODELS = ("alt-profanity-check", "none")
+
+
+@dataclass
+class ToxicityConfig:
+    """Toxicity settings (``params.yaml`` section ``toxicity``)."""
+
+    model: str = field(default="alt-profanity-check", metadata={
+        "help": f"toxicity model: {MODELS} (none: word lists only)"})
+    model_languages: list[str] = field(default_factory=lambda: ["en"], metadata={
+        "help": "languages the model is applied to (documents without `lang` count as the default language)"})
+    default_language: str = field(default="en", metadata={"help": "language of documents without `lang`"})
+    window_words: int = field(default=24, metadata={"help": "words per scored window (score = max over windows)"})
+    batch_size: int = field(default=64, metadata={"help": "documents scored per model call"})
+    badwords_dir: str = field(default="", metadata={
+        "help": "folder of <lang>.txt bad-word lists ('' = the shipped LDNOOBW lists)"})
+    max_toxicity: float | None = field(default=0.95, metadata={"help": "drop above this score (null: never)"})
+    max_badword_ratio: float | None = field(default=0.005, metadata={
+        "help": "drop when bad-word hits / words exceeds this (null: never)"})
+    c4_badwords: bool = field(default=False, metadata={"help": "C4's rule: drop any document with a listed word"})
+    per_domain: dict = field(default_factory=dict, metadata={
+        "help": "domain -> {max_toxicity, max_badword_ratio, c4_badwords} overrides"})
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(f"toxicity.model must be one of {MODELS}, got {self.model!r}")
+        if self.window_words < 1 or self.batch_size < 1:
+            raise ConfigError("toxicity.window_words and batch_size must be >= 1")
+        allowed = {"max_toxicity", "max_badword_ratio", "c4_badwords"}
+        for dom, over in (self.per_domain or {}).items():
+            if not isinstance(over, dict) or set(over) - allowed:
+                raise ConfigError(f"toxicity.per_domain.{dom} must map some of {sorted(allowed)} to values")
+
+    def for_domain(self, domain: str | None) -> ToxicityConfig:
+        over = (self.per_domain or {}).get(domain) if domain is not None else None
+        if not over:
+            return self
+        base = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "per_domain"}
+        return from_dict(ToxicityConfig, {**base, **over}, where=f"toxicity.per_domain.{domain}")
+
+
+def load_badwords(folder: str | Path = "") -> dict[str, list[str]]:
+    """``{lang: words}`` from ``<lang>.txt`` files (one entry per line, ``#`` comments)."""
+    d = Path(folder) if folder else BADWORDS_DIR
+    files = sorted(d.glob("*.txt")) if d.is_dir() else []
+    if not files:
+        raise ConfigError(f"toxicity.badwords_dir {str(d)!r} holds no <lang>.txt list; point it at a folder of "
+                          "lists or leave it '' for the shipped ones")
+    out = {}
+    for f in files:
+        words = [w.strip().lower() for w in f.read_text(encoding="utf-8").splitlines()]
+        out[f.stem] = sorted({w for w in words if w and not w.startswith("#")})
+    return out
+
+
+def badword_pattern(words: list[str], lang: str) -> re.Pattern[str]:
+    alt = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    if lang in NO_SPACE_LANGS:
+        return re.compile(f"(?:{alt})")
+    return re.compile(rf"(?<!\w)(?:{alt})(?!\w)")
+
+
+def windows(text: str, size: int) -> list[str]:
+    """Whole lines packed into windows of at most ``size`` words; longer lines are split by words."""
+    out: list[str] = []
+    cur: list[str] = []
+    for line in text.splitlines():
+        words = line.split()
+        while len(words) > size:
+            if cur:
+                out.append(" ".join(cur))
+                cur = []
+            out.append(" ".join(words[:size]))
+            words = words[size:]
+        if len(cur) + len(words) > size and cur:
+            out.append(" ".join(cur))
+            cur = []
+        cur += words
+    if cur or not out:
+        out.append(" ".join(cur))
+    return out
+
+
+class ToxicityScorer(Annotator):
+    """Adds ``toxicity`` (model score, max over windows) and ``badwords`` (word-list hits)."""
+
+    step_name = "toxicity_score"
+    name = "toxicity score"
+    columns = ("toxicity", "badwords")
+
+    def __init__(self, cfg: ToxicityConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.batch_size = cfg.batch_size
+        self.lists = load_badwords(cfg.badwords_dir)
+        self._patterns: dict[str, re.Pattern[str]] = {}
+        self._model: Any = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_model"] = None
+        state["_patterns"] = {}
+        return state
+
+    def _predict(self, texts: list[str]) -> list[float]:
+        if self._model is None:
+            try:  # the package loads its vectorizer and model (inside the wheel) at import
+                from profanity_check import profanity_check as pc
+            except ImportError as exc:
+                raise ConfigError("toxicity.model 'alt-profanity-check' needs `pip install alt-profanity-check` "
+                                  "(or set toxicity.model: none)") from exc
+            self._model = (pc.vectorizer, pc.model)
+        vec, model = self._model
+        return model.predict_proba(vec.transform(texts))[:, 1].tolist()
+
+    def _lang(self, doc: Document) -> str:
+        return doc.metadata.get("lang") or self.cfg.default_language
+
+    def count_badwords(self, text: str, lang: str) -> int | None:
+        words = self.lists.get(lang)
+        if words is None:
+            return None
+        pat = self._patterns.get(lang)
+        if pat is None:
+            pat = self._patterns[lang] = badword_pattern(words, lang)
+        return sum(1 for _ in pat.finditer(text.lower()))
+
+    def annotate(self, doc: Document) -> None:
+        self.filter_batch([doc])
+
+    def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
+        results: list[bool | tuple[bool, str]] = [True] * len(batch)
+        wins: list[str] = []
+        owners: list[int] = []
+        for i, doc in enumerate(batch):
+            try:
+                lang = self._lang(doc)
+                doc.metadata["badwords"] = self.count_badwords(doc.text, lang)
+                doc.metadata["toxicity"] = None
+                if self.cfg.model != "none" and lang in self.cfg.model_languages:
+                    w = windows(doc.text, self.cfg.window_words)
+                    wins += w
+                    owners += [i] * len(w)
+            except Exception as exc:  # one bad document must not kill the task; it is counted
+                results[i] = (False, f"error:{type(exc).__name__}")
+        if wins:
+            best: dict[int, float] = {}
+            for i, p in zip(owners, self._predict(wins), strict=True):
+                best[i] = max(best.get(i, 0.0), p)
+            for i, p in best.items():
+                batch[i].metadata["toxicity"] = round(float(p), 6)
+        return results
+
+
+class ToxicityFilter(CurationStep):
+    """Drops by the scorer's columns with per-domain thresholds (reasons name the rule)."""
+
+    step_name = "toxicity"
+    name = "toxicity filter"
+
+    def __init__(self, cfg: ToxicityConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self._per_domain: dict[str | None, ToxicityConfig] = {}
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        dom = doc.metadata.get("domain")
+        c = self._per_domain.get(dom)
+        if c is None:
+            c = self._per_domain[dom] = self.cfg.for_domain(dom)
+        tox, bad = doc.metadata.get("toxicity"), doc.metadata.get("badwords")
+        if c.c4_badwords and bad:
+            return False, "c4_badwords"
+        if c.max_toxicity is not None and tox is not None and tox > c.max_toxicity:
+            return False, f"toxicity_above_{c.max_toxicity:g}"
+        if c.max_badword_ratio is not None and bad:
+            n_words = max(len(doc.text.split()), 1)
+            if bad / n_words > c.max_badword_ratio:
+                return False, f"badword_ratio_above_{c.max_badword_ratio:g}"
+        return True
+
+
+def toxicity_steps(cfg: ToxicityConfig) -> list[CurationStep]:
+    """The chain's toxicity part: scorer, then filter."""
+    return [ToxicityScorer(cfg), ToxicityFilter(cfg)]

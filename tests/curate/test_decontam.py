@@ -1,0 +1,186 @@
+"""Decontamination: the n-gram index, both modes, bad evaluation files, bounded memory."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError
+from curate.steps import ngram_index as ngi
+from curate.steps.decontam import DecontamConfig, Decontaminator
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL = ROOT / "data" / "demo" / "eval"
+
+
+def _real_sentences(n: int = 40) -> list[str]:
+    """Real prose from the shipped demo (news), none of it in the evaluation set."""
+    rows = pq.read_table(ROOT / "data/demo/en/news.parquet", columns=["text"]).to_pylist()
+    return [" ".join(r["text"].split()) for r in rows[:n]]
+
+
+def _step(tmp_path: Path, **kw) -> Decontaminator:
+    return Decontaminator(DecontamConfig(eval_sets=[str(EVAL)], index_dir=str(tmp_path / "idx"), **kw))
+
+
+def _doc(text: str, i: str = "d") -> Document:
+    return Document(text=text, id=i, metadata={"domain": "news"})
+
+
+def test_shipped_eval_set_is_indexed(tmp_path: Path) -> None:
+    step = _step(tmp_path)
+    assert step.benchmarks == ["define", "quotes_qa", "reading"]
+    assert all(step.info["items"][b] == 150 for b in step.benchmarks)
+    arr = ngi.load_array(step.index_path)
+    for b in range(3):  # each benchmark's slice is sorted and unique
+        part = np.asarray(arr[step.offsets[b]:step.offsets[b + 1]])
+        assert len(part) > 1000 and np.all(part[1:] > part[:-1])
+
+
+def test_drop_mode_finds_reformatted_copies_and_keeps_clean_text(tmp_path: Path) -> None:
+    step = _step(tmp_path)
+    item = pq.read_table(EVAL / "reading.parquet").to_pylist()[7]
+    clean = _real_sentences()
+    # case, punctuation spacing and line breaks differ from the benchmark file
+    copy = item["passage"].upper().replace(",", " ,").replace(". ", ".\n")
+    doc = _doc(clean[0] + "\n\n" + copy + "\n\n" + clean[1])
+    assert step.filter(doc) == (False, "contaminated:reading")
+    assert doc.metadata["contam_benchmarks"] == "reading" and doc.metadata["contam_ngrams"] > 10
+    for k, text in enumerate(clean):
+        d = _doc(text, str(k))
+        assert step.filter(d) is True and d.metadata["contam_benchmarks"] == ""
+    # 12 words of an item are below the 13-gram size: not an overlap
+    words = item["passage"].split()
+    assert step.filter(_doc(clean[2] + " " + " ".join(words[:12]) + " " + clean[3])) is True
+
+
+def test_remove_mode_cuts_the_span(tmp_path: Path) -> None:
+    step = _step(tmp_path, mode="remove", min_chars_after_removal=100)
+    item = pq.read_table(EVAL / "define.parquet").to_pylist()[3]
+    clean = _real_sentences()
+    doc = _doc(clean[4] + "\n" + item["answer"] + "\n" + clean[5])
+    assert step.filter(doc) is True
+    assert doc.metadata["contam_benchmarks"] == "define"
+    # what is left is the clean text and holds no n-gram of the item any more
+    assert clean[4][:200] in doc.text and clean[5][-200:] in doc.text
+    assert step.filter(_doc(doc.text)) is True
+    short = _doc("Intro. " + item["answer"])
+    assert step.filter(short) == (False, "contaminated:define")
+
+
+def test_jsonl_and_parquet_give_the_same_index(tmp_path: Path) -> None:
+    rows = pq.read_table(EVAL / "quotes_qa.parquet").to_pylist()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "a" / "q.parquet")
+    with gzip.open(tmp_path / "b" / "q.jsonl.gz", "wt") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    a = Decontaminator(DecontamConfig(eval_sets=[str(tmp_path / "a")], index_dir=str(tmp_path / "i")))
+    b = Decontaminator(DecontamConfig(eval_sets=[str(tmp_path / "b")], index_dir=str(tmp_path / "i")))
+    assert a.index_path != b.index_path  # different files: different content hash
+    assert np.array_equal(np.asarray(ngi.load_array(a.index_path)), np.asarray(ngi.load_array(b.index_path)))
+
+
+def test_bad_evaluation_files_are_clear_errors(tmp_path: Path) -> None:
+    def build(path: Path, **kw) -> None:
+        Decontaminator(DecontamConfig(eval_sets=[str(path)], index_dir=str(tmp_path / "idx"), **kw))
+
+    with pytest.raises(ConfigError, match="does not exist"):
+        build(tmp_path / "missing.parquet")
+    pq.write_table(pa.table({"question": pa.array([], pa.string())}), tmp_path / "empty.parquet")
+    with pytest.raises(ConfigError, match="no rows"):
+        build(tmp_path / "empty.parquet")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ConfigError, match="empty"):
+        build(tmp_path / "empty.jsonl")
+    pq.write_table(pa.table({"prompt": ["a b c"], "completion": ["d"]}), tmp_path / "cols.parquet")
+    with pytest.raises(ConfigError, match=r"none of the columns .* it has \['prompt', 'completion'\]"):
+        build(tmp_path / "cols.parquet")
+    (tmp_path / "cols.jsonl").write_text(json.dumps({"prompt": "x"}) + "\n")
+    with pytest.raises(ConfigError, match="none of the columns"):
+        build(tmp_path / "cols.jsonl")
+    (tmp_path / "bad.jsonl").write_text('{"question": "x"}\nnot json\n')
+    with pytest.raises(ConfigError, match="bad.jsonl:2"):
+        build(tmp_path / "bad.jsonl")
+    pq.write_table(pa.table({"question": ["too short to hold a 13-gram"]}), tmp_path / "short.parquet")
+    with pytest.raises(ConfigError, match="no item with 13\\+ words"):
+        build(tmp_path / "short.parquet")
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(ConfigError, match="holds no"):
+        build(tmp_path / "dir")
+    with pytest.raises(ConfigError, match="eval_sets is empty"):
+        Decontaminator(DecontamConfig(eval_sets=[]))
+    with pytest.raises(ConfigError, match="stride"):
+        DecontamConfig(eval_sets=["x"], stride=13)
+
+
+def _synthetic_set(path: Path, items: int, seed: int = 0) -> list[list[str]]:
+    """A proxy of a large benchmark: items of 20-40 words from a 50k-word vocabulary."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(50_000)]
+    texts = [[rng.choice(vocab) for _ in range(rng.randint(20, 40))] for _ in range(items)]
+    pq.write_table(pa.table({"question": [" ".join(t) for t in texts]}), path)
+    return texts
+
+
+def test_large_set_bounded_memory_stride_and_cap(tmp_path: Path) -> None:
+    texts = _synthetic_set(tmp_path / "big.parquet", 20_000)
+    n_grams = sum(len(t) - 12 for t in texts)
+    tracemalloc.start()
+    step = Decontaminator(DecontamConfig(eval_sets=[str(tmp_path / "big.parquet")], index_dir=str(tmp_path / "i")))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    size = step.offsets[-1]
+    assert size == pytest.approx(n_grams, rel=0.01)  # random items: (almost) all n-grams distinct
+    # the index (8 B per n-gram) plus per-batch temporaries; bench/bench_decontam.py measures 10 M items
+    assert peak < 3 * 8 * size + 48 * 2**20, f"peak {peak / 2**20:.0f} MiB for {8 * size / 2**20:.0f} MiB of index"
+    # stride 4 keeps about a quarter of the n-grams and still finds every copy of n + 3 words
+    s4 = Decontaminator(DecontamConfig(eval_sets=[str(tmp_path / "big.parquet")], index_dir=str(tmp_path / "i"),
+                                       stride=4))
+    assert s4.offsets[-1] < 0.3 * size
+    rng = random.Random(1)
+    for t in rng.sample(texts, 200):
+        start = rng.randint(0, len(t) - 16)
+        assert s4.filter(_doc("lead in words " + " ".join(t[start:start + 16]) + " tail")) is not True
+    with pytest.raises(ConfigError, match="max_ngrams"):
+        Decontaminator(DecontamConfig(eval_sets=[str(tmp_path / "big.parquet")], index_dir=str(tmp_path / "j"),
+                                      max_ngrams=50_000))
+
+
+def test_pickled_step_reopens_the_index(tmp_path: Path) -> None:
+    import pickle
+
+    step = _step(tmp_path)
+    item = pq.read_table(EVAL / "quotes_qa.parquet").to_pylist()[0]
+    assert step.filter(_doc(item["question"] + " " + item["answer"])) is not True
+    blob = pickle.dumps(step)
+    assert len(blob) < 20_000  # the array travels as a file, never in the pickle
+    again = pickle.loads(blob)
+    assert again.filter(_doc(item["question"] + " " + item["answer"])) == (False, "contaminated:quotes_qa")
+
+
+def test_command_keeps_rows_and_marks_verdicts(tmp_path: Path) -> None:
+    from curate.safety_cli import run_safety
+
+    item = pq.read_table(EVAL / "reading.parquet").to_pylist()[0]
+    clean = _real_sentences(3)
+    rows = [{"id": "a", "text": clean[0]}, {"id": "b", "text": clean[1] + " " + item["passage"]},
+            {"id": "c", "text": None}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = DecontamConfig(eval_sets=[str(EVAL)], index_dir=str(tmp_path / "idx"))
+    counts = run_safety("decontam", inputs=tmp_path / "in.jsonl", output=tmp_path / "out.parquet", cfg=cfg)
+    assert counts == {"docs": 2, "read_drops": 1, "flagged": 1}
+    out = {r["id"]: r for r in pq.read_table(tmp_path / "out.parquet").to_pylist()}
+    assert out["a"]["decontam_keep"] and out["a"]["decontam_reason"] is None
+    assert not out["b"]["decontam_keep"] and out["b"]["decontam_reason"] == "contaminated:reading"
+    assert pq.read_table(tmp_path / "out.drops.parquet").column("id").to_pylist() == ["c"]

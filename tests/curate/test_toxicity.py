@@ -1,0 +1,140 @@
+"""Toxicity step: shipped word lists, the packaged model, the decision rules, and a check on text
+built from another package's word list (better-profanity), not from the lists the step ships."""
+
+from __future__ import annotations
+
+import random
+import re
+from importlib import resources
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from datatrove.data import Document
+
+from corpusmix.config import ConfigError
+from curate.steps.toxicity import (
+    ToxicityConfig,
+    ToxicityScorer,
+    load_badwords,
+    toxicity_steps,
+    windows,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _doc(text: str, domain: str = "news", lang: str | None = None) -> Document:
+    meta = {"domain": domain}
+    if lang:
+        meta["lang"] = lang
+    return Document(text=text, id="d", metadata=meta)
+
+
+def _score(cfg: ToxicityConfig, docs: list[Document]) -> list[bool | tuple[bool, str]]:
+    scorer, filt = toxicity_steps(cfg)
+    scorer.filter_batch(docs)
+    return [filt.filter(d) for d in docs]
+
+
+def _real_sentences(domain: str) -> list[str]:
+    rows = pq.read_table(ROOT / f"data/demo/en/{domain}.parquet", columns=["text"]).to_pylist()
+    return [s for r in rows for s in re.split(r"(?<=[.!?])\s+", " ".join(r["text"].split()))
+            if 6 <= len(s.split()) <= 40]
+
+
+def test_shipped_lists_are_multilingual_with_provenance() -> None:
+    lists = load_badwords()
+    assert {"en", "de", "fr", "es", "ru", "zh", "ja"} <= set(lists)
+    assert all(len(v) >= 20 for v in lists.values())
+    prov = (ROOT / "curate/models/badwords/PROVENANCE.md").read_text()
+    assert "CC-BY-4.0" in prov and "LDNOOBW" in prov
+
+
+def test_windows_pack_lines_and_split_long_ones() -> None:
+    assert windows("a b\nc d\ne", 3) == ["a b", "c d e"]
+    assert windows(" ".join(map(str, range(7))), 3) == ["0 1 2", "3 4 5", "6"]
+    assert windows("", 5) == [""]
+
+
+def test_word_boundaries_languages_and_missing_lists() -> None:
+    scorer = ToxicityScorer(ToxicityConfig(model="none"))
+    assert scorer.count_badwords("The class passed the assessment.", "en") == 0  # no match inside words
+    assert scorer.count_badwords("What an ASS. Shit!", "en") == 2
+    de = load_badwords()["de"][0]
+    assert scorer.count_badwords(f"Das ist {de} heute.", "de") == 1
+    zh = load_badwords()["zh"][0]
+    assert scorer.count_badwords(f"这是{zh}的例子", "zh") == 1  # no spaces: substring match
+    assert scorer.count_badwords("anything", "xx") is None  # no list for that language
+
+
+def test_model_scores_and_languages() -> None:
+    docs = [_doc("Shut up, you stupid fucking idiot, nobody wants you here."),
+            _doc("The committee approved the budget for the new library on Tuesday."),
+            _doc("Shut up, you stupid fucking idiot.", lang="de")]
+    res = _score(ToxicityConfig(), docs)
+    assert docs[0].metadata["toxicity"] > 0.95 and res[0] == (False, "toxicity_above_0.95")
+    assert docs[1].metadata["toxicity"] < 0.5 and res[1] is True
+    assert docs[2].metadata["toxicity"] is None  # the English model is not applied to German
+
+
+def test_rules_reasons_and_per_domain() -> None:
+    text = "We walked to the harbour and the old ass carried our bags all the way. " * 3
+    cfg = ToxicityConfig(model="none", max_badword_ratio=None, c4_badwords=True,
+                         per_domain={"literature": {"c4_badwords": False}})
+    assert _score(cfg, [_doc(text)]) == [(False, "c4_badwords")]
+    assert _score(cfg, [_doc(text, domain="literature")]) == [True]
+    assert _score(ToxicityConfig(model="none", max_badword_ratio=0.01), [_doc(text)]) == [
+        (False, "badword_ratio_above_0.01")]
+    with pytest.raises(ConfigError, match="per_domain"):
+        ToxicityConfig(per_domain={"news": {"max_toxicty": 0.5}})
+    with pytest.raises(ConfigError, match="model"):
+        ToxicityConfig(model="perspective")
+
+
+def test_real_text_is_rarely_flagged() -> None:
+    """Held-out real text (the demo's techdocs and news): the default rules flag < 5 % of documents."""
+    for domain in ("techdocs", "news"):
+        rows = pq.read_table(ROOT / f"data/demo/en/{domain}.parquet", columns=["text"]).to_pylist()[:150]
+        res = _score(ToxicityConfig(), [_doc(r["text"], domain) for r in rows])
+        share = sum(r is not True for r in res) / len(res)
+        assert share < 0.05, (domain, share)
+
+
+def _other_list() -> tuple[list[str], list[str]]:
+    """better-profanity's word list (MIT, a different source): words shared with ours, and novel ones."""
+    words = [w.strip().lower() for w in (resources.files("better_profanity") / "profanity_wordlist.txt")
+             .read_text().splitlines() if re.fullmatch(r"[a-z]+", w.strip().lower())]
+    ours = set(load_badwords()["en"])
+    return [w for w in words if w in ours], [w for w in words if w not in ours]
+
+
+def test_independent_list_inserted_in_real_sentences() -> None:
+    """Documents built from another package's list (never from ours): words both lists share are
+    found (recall >= 0.95); words only the other list has (mostly spelling variants such as
+    'assfukka', 'booobs') are NOT found by the rules (measured recall 0 on 100 documents, see
+    docs/curation-safety.md), but they do raise the model's mean score a little above the clean text's."""
+    shared, novel = _other_list()
+    sents = _real_sentences("news")
+    rng = random.Random(0)
+
+    def build(words: list[str]) -> tuple[list[Document], list[Document]]:
+        dirty, clean = [], []
+        for _ in range(60):
+            ss = [rng.choice(sents) for _ in range(10)]
+            clean.append(_doc(" ".join(ss)))
+            for i in rng.sample(range(10), 3):
+                t = ss[i].split()
+                t.insert(rng.randint(0, len(t)), rng.choice(words))
+                ss[i] = " ".join(t)
+            dirty.append(_doc(" ".join(ss)))
+        return dirty, clean
+
+    dirty, clean = build(shared)
+    res = _score(ToxicityConfig(), dirty + clean)
+    assert sum(r is not True for r in res[:60]) / 60 >= 0.95
+    assert sum(r is not True for r in res[60:]) / 60 <= 0.05
+    dirty, clean = build(novel)
+    _score(ToxicityConfig(), dirty + clean)
+    mean = [sum(d.metadata["toxicity"] for d in ds) / len(ds) for ds in (dirty, clean)]
+    assert mean[0] > mean[1] + 0.02, mean  # measured: 0.156 vs 0.121 (a weak signal, reported as such)
