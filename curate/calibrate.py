@@ -199,6 +199,7 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         "min_dict_share": cfg.garbage_min_dict_share, "min_vocab_richness": cfg.garbage_min_vocab_richness,
         "max_compress_ratio": cfg.garbage_max_compress_ratio,
         "min_words_per_line": cfg.garbage_min_words_per_line, "min_word_order": cfg.garbage_min_word_order,
+        "min_word_order_long": [cfg.garbage_min_word_order_long, cfg.word_order_long_pairs],
         "max_boilerplate_share": cfg.garbage_max_boilerplate_share},
         "scale": "log for words_per_line, mean_word_len, compress_ratio; linear for shares",
         "domains": domains, "frequent_segments": frequent, "word_order": order.to_dict()}

@@ -160,6 +160,10 @@ class WordOrderModel:
         return cls(vocab, pmi)
 
     def score(self, text: str, *, min_pairs: int = 12) -> float | None:
+        return self.score_pairs(text, min_pairs=min_pairs)[0]
+
+    def score_pairs(self, text: str, *, min_pairs: int = 12) -> tuple[float | None, int]:
+        """(mean PMI or None under ``min_pairs``, number of scored pairs)."""
         idx = self.index
         o = self.other
         ids = [idx.get(w, o) for w in _WORD.findall(text[:MAX_ORDER_CHARS].lower())]
@@ -170,7 +174,7 @@ class WordOrderModel:
             if a != o or b != o:
                 total += pmi[a][b]
                 n += 1
-        return total / n if n >= min_pairs else None
+        return (total / n if n >= min_pairs else None), n
 
     def to_dict(self) -> dict:
         return {"vocab": self.vocab, "pmi": self.pmi}
@@ -184,24 +188,28 @@ _SEGMENT_SPLIT = re.compile(r"\s*(?:[·|•»›]|\n)\s*")
 _SPACES = re.compile(r"\s+")
 
 
-def segments(text: str) -> list[str]:
-    """Short pieces of a text (lines, and menu items between separators), normalised."""
+SHORT_SEGMENT = 50  # menu items, buttons, footer lines; wrapped prose lines are longer
+
+
+def segments(text: str, *, short_only: bool = True) -> list[str]:
+    """Pieces of a text (lines, and menu items between separators), normalised; by default only
+    the short ones (2-50 characters), the candidates for boilerplate."""
     out = []
     for seg in _SEGMENT_SPLIT.split(text[:COMPRESS_PREFIX]):
         seg = _SPACES.sub(" ", seg).strip().lower()
-        if 2 <= len(seg) <= 80:
+        if len(seg) >= 2 and (not short_only or len(seg) <= SHORT_SEGMENT):
             out.append(seg)
     return out
 
 
 def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int]:
-    """(share of the characters of a document's short segments that are frequent across the corpus
-    (menus, footers, share buttons), number of short segments)."""
-    segs = segments(text)
+    """(share of the characters of all a document's segments taken by short segments frequent
+    across the corpus (menus, footers, share buttons), number of segments)."""
+    segs = segments(text, short_only=False)
     total = sum(map(len, segs))
     if not total:
         return 0.0, 0
-    return sum(len(s) for s in segs if s in frequent) / total, len(segs)
+    return sum(len(s) for s in segs if len(s) <= SHORT_SEGMENT and s in frequent) / total, len(segs)
 
 
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
@@ -223,7 +231,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     }
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
-                   top_word_share=0.0, vocab_richness=None, word_order=None)
+                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
         return out
     out["mean_word_len"] = sum(map(len, tokens)) / n
     out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
@@ -247,7 +255,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
     # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)
     out["vocab_richness"] = len({t.lower() for t in tokens}) / math.sqrt(n) if n >= 30 else None
-    out["word_order"] = order.score(text) if order is not None else None
+    out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
     if frequent_segments is not None:
         out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)
         out["n_segments"] = float(n_seg)

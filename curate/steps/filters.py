@@ -60,6 +60,9 @@ class FilterConfig:
         "help": "auto: drop a 10+ line document with fewer words per line (a word list)"})
     garbage_min_word_order: float = field(default=0.0, metadata={
         "help": "auto: drop when the word-pair PMI (nats) is below this (word salad, shuffled words)"})
+    garbage_min_word_order_long: float = field(default=0.1, metadata={
+        "help": "auto: the same bar for documents with word_order_long_pairs scored pairs or more"})
+    word_order_long_pairs: int = 50
     garbage_max_boilerplate_share: float = field(default=0.6, metadata={
         "help": "auto: drop an 8+ segment document whose short segments are mostly frequent across the corpus"})
     boilerplate_min_docs: int = field(default=5, metadata={

@@ -88,8 +88,10 @@ class CalibratedFilter(CurationStep):
             return "garbage:repetitive"
         if s["n_lines"] >= 10 and s["words_per_line"] < c.garbage_min_words_per_line:
             return "garbage:word_list"
-        if s["word_order"] is not None and s["word_order"] < c.garbage_min_word_order:
-            return "garbage:word_salad"
+        wo = s["word_order"]
+        if wo is not None and (wo < c.garbage_min_word_order or (
+                wo < c.garbage_min_word_order_long and s["word_pairs"] >= c.word_order_long_pairs)):
+            return "garbage:word_salad"  # long documents: the mean is precise enough for a higher bar
         if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
             return "garbage:boilerplate"
         return None
