@@ -14,7 +14,6 @@ CURATE_MODULES: list[str] = [
     "curate.spark_cli",  # adds --engine spark / --master to `run`; must follow curate.engine_local
     "curate.steps_cli",
     "curate.safety_cli",  # toxicity, decontam
-    "curate.safety_cli",  # toxicity, decontam
     "curate.calibrate",
     "curate.metrics",
     "curate.dedup.cli",

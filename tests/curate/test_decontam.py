@@ -184,3 +184,40 @@ def test_command_keeps_rows_and_marks_verdicts(tmp_path: Path) -> None:
     assert out["a"]["decontam_keep"] and out["a"]["decontam_reason"] is None
     assert not out["b"]["decontam_keep"] and out["b"]["decontam_reason"] == "contaminated:reading"
     assert pq.read_table(tmp_path / "out.drops.parquet").column("id").to_pylist() == ["c"]
+
+
+def test_safety_metrics_on_a_hand_built_run(tmp_path: Path) -> None:
+    from curate.metrics import curation_metrics
+
+    gt = pa.table({
+        "id": ["r1", "r2", "r3", "r4", "t1", "t2", "c1", "c2", "c3"],
+        "domain": ["news", "news", "news", "code", "news", "code", "news", "code", "news"],
+        "defects": [[], [], [], [], ["toxic:inserted"], ["toxic:abusive"], ["contaminated:qa"],
+                    ["contaminated:qa"], ["contaminated:rc"]],
+        "lang": ["en"] * 9,
+    })
+    pq.write_table(gt, tmp_path / "gt.parquet")
+    run = tmp_path / "run"
+    (run / "curated").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["r1", "r4", "t2", "c3"], "text": ["a"] * 4,
+                             "contam_benchmarks": ["", "", "", "rc"]}), run / "curated" / "all.parquet")
+    pq.write_table(pa.table({"id": ["c1", "c2", "r2", "r3", "t1"],
+                             "step": ["decontam", "filters", "toxicity", "filters", "toxicity"],
+                             "reason": ["contaminated:qa", "gopher_short_doc", "toxicity_above_0.95",
+                                        "top_2_gram", "c4_badwords"],
+                             "domain": ["news", "code", "news", "news", "news"]}), run / "drops.parquet")
+    steps = ["read", "normalize", "decontam", "langid", "filters", "toxicity_score", "toxicity"]
+    (run / "stats.json").write_text(json.dumps({"steps": {s: {} for s in steps}}))
+    m = curation_metrics(run, tmp_path / "gt.parquet")
+    tox = m["toxicity"]
+    # t2 reached the step and was kept: recall 1/2; r2 is a real news document dropped: precision 1/2
+    assert tox["recall"] == 0.5 and tox["precision"] == 0.5 and tox["planted_reached"] == 2
+    # r3 was dropped by the filters before the step: news share = 1 flagged / 2 reached
+    assert tox["real_flagged"]["news"] == {"flagged": 1, "docs": 2, "share": 0.5}
+    assert tox["real_flagged"]["code"]["share"] == 0.0 and tox["loud"] == ["news"]
+    dc = m["decontam"]
+    # c2 was dropped by the filters AFTER decontam missed it: it counts as missed (recall 2/3)
+    assert dc["recall"] == round(2 / 3, 6) and dc["clean_flagged"] == 0 and dc["precision"] == 1.0
+    assert dc["per_benchmark"] == {"qa": {"planted_reached": 2, "recall": 0.5},
+                                   "rc": {"planted_reached": 1, "recall": 1.0}}
+    assert dc["per_benchmark_domain"] == {"qa": {"news": 1}, "rc": {"news": 1}}
