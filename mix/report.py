@@ -33,6 +33,7 @@ import numpy as np
 
 from mix import report_figures as figs
 from mix.report_curation import funnel_section, quality_section, tidy_tables
+from mix.report_scaling import scaling_section
 from mix.report_inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
 from mix.report_render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
 
@@ -425,7 +426,7 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         callout.note += _selected_note(inputs, hl)
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
-                funnel_section(inputs), quality_section(inputs)):
+                scaling_section(inputs.scaling), funnel_section(inputs), quality_section(inputs)):
         if sec is not None:
             sections.append(sec)
     sections.append(inputs_section(inputs))

@@ -71,13 +71,15 @@ class ReportInputs:
     train_logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    scaling: dict[str, dict[str, Any]] = field(default_factory=dict)  # corpusmix scale fit/predict JSON
     skipped: list[tuple[str, str]] = field(default_factory=list)
     ground_truth: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     used_documents: set[str] = field(default_factory=set)  # document files the funnel paired with stats
 
     def is_empty(self) -> bool:
         return not any((self.stats, self.drops, self.mixtures, self.trajectories, self.regmix_fits,
-                        self.ablations, self.train_logs, self.tokens, self.metrics, self.ground_truth))
+                        self.ablations, self.train_logs, self.tokens, self.metrics, self.ground_truth,
+                        self.scaling))
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -251,6 +253,11 @@ def _read_json(path: Path, label: str, out: ReportInputs, *, explicit: bool = Fa
         return
     if "val_loss" in obj and "config" in obj:
         out.skipped.append((str(path), "a single proxy-run cache record"))
+        return
+    from mix.report_scaling import scaling_kind
+
+    if scaling_kind(obj):
+        out.scaling[label] = obj
         return
     used = False
     if isinstance(obj.get("weights"), Mapping) and obj["weights"] and all(

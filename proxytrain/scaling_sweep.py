@@ -14,7 +14,7 @@ with its best lr (see :func:`proxytrain.scaling_fit.lr_optima`).
 
 A run is ``python -m corpusmix.cli train --params <run>/params.yaml``: the trainer of
 :mod:`proxytrain.train` with the pools + mixture data source, so the laws are fitted on exactly what
-the full run trains on. Its folder is ``out/runs/<key>`` where the key hashes the train config and the
+the full run trains on. Its folder is ``out/cache/<key>`` where the key hashes the train config and the
 data's fingerprint; ``result.json`` marks it finished (a re-run reads it back), an unfinished run resumes
 from its checkpoint. A run's D (tokens) is steps x batch x seq_len; its N is the non-embedding
 parameter count. Runs with N >= ``torchrun_above`` train under torchrun with ``nproc`` ranks (FSDP2).
@@ -50,7 +50,7 @@ class SweepConfig:
     data: str = field(default="", metadata={"help": "token pools folder (pools.json) the runs sample from"})
     mixture: str = field(default="", metadata={"help": "mixture.json the runs train on (empty = token shares)"})
     tokenizer: str = field(default="", metadata={"help": "tokenizer.json the pools were made with"})
-    out: str = field(default="out/scale", metadata={"help": "sweep folder: runs/<key>/ and sweep.json"})
+    out: str = field(default="out/scale", metadata={"help": "sweep folder: cache/<key>/ (one per run) and sweep.json"})
     sizes: list[str] = field(default_factory=lambda: ["32x2", "48x2", "64x2", "96x2"],
                              metadata={"help": "model sizes as d_model x n_layers"})
     head_dim: int = field(default=16, metadata={"help": "attention head width (n_heads = d_model / head_dim)"})
@@ -140,7 +140,7 @@ def run_one(cfg: SweepConfig, size: str, tokens: int, lr: float, *, n_params: in
     """Train one run (or read its result back); never raises for a run that fails or diverges."""
     params = train_params(cfg, size, tokens, lr)
     key = run_key(params, fingerprint)
-    rdir = Path(cfg.out) / "runs" / key
+    rdir = Path(cfg.out) / "cache" / key  # "cache": the report does not walk into it
     done = rdir / "result.json"
     if done.is_file():
         return json.loads(done.read_text())
