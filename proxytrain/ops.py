@@ -106,7 +106,10 @@ class _CrossEntropy(Function):
     def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
         logp, tgt, valid = ctx.saved_tensors
         g = grad * valid
-        out = torch.exp(logp).mul_(g[:, None])  # d/dlogits = (softmax - onehot) * g
+        # d/dlogits = (softmax - onehot) * g, written over the saved log-probabilities: they are not
+        # needed afterwards, and a [N, V] allocation less matters on CPU (fresh pages fault in). A
+        # second backward through this graph (retain_graph) fails loudly on the version check.
+        out = logp.exp_().mul_(g[:, None])
         out.scatter_add_(1, tgt[:, None], -g[:, None])
         return out.to(ctx.in_dtype), None
 

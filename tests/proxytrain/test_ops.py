@@ -26,9 +26,19 @@ def test_gradcheck_float64():
     qkv = torch.randn(2, 5, 6, 8, dtype=torch.float64, generator=g, requires_grad=True)
     cos, sin = torch.randn(5, 4, dtype=torch.float64, generator=g), torch.randn(5, 4, dtype=torch.float64, generator=g)
     assert torch.autograd.gradcheck(lambda a: rope_heads(a, cos, sin, 4), (qkv,))
-    logits = torch.randn(7, 11, dtype=torch.float64, generator=g, requires_grad=True)
+    # cross_entropy's backward reuses its saved buffer (no gradcheck: that runs backward repeatedly);
+    # in fp64 it must equal torch's own loss and gradient to rounding
+    logits = torch.randn(7, 11, dtype=torch.float64, generator=g)
     targets = torch.tensor([1, -1, 3, 4, 0, -1, 10])
-    assert torch.autograd.gradcheck(lambda a: cross_entropy(a, targets), (logits,))
+    out, (grad,) = _grads(lambda t: cross_entropy(t, targets), logits)
+    out_ref, (grad_ref,) = _grads(lambda t: F.cross_entropy(t, targets, reduction="none", ignore_index=-1), logits)
+    torch.testing.assert_close(out, out_ref, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(grad, grad_ref, atol=1e-12, rtol=1e-12)
+    x = logits.clone().requires_grad_()
+    loss = cross_entropy(x, targets).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()  # a second pass cannot silently read the overwritten buffer
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
