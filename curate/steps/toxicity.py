@@ -162,7 +162,9 @@ class ToxicityScorer(Annotator):
         return sum(1 for _ in pat.finditer(text.lower()))
 
     def annotate(self, doc: Document) -> None:
-        self.filter_batch([doc])
+        res = self.filter_batch([doc])[0]
+        if res is not True:  # Annotator.filter turns this into the counted error drop
+            raise RuntimeError(res[1])
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
         results: list[bool | tuple[bool, str]] = [True] * len(batch)

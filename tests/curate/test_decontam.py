@@ -221,3 +221,30 @@ def test_safety_metrics_on_a_hand_built_run(tmp_path: Path) -> None:
     assert dc["per_benchmark"] == {"qa": {"planted_reached": 2, "recall": 0.5},
                                    "rc": {"planted_reached": 1, "recall": 1.0}}
     assert dc["per_benchmark_domain"] == {"qa": {"news": 1}, "rc": {"news": 1}}
+
+
+def test_copies_in_formats_the_demo_planter_never_writes(tmp_path: Path) -> None:
+    """Independent of curate/demo_safety.py: items rendered as JSON lines (escaped quotes and
+    newlines), HTML, Markdown and with typographic punctuation, inside real text."""
+    import html
+
+    step = _step(tmp_path)
+    clean = _real_sentences(80)
+    rng = random.Random(3)
+    renders = {
+        "jsonl": lambda it: json.dumps({"q": it.get("passage", "") + "\n" + it["question"], "a": it["answer"]}),
+        "html": lambda it: f"<table><tr><td>{html.escape(it['question'])}</td><td><b>{html.escape(it['answer'])}"
+                           f"</b></td></tr></table><p>{html.escape(it.get('passage') or '')}</p>",
+        "markdown": lambda it: f"## Q\n> {it.get('passage') or ''}\n\n**{it['question']}**\n\n- *{it['answer']}*",
+        "typographic": lambda it: (it.get("passage", "") + " " + it["question"] + " " + it["answer"]).replace(
+            "'", "\u2019").replace('"', "\u201c").replace(" - ", " \u2014 "),
+    }
+    found = total = 0
+    for bench in ("define", "reading", "quotes_qa"):
+        items = pq.read_table(EVAL / f"{bench}.parquet").to_pylist()
+        for it in rng.sample(items, 10):
+            for render in renders.values():
+                doc = _doc(rng.choice(clean) + "\n" + render(it) + "\n" + rng.choice(clean))
+                total += 1
+                found += step.filter(doc) == (False, f"contaminated:{bench}")
+    assert found / total >= 0.99, (found, total)
