@@ -66,7 +66,9 @@ _EXTENSION = re.compile(r"[ \t,]*(?:e?xt(?:ensi[oó]n)?n?|x|#|~|int)[:.]?[ \t,-]
 _ISO_DATE = re.compile(r"(?:19[5-9]|20[0-4])\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
                        # year ranges ("1732-1799", "(c) 1993-2009") in prose and licence headers
                        r"|(?:1[5-9]|20)\d\d[-\u2013](?:1[5-9]|20)\d\d")
-_NUMERIC_TYPES = ("PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS")
+_SHAPES = (("US_SSN", re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}|\d{5}-\d{4}|\d{3}-\d{6}")),
+           ("IP_ADDRESS", re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")),
+           ("IBAN_CODE", re.compile(r"[A-Za-z]{2}\d{2}")))
 _AT = re.compile(r"@[\w.-]")
 _COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
 _PHONE_SCORE = 0.4  # presidio's PhoneRecognizer.SCORE
@@ -326,7 +328,12 @@ class PIIRedactor(Annotator):
                 ext = _EXTENSION.match(text, e)
                 phones.append((s, ext.end() if ext else e))
                 digit_cands.append((s, ext.end() if ext else e))
-                types.update(_NUMERIC_TYPES)
+                types.update(("PHONE_NUMBER", "CREDIT_CARD"))
+                # presidio's SSN, IP and IBAN patterns need these shapes inside the cluster (an IBAN
+                # its country letters just before it): the cheap pass skips them otherwise
+                for t, rx in _SHAPES:
+                    if t not in types and rx.search(text, max(0, s - 2), e):
+                        types.add(t)
                 continue
             else:
                 types.add("IP_ADDRESS")  # an ISO date is no phone (see _ISO_DATE), it is looked at as before
