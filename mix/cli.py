@@ -152,12 +152,13 @@ def cmd_regmix(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     report = Path(args.report) if args.report else out.parent / "regmix_report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
+    seconds = res["report"].pop("seconds", None)  # wall time: kept out of this DVC-tracked file
     report.write_text(json.dumps(res["report"], indent=1))
     save_mixture(out, res["weights"], method="regmix",
                  params={"regmix": asdict(cfg), "proxy": asdict(pcfg), "preset": preset, "seed": args.seed},
                  provenance=_provenance(args.input, {"fit": res["report"]["fit"], "search": res["report"]["search"],
                                                       "report_file": str(report),
-                                                      "seconds": res["report"]["seconds"]}))
+                                                      "seconds": seconds}))
     print(json.dumps({"weights": res["weights"], "fit": res["report"]["fit"]}, indent=1))
     return 0
 

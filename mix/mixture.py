@@ -88,19 +88,41 @@ def validate_mixture(weights: Mapping[str, float],
     return out
 
 
+# Provenance fields that differ between two runs of the same inputs (wall-clock values). DVC hashes
+# the mixture file's bytes, so they go to a sidecar ``<name>.timing.json`` that no stage tracks: two
+# fresh clones then give the same dvc.lock hash for the mixture.
+VOLATILE_PROVENANCE = ("created", "seconds")
+
+
+def timing_path(path: str | Path) -> Path:
+    """The untracked sidecar of ``path`` that holds its volatile provenance (creation time, seconds)."""
+    path = Path(path)
+    return path.with_name(path.stem + ".timing.json")
+
+
+def _write_atomic(path: Path, data: Any) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
 def save_mixture(path: str | Path, weights: Mapping[str, float], *, method: str = "manual",
                  params: Mapping[str, Any] | None = None,
                  provenance: Mapping[str, Any] | None = None) -> Mixture:
-    """Validate and write ``mixture.json`` atomically (temp file + rename); return the Mixture."""
-    mix = Mixture(weights=validate_mixture(weights), method=method, params=dict(params or {}),
-                  provenance=dict(provenance or {}))
+    """Validate and write ``mixture.json`` atomically (temp file + rename); return the Mixture.
+
+    Volatile provenance (``VOLATILE_PROVENANCE``) goes to ``timing_path(path)``, not the file.
+    """
+    prov = dict(provenance or {})
+    volatile = {k: prov.pop(k) for k in VOLATILE_PROVENANCE if k in prov}
+    mix = Mixture(weights=validate_mixture(weights), method=method, params=dict(params or {}), provenance=prov)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(mix.to_dict(), fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
+    _write_atomic(path, mix.to_dict())
+    if volatile:
+        _write_atomic(timing_path(path), volatile)
     return mix
 
 

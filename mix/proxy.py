@@ -199,7 +199,7 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     from it. With ``dro`` (a :class:`mix.doremi.GroupDRO`) and ``reference`` (a trained model)
     domains are drawn uniformly instead, the per-domain excess loss updates ``dro`` every step and
     the loss is reweighted by ``dro``'s current weights.
-    ``result``: ``{"val_loss": {domain: loss}, "train_loss", "steps", "tokens", "seconds", ...}``.
+    ``result``: ``{"val_loss": {domain: loss}, "train_loss", "steps", "tokens", ...}`` (seconds: logged).
     """
     import torch
 
@@ -208,6 +208,8 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
 
     cfg.validate()
     torch.set_num_threads(1)
+    # same bits on every machine: deterministic kernels where torch has them (warn, never fail)
+    torch.use_deterministic_algorithms(True, warn_only=True)
     data = _Data(pools_dir, cfg, seed)
     k = len(data.domains)
     if dro is None:
@@ -250,12 +252,14 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
         if on_step is not None:
             on_step(step, losses[-1])
     train_s = time.perf_counter() - t0
+    # logged, not returned: results are cached in DVC outputs, whose bytes must not depend on speed
+    log.info("proxy trained", extra={"data": {"seed": seed, "seconds": round(train_s, 3)}})
     model.eval()
     val = evaluate_proxy(model, data)
     result = {
         "val_loss": val, "domains": data.domains, "weights": [float(x) for x in w],
         "seed": seed, "steps": cfg.steps, "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
-        "train_loss_last": float(np.mean(losses[-10:])), "seconds": round(train_s, 3),
+        "train_loss_last": float(np.mean(losses[-10:])),
         "curve": [[i, round(float(np.mean(losses[max(0, i - 4): i + 1])), 5)]
                   for i in range(0, len(losses), max(1, len(losses) // 50))],
         "config": asdict(cfg),

@@ -249,7 +249,7 @@ class LGBMModel:
             "objective": "regression", "learning_rate": 0.05, "num_leaves": 8,
             "min_data_in_leaf": max(2, n // 10), "min_data_in_bin": 1, "max_bin": 255,
             "feature_fraction": 1.0, "bagging_fraction": 1.0, "lambda_l2": 1e-3,
-            "seed": self.seed, "deterministic": True, "num_threads": 1, "verbosity": -1,
+            "seed": self.seed, "deterministic": True, "force_row_wise": True, "num_threads": 1, "verbosity": -1,
         }
         init_score = None
         rounds = self.rounds
