@@ -1,10 +1,13 @@
 """Mixture ablation: train the same small model on each candidate mixture with S seeds and report
 per-domain and average validation loss with the seed spread.
 
-Run as ``corpusmix mix ablation --input POOLS_DIR --mixtures a.json b.json ... --output report.json``
-(or from Python with :func:`run_ablation`). It answers "is the searched mixture really better?":
-a mixture *beats* another when its mean average validation loss is lower by more than the seed
-spread (the larger max-min range over seeds of the two), see :func:`compare`.
+Run as ``corpusmix mix ablation --input POOLS_DIR --mixture NAME=FILE ... --output report.json``
+(or from Python with :func:`run_ablation`). It answers "is the searched mixture really better?"
+out of sample: every run is scored on the pools' evaluation split (``eval``), which no search
+reads, with seeds (``ABLATION_SEED0`` on) that no search proxy uses, and the average is taken over
+the target domains (:mod:`mix.targets`). A mixture *beats* another when its mean average loss is
+lower by more than the seed spread (the larger max-min range over seeds of the two); any smaller
+difference is reported as within noise, see :func:`compare`.
 
 Also here, for replications and sanity checks: :func:`add_noise_domain` appends a pure
 random-token domain (uniform token ids, nothing to learn) to a pools folder, in the pools format
@@ -23,19 +26,36 @@ import numpy as np
 
 from mix.proxy import ProxyConfig, pool_domains, train_proxies
 
+# ablation seeds start here: the searches use seeds 0..~10 (RegMix proxies, DoReMi reference and
+# DRO proxies), so an ablation run never shares initialisation or data stream with a search proxy
+ABLATION_SEED0 = 1000
+
+
+def ablation_seeds(n: int) -> list[int]:
+    return [ABLATION_SEED0 + i for i in range(n)]
+
 
 def run_ablation(pools_dir: str | Path, mixtures: Mapping[str, Mapping[str, float]], cfg: ProxyConfig, *,
-                 seeds: Sequence[int] = (0, 1, 2), cache_dir: str | Path, workers: int = 2,
-                 domains_for_avg: Sequence[str] | None = None) -> dict[str, Any]:
+                 seeds: Sequence[int] = (1000, 1001, 1002, 1003, 1004), cache_dir: str | Path,
+                 workers: int = 2, domains_for_avg: Sequence[str] | None = None,
+                 eval_split: str = "eval") -> dict[str, Any]:
     """Train ``len(mixtures) * len(seeds)`` proxies (cached, parallel) and summarise them.
 
-    ``mixtures``: ``{name: {domain: weight}}``; missing domains get weight 0. The average loss is
-    the unweighted mean over ``domains_for_avg`` (default: every domain of the pools).
-    Returns ``{"mixtures": {name: summary}, "seeds", "domains", "avg_over", "comparisons"}``.
+    ``mixtures``: ``{name: {domain: weight}}``; missing domains get weight 0. Losses are measured
+    on ``eval_split`` (the evaluation split; an empty one is a clear error). The average loss is
+    the unweighted mean over ``domains_for_avg`` (the target domains; default: every domain).
+    Returns ``{"mixtures": {name: summary}, "seeds", "domains", "avg_over", "eval_split",
+    "comparisons", "verdicts"}``.
     """
     from mix.mixture import validate_mixture
 
     tokens = pool_domains(pools_dir)
+    if eval_split != "val":
+        held = pool_domains(pools_dir, split=eval_split) if _has_split(pools_dir, eval_split) else {}
+        empty = sorted(d for d in tokens if held.get(d, 0) <= 0)
+        if empty:
+            raise ValueError(f"the {eval_split!r} split is empty for domain(s) {empty}; rebuild the pools "
+                             "with pools.eval_fraction > 0 (e.g. 0.05) so mixtures are judged out of sample")
     domains = list(tokens)
     avg_over = list(domains_for_avg or domains)
     runs, names = [], []
@@ -45,8 +65,9 @@ def run_ablation(pools_dir: str | Path, mixtures: Mapping[str, Mapping[str, floa
         for s in seeds:
             runs.append((vec, int(s)))
             names.append(name)
-    results = train_proxies(pools_dir, runs, cfg, cache_dir=cache_dir, workers=workers)
-    out: dict[str, Any] = {"seeds": list(seeds), "domains": domains, "avg_over": avg_over, "mixtures": {}}
+    results = train_proxies(pools_dir, runs, cfg, cache_dir=cache_dir, workers=workers, eval_split=eval_split)
+    out: dict[str, Any] = {"seeds": list(seeds), "domains": domains, "avg_over": avg_over,
+                           "eval_split": eval_split, "mixtures": {}}
     for name in mixtures:
         rs = [r for r, n in zip(results, names, strict=True) if n == name]
         per = np.array([[r["val_loss"][d] for d in domains] for r in rs])
@@ -62,6 +83,29 @@ def run_ablation(pools_dir: str | Path, mixtures: Mapping[str, Mapping[str, floa
             "seeds": {str(r["seed"]): {"val_loss": r["val_loss"], "curve": r.get("curve", [])} for r in rs},
         }
     out["comparisons"] = compare(out["mixtures"])
+    out["verdicts"] = verdicts(out["comparisons"])
+    return out
+
+
+def _has_split(pools_dir: str | Path, split: str) -> bool:
+    from proxytrain.pools import read_pools_json
+
+    return any(int(m.get(f"{split}_docs", 0)) > 0 for m in read_pools_json(pools_dir)["domains"].values())
+
+
+def verdicts(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One plain sentence per unordered pair: who is better, or that the difference is within noise."""
+    out, seen = [], set()
+    for c in comparisons:
+        pair = frozenset((c["a"], c["b"]))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        a, b, m = (c["a"], c["b"], c["margin"]) if c["margin"] >= 0 else (c["b"], c["a"], -c["margin"])
+        if m > c["spread"]:
+            out.append(f"{a} beats {b}: lower loss by {m:.4f}, more than the seed spread {c['spread']:.4f}")
+        else:
+            out.append(f"{a} vs {b}: difference {m:.4f} is within noise (seed spread {c['spread']:.4f})")
     return out
 
 
@@ -75,7 +119,7 @@ def compare(summaries: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
             margin = sb["avg"] - sa["avg"]
             spread = max(sa["avg_range"], sb["avg_range"])
             rows.append({"a": a, "b": b, "margin": round(margin, 5), "spread": round(spread, 5),
-                         "a_beats_b": bool(margin > spread)})
+                         "a_beats_b": bool(margin > spread), "within_noise": bool(abs(margin) <= spread)})
     return rows
 
 
@@ -87,7 +131,7 @@ def add_noise_domain(pools_dir: str | Path, *, name: str = "noise", tokens: int,
     ``reserved`` ids are the special tokens). ``pools.json`` is rewritten atomically; the validation
     split gets the same fraction of documents as the other domains. Returns the new pools.json.
     """
-    from proxytrain.pools import token_dtype, val_doc_count
+    from proxytrain.pools import split_doc_counts, token_dtype
     from proxytrain.tokenizer import BOS, EOS
 
     root = Path(pools_dir)
@@ -108,9 +152,9 @@ def add_noise_domain(pools_dir: str | Path, *, name: str = "noise", tokens: int,
     with open(root / f"{name}.idx.tmp", "wb") as fh:
         np.save(fh, idx)
     os.replace(root / f"{name}.idx.tmp", root / f"{name}.idx.npy")
-    frac = float(meta.get("val_fraction", 0.05))
-    meta["domains"][name] = {"tokens": int(flat.size), "docs": n_docs,
-                             "val_docs": max(1, val_doc_count(n_docs, frac)), "dropped": {}}
+    va, ev = split_doc_counts(n_docs, float(meta.get("val_fraction", 0.05)), float(meta.get("eval_fraction", 0.0)))
+    meta["domains"][name] = {"tokens": int(flat.size), "docs": n_docs, "val_docs": max(1, va), "eval_docs": ev,
+                             "dropped": {}}
     meta["domains"] = dict(sorted(meta["domains"].items()))
     tmp = root / "pools.json.tmp"
     tmp.write_text(json.dumps(meta, indent=2))

@@ -3,12 +3,17 @@
     corpusmix mix doremi   --input POOLS --output mixture.json [--preset tiny] [--seed 0]
     corpusmix mix regmix   --input POOLS --output mixture.json [--preset tiny] [--target avg]
     corpusmix mix select   --input POOLS --output mixture.json [--method natural] [--doremi F] [--regmix F]
-    corpusmix mix ablation --input POOLS --mixture NAME=FILE ... --output ablation.json [--seeds 3]
+    corpusmix mix ablation --input POOLS --mixture NAME=FILE ... --output ablation.json [--seeds 5]
 
 ``POOLS`` is a token-pools folder (``corpusmix tokenize pools``). Settings come from the ``mix:``
 section of ``params.yaml`` (``--params``), then the chosen preset (``mix.presets.<name>``, built-in
 defaults in :data:`PRESETS`), then command-line flags. Proxy runs are cached under ``--cache``
 (default: ``<output dir>/proxies``) so an interrupted search resumes without retraining.
+
+Targets: ``mix.target_domains`` (``[]`` = every domain not in ``mix.garbage_domains``) define the
+RegMix target and the ablation's average (:mod:`mix.targets`). RegMix's epoch caps are for the
+final run: ``pack.tokens`` and ``pack.max_epochs`` of the same params file (flags override).
+The ablation scores on the pools' evaluation split with seeds no search uses.
 
 Outputs next to ``mixture.json``: DoReMi writes its weight trajectory (``--trajectory``, a CSV with
 ``step`` and one column per domain, for ``dvc plots``); RegMix writes its fit report
@@ -76,6 +81,16 @@ def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
             "corpusmix": __version__, **extra}
 
 
+def targets_for(params: dict[str, Any], domains: list[str], legacy: list[str] | None = None) -> list[str]:
+    """The target domains from ``mix.target_domains`` / ``mix.garbage_domains`` (:mod:`mix.targets`);
+    ``legacy``: an older ``mix.regmix.target_domains`` used when ``mix.target_domains`` is empty."""
+    from mix.targets import TargetConfig, resolve_targets
+
+    cfg = TargetConfig(target_domains=list(params.get("target_domains") or legacy or []),
+                       garbage_domains=list(params.get("garbage_domains") or []))
+    return resolve_targets(domains, cfg)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, help="token-pools folder (pools.json + <domain>.bin)")
     p.add_argument("--output", required=True, help="mixture.json to write")
@@ -121,8 +136,11 @@ def cmd_doremi(args: argparse.Namespace) -> int:
     save_mixture(out, res["weights"], method="doremi",
                  params={"doremi": asdict(cfg), "proxy": asdict(pcfg), "preset": preset, "seed": args.seed},
                  provenance=_provenance(args.input, {"rounds": res["rounds"], "seconds": res["seconds"],
+                                                      "seeds": res["seeds"], "seed_weights": res["seed_weights"],
+                                                      "seed_range": res["seed_range"],
                                                       "trajectory_file": str(traj)}))
-    print(json.dumps({"weights": res["weights"], "seconds": res["seconds"]}, indent=1))
+    print(json.dumps({"weights": res["weights"], "seed_range": res["seed_range"], "seconds": res["seconds"]},
+                     indent=1))
     return 0
 
 
@@ -141,13 +159,21 @@ def cmd_regmix(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from mix.mixture import save_mixture
+    from mix.proxy import pool_domains
     from mix.regmix import RegMixConfig, run_regmix
 
     params, preset, pcfg, out, cache = _setup(args)
     cfg = resolve("regmix", RegMixConfig, params, preset, args)
+    # caps for the final run: pack.tokens / pack.max_epochs unless given as flags
+    pack = load_params(args.params, "pack")
+    if args.final_tokens is None and pack.get("tokens"):
+        cfg.final_tokens = int(float(pack["tokens"]))
+    if args.max_epochs is None and pack.get("max_epochs"):
+        cfg.max_epochs = float(pack["max_epochs"])
     try:
         cfg.validate()
-        res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache)
+        targets = targets_for(params, list(pool_domains(args.input)), cfg.target_domains)
+        res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     report = Path(args.report) if args.report else out.parent / "regmix_report.json"
@@ -202,12 +228,15 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_ablation(args: argparse.Namespace) -> int:
-    from mix.ablation import run_ablation
+    from mix.ablation import ablation_seeds, run_ablation
     from mix.mixture import load_mixture, natural_mixture, uniform_mixture
     from mix.proxy import pool_domains
 
     params, preset, pcfg, out, cache = _setup(args)
-    tokens = pool_domains(args.input)
+    try:
+        tokens = pool_domains(args.input)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     mixtures: dict[str, dict[str, float]] = {}
     for spec in args.mixture or ["natural", "uniform"]:
         name, _, path = spec.partition("=")
@@ -219,13 +248,19 @@ def cmd_ablation(args: argparse.Namespace) -> int:
             mixtures[name] = load_mixture(path, tokens).weights
         else:
             raise ConfigError(f"--mixture {spec!r}: use NAME=FILE, or the built-ins natural / uniform")
-    avg_over = [d for d in (args.avg_over or "").split(",") if d] or None
-    rep = run_ablation(args.input, mixtures, pcfg, seeds=list(range(args.seeds)), cache_dir=cache,
-                       workers=args.workers, domains_for_avg=avg_over)
+    given = [d for d in (args.avg_over or "").split(",") if d]
+    avg_over = targets_for({**params, "target_domains": given or params.get("target_domains")}, list(tokens))
+    try:
+        rep = run_ablation(args.input, mixtures, pcfg, seeds=ablation_seeds(args.seeds), cache_dir=cache,
+                           workers=args.workers, domains_for_avg=avg_over, eval_split=args.split)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=1))
+    print(f"average {args.split} loss over the target domains {avg_over}:")
     for name, s in rep["mixtures"].items():
         print(f"{name:>10s}  avg {s['avg']:.4f}  range {s['avg_range']:.4f}")
+    print("\n".join(rep["verdicts"]))
     return 0
 
 
@@ -255,8 +290,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = msub.add_parser("ablation", help="train the same proxy on each mixture with several seeds")
     _search_args(a)
     a.add_argument("--mixture", action="append", help="NAME=mixture.json, or natural / uniform (repeatable)")
-    a.add_argument("--seeds", type=int, default=3)
+    a.add_argument("--seeds", type=int, default=5, help="seeds per mixture (1000, 1001, ...: no search uses them)")
     a.add_argument("--workers", type=int, default=2)
-    a.add_argument("--avg-over", default="", help="comma-separated domains of the average (default: all)")
+    a.add_argument("--avg-over", default="", help="comma-separated domains of the average "
+                   "(default: mix.target_domains, else every domain not in mix.garbage_domains)")
+    a.add_argument("--split", default="eval", choices=("eval", "val"),
+                   help="held-out split scored (default eval: never read by the searches)")
     a.set_defaults(func=cmd_ablation)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -18,8 +18,10 @@ processes use ``workers`` cores. A finished proxy's result is saved as JSON unde
 ``cache_dir/<key>.json`` (the key hashes the pools, the weights, the config and the seed) and is
 never retrained: a re-run reads it back.
 
-Validation batches are drawn with a fixed seed (``val_seed``), independent of the run's seed, so
-every proxy of a search is scored on exactly the same tokens.
+Validation batches are the first windows of each domain's held-out split, independent of the
+run's seed, so every proxy of a search is scored on exactly the same tokens. Searches score on the
+search-validation split (``val``); the ablation scores on the evaluation split (``eval``), which no
+search ever reads (``eval_split`` of :func:`train_proxy` / :func:`train_proxies`).
 """
 
 from __future__ import annotations
@@ -75,14 +77,18 @@ class ProxyConfig:
 
 # ----------------------------------------------------------------------------- pools + model glue
 
-def pool_domains(pools_dir: str | Path) -> dict[str, int]:
-    """``{domain: tokens}`` from ``pools.json``; clear errors for missing/empty/one-domain pools."""
+def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
+    """``{domain: tokens of the split}`` (default: the training split, the tokens a mixture can
+    draw on: priors, natural shares and epoch caps use it); clear errors for missing/empty/one-domain
+    pools."""
+    from proxytrain.pools import open_pools
+
     p = Path(pools_dir) / "pools.json"
     if not p.exists():
         raise ConfigError(
             f"{p} not found: --input must be a token-pools folder (build one with `corpusmix tokenize pools`)")
-    meta = json.loads(p.read_text())
-    doms = {d: int(v["tokens"]) for d, v in sorted(meta.get("domains", {}).items())}
+    _, pools = open_pools(pools_dir)
+    doms = {d: int(np.diff(pool.token_range(split))[0]) for d, pool in pools.items()}
     empty = sorted(d for d, n in doms.items() if n <= 0)
     if empty:
         raise ConfigError(f"domain(s) {empty} have no tokens in {p}; drop them from the pools "
@@ -103,12 +109,15 @@ _INV_PHI = (5 ** 0.5 - 1) / 2
 class _Data:
     """Training and validation batches from the token pools (``proxytrain.pools.PoolSampler``)."""
 
-    def __init__(self, pools_dir: str | Path, cfg: ProxyConfig, seed: int):
+    def __init__(self, pools_dir: str | Path, cfg: ProxyConfig, seed: int, eval_split: str = "val"):
         from proxytrain.pools import PoolSampler
 
+        if eval_split not in ("val", "eval"):
+            raise ValueError(f"eval_split must be 'val' (search) or 'eval' (ablation), got {eval_split!r}")
         self.domains = list(pool_domains(pools_dir))
         self.sampler = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=seed, split="train")
-        self.val = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=cfg.val_seed, split="val")
+        self.val = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split)
+        self.eval_split = eval_split
         assert self.sampler.domains == self.domains, "pools.json domains must be sorted"
         self.cfg = cfg
         # stratified sampling: row t takes the domain whose cumulative-weight interval holds
@@ -135,6 +144,16 @@ class _Data:
             rows.append(self.sampler.window(int(d), start))
         return self.sampler._stack(rows)
 
+    def balanced_batch(self, per_domain: int) -> dict[str, Any]:
+        """``per_domain`` windows of every domain (DoReMi's DRO batches), from the domain streams."""
+        rows = []
+        for d in range(len(self.domains)):
+            lo, hi = self.sampler._check_nonempty(self.domains[d])
+            for _ in range(per_domain):
+                start = lo + int(self._dom_rng[d].integers(0, max(hi - lo - self.cfg.seq_len, 0) + 1))
+                rows.append(self.sampler.window(d, start))
+        return self.sampler._stack(rows)
+
     def val_batches(self) -> list[dict[str, Any]]:
         """The first ``val_batches * batch_size`` windows of every domain's validation split."""
         rows = self.cfg.val_batches * self.cfg.batch_size
@@ -142,8 +161,9 @@ class _Data:
         for d in self.domains:
             got = list(self.val.eval_batches(d, self.cfg.batch_size, max_rows=rows))
             if not got:
-                raise ValueError(f"domain {d!r} has no validation tokens; rebuild the pools with a "
-                                 "val_fraction that leaves it at least one document")
+                frac = "val_fraction" if self.eval_split == "val" else "eval_fraction"
+                raise ValueError(f"domain {d!r} has no tokens in the {self.eval_split!r} split; rebuild the "
+                                 f"pools with a pools.{frac} that leaves it at least one document")
             out.extend(got)
         return out
 
@@ -181,7 +201,7 @@ def _per_token_loss(model, batch: dict[str, Any]):
 
 
 def evaluate_proxy(model, data: _Data) -> dict[str, float]:
-    """Mean validation loss per target token, per domain, on the shared validation batches."""
+    """Mean loss per target token, per domain, on the shared held-out batches (``data.eval_split``)."""
     from proxytrain.model import evaluate
 
     losses = evaluate(model, data.val_batches(), data.domains)
@@ -192,13 +212,17 @@ def evaluate_proxy(model, data: _Data) -> dict[str, float]:
 
 def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: ProxyConfig, *, seed: int = 0,
                 dro: Any = None, reference: Any = None, on_step: Callable[[int, float], None] | None = None,
-                progress: bool = False):
+                progress: bool = False, eval_split: str = "val"):
     """Train one proxy; return ``(model, result)``.
 
     ``weights``: the mixture (domain order of ``pools.json``, sorted): each example's domain is drawn
     from it. With ``dro`` (a :class:`mix.doremi.GroupDRO`) and ``reference`` (a trained model)
     domains are drawn uniformly instead, the per-domain excess loss updates ``dro`` every step and
-    the loss is reweighted by ``dro``'s current weights.
+    the loss is reweighted by ``dro``'s current weights; a DRO batch holds the same number of rows
+    of every domain (``batch_size`` rounded up to a multiple of the domain count), so every step
+    measures every domain's excess.
+    ``eval_split``: the held-out split the result's ``val_loss`` is measured on (``val`` for the
+    searches, ``eval`` for the ablation).
     ``result``: ``{"val_loss": {domain: loss}, "train_loss", "steps", "tokens", ...}`` (seconds: logged).
     """
     import torch
@@ -210,7 +234,7 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     torch.set_num_threads(1)
     # same bits on every machine: deterministic kernels where torch has them (warn, never fail)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    data = _Data(pools_dir, cfg, seed)
+    data = _Data(pools_dir, cfg, seed, eval_split)
     k = len(data.domains)
     if dro is None:
         w = _check_weights(weights, k)
@@ -219,6 +243,10 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
             raise ValueError("DRO proxy training needs a trained reference model")
         w = np.full(k, 1.0 / k)
         reference.eval()
+        # equal rows per domain every step: with fewer than one window per domain per step, a
+        # domain's excess would be missing or rest on one window, and the weights would swing
+        # between near one-hot states
+        per_domain = -(-cfg.batch_size // k)
     vocab = json.loads((Path(pools_dir) / "pools.json").read_text())["vocab_size"]
     model, opt = _build(cfg, vocab, seed)
     sched = _optim_fields(cfg)
@@ -230,7 +258,7 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
         steps = tqdm(steps, desc="proxy", unit="step")
     model.train()
     for step in steps:
-        batch = data.batch(w)
+        batch = data.batch(w) if dro is None else data.balanced_batch(per_domain)
         tok_loss, mask = _per_token_loss(model, batch)
         n = mask.sum().clamp(min=1)
         if dro is None:
@@ -258,7 +286,8 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     val = evaluate_proxy(model, data)
     result = {
         "val_loss": val, "domains": data.domains, "weights": [float(x) for x in w],
-        "seed": seed, "steps": cfg.steps, "tokens": cfg.steps * cfg.batch_size * cfg.seq_len,
+        "seed": seed, "steps": cfg.steps, "tokens": cfg.steps * int(batch["tokens"].shape[0]) * cfg.seq_len,
+        "eval_split": eval_split,
         "train_loss_last": float(np.mean(losses[-10:])),
         "curve": [[i, round(float(np.mean(losses[max(0, i - 4): i + 1])), 5)]
                   for i in range(0, len(losses), max(1, len(losses) // 50))],
@@ -291,28 +320,31 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _run_one(args: tuple) -> dict[str, Any]:
-    pools_dir, weights, cfg_dict, seed, out_path = args
-    _, result = train_proxy(pools_dir, weights, ProxyConfig(**cfg_dict), seed=seed)
+    pools_dir, weights, cfg_dict, seed, out_path, eval_split = args
+    _, result = train_proxy(pools_dir, weights, ProxyConfig(**cfg_dict), seed=seed, eval_split=eval_split)
     _write_json(Path(out_path), result)
     return result
 
 
 def train_proxies(pools_dir: str | Path, runs: Sequence[tuple[Sequence[float], int]], cfg: ProxyConfig, *,
-                  cache_dir: str | Path, workers: int = 2, progress: bool = True) -> list[dict[str, Any]]:
+                  cache_dir: str | Path, workers: int = 2, progress: bool = True,
+                  eval_split: str = "val") -> list[dict[str, Any]]:
     """Train (or read back) one proxy per ``(weights, seed)``, ``workers`` processes in parallel.
 
     Results come back in the order of ``runs``; finished ones are read from ``cache_dir``.
+    ``eval_split``: ``val`` (searches) or ``eval`` (ablation) for the results' ``val_loss``.
     """
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     fp = pools_fingerprint(pools_dir)
-    paths = [cache / f"proxy-{proxy_key(fp, w, cfg, s)}.json" for w, s in runs]
+    tag = "" if eval_split == "val" else f"eval_split={eval_split}"
+    paths = [cache / f"proxy-{proxy_key(fp, w, cfg, s, tag)}.json" for w, s in runs]
     todo = [i for i, p in enumerate(paths) if not p.exists()]
     log.info("proxy runs", extra={"data": {"total": len(runs), "cached": len(runs) - len(todo),
                                             "to_train": len(todo), "workers": workers}})
     if todo:
-        jobs = [(str(pools_dir), [float(x) for x in runs[i][0]], asdict(cfg), int(runs[i][1]), str(paths[i]))
-                for i in todo]
+        jobs = [(str(pools_dir), [float(x) for x in runs[i][0]], asdict(cfg), int(runs[i][1]), str(paths[i]),
+                 eval_split) for i in todo]
         bar = None
         if progress:
             from tqdm import tqdm

@@ -6,10 +6,13 @@ runs are done by :func:`mix.proxy.train_proxies` (parallel processes, resumable)
 the numerics:
 
 1. :func:`sample_mixtures`: ``M`` mixtures from ``Dirichlet(conc * k * prior)`` for a grid of
-   concentrations around the token-share prior; a mixture is rejected when a domain would need
-   more than ``max_epochs`` passes over its tokens for the proxy's token budget.
-2. :func:`target_values`: the regression target from per-domain validation losses:
-   ``avg`` (mean over domains), ``worst`` (max) or one domain's name.
+   concentrations around the token-share prior (training-split token shares); a mixture is
+   rejected when a domain would need more than ``max_epochs`` passes over its training tokens for
+   the FINAL run's token budget (``final_tokens``: ``pack.tokens``; as the paper caps the epochs
+   of the final run, not of the proxies), so the searched mixture is one ``pack`` can materialise.
+2. :func:`target_values`: the regression target from per-domain search-validation losses:
+   ``avg`` (mean over the target domains, :mod:`mix.targets`: garbage is never a target by
+   default), ``worst`` (max) or one domain's name.
 3. :func:`cross_validate`: three regressors are scored by K-fold cross-validation (``cv_folds``):
    every run is predicted by models fitted on the other folds only (nothing stops early), and
    Spearman/Pearson are taken over all ``M`` out-of-fold predictions. The regressors: ``lightgbm``
@@ -50,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 REGRESSORS = ("hybrid", "lightgbm", "linear")
+SEARCH_REGRESSORS = ("auto", *REGRESSORS)
 
 
 @dataclass
@@ -60,13 +64,16 @@ class RegMixConfig:
     concentrations: list[float] = field(
         default_factory=lambda: [0.3, 1.0, 3.0],
         metadata={"help": "grid of Dirichlet concentrations around the token-share prior"})
-    max_epochs: float = field(default=4.0, metadata={"help": "cap: passes over a domain's tokens"})
+    max_epochs: float = field(default=4.0, metadata={
+        "help": "cap: passes over a domain's training tokens in the final run (the CLI uses pack.max_epochs)"})
+    final_tokens: int = field(default=0, metadata={
+        "help": "token budget of the final run the caps are for (the CLI uses pack.tokens; 0 = the proxy's)"})
     cv_folds: int = field(default=4, metadata={
         "help": "K-fold scoring: every run is predicted by regressors fitted on the other folds only "
                 "(at most num_proxies // 3 folds are used)"})
-    regressor: str = field(default="hybrid", metadata={
-        "help": "regressor of the search: hybrid (LightGBM boosted from a log-linear init score) | "
-                "lightgbm (raw weights, as the paper) | linear"})
+    regressor: str = field(default="auto", metadata={
+        "help": "regressor of the search: auto (best out-of-fold Spearman) | hybrid (LightGBM boosted "
+                "from a log-linear init score) | lightgbm (raw weights, as the paper) | linear"})
     target: str = field(default="avg", metadata={"help": "avg | worst | <domain name>"})
     target_domains: list[str] = field(
         default_factory=list, metadata={"help": "domains avg/worst are taken over (empty = all)"})
@@ -85,8 +92,10 @@ class RegMixConfig:
             raise ValueError(f"regmix concentrations must be positive, got {self.concentrations}")
         if self.cv_folds < 2:
             raise ValueError(f"regmix cv_folds must be >= 2, got {self.cv_folds}")
-        if self.regressor not in REGRESSORS:
-            raise ValueError(f"regmix regressor must be one of {REGRESSORS}, got {self.regressor!r}")
+        if self.regressor not in SEARCH_REGRESSORS:
+            raise ValueError(f"regmix regressor must be one of {SEARCH_REGRESSORS}, got {self.regressor!r}")
+        if self.final_tokens < 0:
+            raise ValueError(f"regmix final_tokens must be >= 0, got {self.final_tokens}")
         if self.max_epochs <= 0:
             raise ValueError(f"regmix max_epochs must be > 0, got {self.max_epochs}")
         if self.candidates < 1 or self.top_k < 1 or self.top_k > self.candidates:
@@ -120,8 +129,9 @@ def sample_mixtures(prior: np.ndarray, n: int, *, concentrations: list[float], r
         caps = np.asarray(caps, dtype=np.float64)
         if caps.sum() < 1.0:
             raise ValueError(
-                f"the epoch caps sum to {caps.sum():.3f} < 1: no mixture fits; raise max_epochs, "
-                "lower the proxy token budget, or add tokens")
+                f"the epoch caps {np.round(caps, 3).tolist()} sum to {caps.sum():.3f} < 1: no mixture fits "
+                "the final run's budget; raise max_epochs (pack.max_epochs), lower the token budget "
+                "(pack.tokens), or add tokens")
     concs = np.asarray(concentrations, dtype=np.float64)
     conc_of = concs[np.arange(n) % concs.size]
     out = np.empty((n, k))
@@ -365,11 +375,22 @@ def search(model, prior: np.ndarray, *, candidates: int, top_k: int, concentrati
                "best_predicted": float(best_p[0]), "topk_mean_predicted": float(best_p.mean())}
 
 
-def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_dir) -> dict:
+def choose_regressor(fit: dict, configured: str) -> str:
+    """The search's regressor: ``configured``, or with ``auto`` the best out-of-fold Spearman
+    (ties: the order of ``REGRESSORS``)."""
+    if configured != "auto":
+        return configured
+    return max(REGRESSORS, key=lambda name: (fit[name]["spearman"], -REGRESSORS.index(name)))
+
+
+def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_dir,
+               targets: list[str] | None = None) -> dict:
     """Full RegMix on a token-pools folder: sample, train (cached, parallel), fit, score, search.
 
-    Returns ``{"weights": {domain: w}, "report": {...}}``; the report holds the fit scores on the
-    held-out runs (``fit``), the search summary, and every run's weights, losses and target.
+    ``targets``: the domains of the target (default ``cfg.target_domains``, else all; the CLI
+    passes :func:`mix.targets.resolve_targets`). Returns ``{"weights": {domain: w}, "report":
+    {...}}``; the report holds the out-of-fold fit scores (``fit``), the search summary, the caps
+    and every run's weights, losses and target.
     """
     import time
 
@@ -377,18 +398,24 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
 
     cfg.validate()
     t0 = time.perf_counter()
-    tokens = pool_domains(pools_dir)
+    tokens = pool_domains(pools_dir)  # training-split tokens: what a mixture can draw on
     domains = list(tokens)
     avail = np.array([tokens[d] for d in domains], dtype=np.float64)
     prior = avail / avail.sum()
-    tgt_domains = list(cfg.target_domains) or domains
+    tgt_domains = list(targets or cfg.target_domains) or domains
     unknown = sorted(set(tgt_domains) - set(domains))
     if unknown:
         raise ValueError(f"regmix target_domains {unknown} are not in the pools {domains}")
     if cfg.target not in ("avg", "worst") and cfg.target not in domains:
         raise ValueError(f"regmix target must be 'avg', 'worst' or one of {domains}, got {cfg.target!r}")
-    budget = proxy_cfg.steps * proxy_cfg.batch_size * proxy_cfg.seq_len
+    proxy_budget = proxy_cfg.steps * proxy_cfg.batch_size * proxy_cfg.seq_len
+    budget = int(cfg.final_tokens) or proxy_budget
     caps = epoch_caps(avail, budget, cfg.max_epochs)
+    if caps.sum() < 1.0:
+        raise ValueError(
+            f"the epoch caps {dict(zip(domains, np.round(caps, 3).tolist(), strict=True))} sum to "
+            f"{caps.sum():.3f} < 1: no mixture of {budget} tokens fits {cfg.max_epochs} epochs of the "
+            "training tokens; raise pack.max_epochs, lower pack.tokens, or add data")
     rng = np.random.default_rng(seed)
     x = sample_mixtures(prior, cfg.num_proxies, concentrations=cfg.concentrations, rng=rng, caps=caps)
     results = train_proxies(pools_dir, [(w, seed) for w in x], proxy_cfg, cache_dir=cache_dir,
@@ -398,9 +425,11 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     # at least 3 runs per fold (fewer folds for small M)
     fold = kfold(len(x), min(cfg.cv_folds, len(x) // 3), np.random.default_rng(seed + 1))
     fit, oof = cross_validate(x, y, fold, rounds=cfg.lgbm_rounds, seed=seed)
-    fit["regressor"] = cfg.regressor
+    chosen = choose_regressor(fit, cfg.regressor)
+    fit["regressor"] = chosen
+    fit["regressor_setting"] = cfg.regressor
     # the final regressor uses every run: the out-of-fold scores above measure how well this works
-    final = make_regressor(cfg.regressor, rounds=cfg.lgbm_rounds, seed=seed).fit(x, y)
+    final = make_regressor(chosen, rounds=cfg.lgbm_rounds, seed=seed).fit(x, y)
     # each row of x sums to 1, so the per-domain maxima sum to >= 1 and the region is never empty
     search_caps = np.minimum(caps, x.max(axis=0)) if cfg.trust_region else caps
     w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,
@@ -413,6 +442,8 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     report = {
         "domains": domains, "target": cfg.target, "target_domains": tgt_domains, "fit": fit,
         "search": info, "prior": prior.tolist(), "caps": caps.tolist(), "budget_tokens": int(budget),
+        "proxy_budget_tokens": int(proxy_budget), "max_epochs": float(cfg.max_epochs),
+        "train_tokens": dict(zip(domains, avail.astype(int).tolist(), strict=True)),
         "runs": [{"weights": xi.tolist(), "val_loss": li, "target": float(yi), "fold": int(fold[i]),
                   "predicted_heldout": {name: float(oof[name][i]) for name in REGRESSORS}}
                  for i, (xi, li, yi) in enumerate(zip(x, losses, y, strict=True))],

@@ -241,9 +241,11 @@ def ablation_section(domains: list[str], avg_over: list[str], runs: list[Mixture
     n = max(len(r.avg_per_seed) for r in runs)
     sec.blocks.append(
         f"The same proxy model trained on each candidate mixture ({label}), {n} seed(s) each. "
-        f"Average = unweighted mean over {len(avg_over)} domain(s)"
-        + (f" ({', '.join(avg_over)})" if avg_over != domains else "")
-        + "; worst = the highest per-domain loss of a seed. Lower is better.")
+        f"Target: the unweighted mean loss over {len(avg_over)} target domain(s) "
+        f"({', '.join(avg_over)})"
+        + (f"; not a target: {', '.join(d for d in domains if d not in avg_over)}" if avg_over != domains else "")
+        + "; worst = the highest per-domain loss of a seed. Lower is better. A difference smaller than "
+          "the seed spread (the larger max-min range over seeds of the two mixtures) is within noise.")
     base = next((r for r in runs if r.name == "natural"), None)
     rows = []
     for r in sorted(runs, key=lambda r: float(np.mean(r.avg_per_seed))):

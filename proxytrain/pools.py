@@ -8,8 +8,13 @@ input file is skipped on re-runs, and files are renamed into place only when com
 
     corpusmix tokenize pools --curated OUT/curated --tokenizer OUT/tokenizer.json --output OUT/pools
 
-Held-out split: the last ``val_fraction`` of each domain's documents (``pools.json`` records
-``val_docs`` per domain) is the validation split; ``split="train"`` never sees it.
+Three disjoint splits per domain, by document, in this order: ``train``, ``val`` (the
+search-validation split: what DoReMi and RegMix may look at; ``val_fraction`` of the documents)
+and ``eval`` (the evaluation split, the last ``eval_fraction`` of the documents: only the ablation
+and the report read it, so a chosen mixture is judged on text its search never saw).
+``pools.json`` records ``val_docs``, ``eval_docs`` and the tokens of every split per domain;
+``split="train"`` never sees the held-out documents. Pools written before the evaluation split
+existed have ``eval_docs`` 0 and an empty ``eval`` split (a clear error where one is needed).
 
 Sampling (used by the mixture-search proxies and per-domain validation)::
 
@@ -50,7 +55,10 @@ POOLS_VERSION = 1
 
 @dataclass
 class PoolsConfig:
-    val_fraction: float = field(default=0.05, metadata={"help": "last fraction of each domain's docs held out"})
+    val_fraction: float = field(default=0.05, metadata={
+        "help": "fraction of each domain's docs held out for search validation (split val)"})
+    eval_fraction: float = field(default=0.05, metadata={
+        "help": "last fraction of each domain's docs held out for evaluation only (split eval)"})
     workers: int = field(default=0, metadata={"help": "domain processes in parallel (0 = CPU count)"})
     batch_docs: int = field(default=512, metadata={"help": "documents per encode_batch call"})
     text_column: str = field(default="text", metadata={"help": "column holding the document text"})
@@ -65,6 +73,17 @@ def val_doc_count(docs: int, val_fraction: float) -> int:
     if docs < 2 or val_fraction <= 0:
         return 0
     return min(docs - 1, math.ceil(docs * val_fraction))
+
+
+def split_doc_counts(docs: int, val_fraction: float, eval_fraction: float) -> tuple[int, int]:
+    """``(val_docs, eval_docs)`` of a domain: ceil(docs * fraction) each, always leaving >= 1
+    training document; when documents are scarce the evaluation split is served first (it is the
+    one a mixture is judged on), then validation."""
+    ev = val_doc_count(docs, eval_fraction)
+    va = val_doc_count(docs - ev, val_fraction) if docs - ev >= 2 else 0
+    if val_fraction > 0 and va == 0 and ev > 1:  # keep one doc for validation too
+        ev, va = ev - 1, 1
+    return va, ev
 
 
 # ---------------------------------------------------------------------------------------- building
@@ -147,8 +166,9 @@ def build_pools(curated_dir: str | Path, tokenizer_path: str | Path, output_dir:
     from proxytrain.tokenizer import domain_files, load_tokenizer, special_ids, tokenizer_sha256
 
     cfg = cfg or PoolsConfig()
-    if not 0 <= cfg.val_fraction < 1:
-        raise ConfigError(f"val_fraction must be in [0, 1), got {cfg.val_fraction}")
+    if not 0 <= cfg.val_fraction < 1 or not 0 <= cfg.eval_fraction < 1 or cfg.val_fraction + cfg.eval_fraction >= 1:
+        raise ConfigError(f"val_fraction and eval_fraction must be in [0, 1) with a sum below 1, got "
+                          f"{cfg.val_fraction} and {cfg.eval_fraction}")
     files = domain_files(curated_dir)
     tok = load_tokenizer(tokenizer_path)
     tok_sha = tokenizer_sha256(tokenizer_path)
@@ -179,13 +199,20 @@ def build_pools(curated_dir: str | Path, tokenizer_path: str | Path, output_dir:
             if workers > 1:
                 pool.close()
                 pool.join()
+    domains = {}
+    for d, m in sorted(metas.items()):
+        va, ev = split_doc_counts(m["docs"], cfg.val_fraction, cfg.eval_fraction)
+        idx = np.load(out / f"{d}.idx.npy")
+        cut_val, cut_eval = m["docs"] - va - ev, m["docs"] - ev
+        domains[d] = {"tokens": m["tokens"], "docs": m["docs"], "val_docs": va, "eval_docs": ev,
+                      "split_tokens": {"train": int(idx[cut_val]), "val": int(idx[cut_eval] - idx[cut_val]),
+                                       "eval": int(idx[m["docs"]] - idx[cut_eval])},
+                      "dropped": m.get("dropped", {})}
     pools = {
         "version": POOLS_VERSION, "tokenizer_sha256": tok_sha, "vocab_size": tok.get_vocab_size(),
         "dtype": token_dtype(tok.get_vocab_size()).name, "val_fraction": cfg.val_fraction,
-        **{f"{k}_id": v for k, v in special_ids(tok).items()},
-        "domains": {d: {"tokens": m["tokens"], "docs": m["docs"],
-                        "val_docs": val_doc_count(m["docs"], cfg.val_fraction),
-                        "dropped": m.get("dropped", {})} for d, m in sorted(metas.items())},
+        "eval_fraction": cfg.eval_fraction, **{f"{k}_id": v for k, v in special_ids(tok).items()},
+        "domains": domains,
     }
     for d, m in pools["domains"].items():
         if m["docs"] == 0:
@@ -219,6 +246,7 @@ class TokenPool:
         self.docs = int(meta["docs"])
         self.n_tokens = int(meta["tokens"])
         self.val_docs = int(meta.get("val_docs", 0))
+        self.eval_docs = int(meta.get("eval_docs", 0))
         self.dtype = np.dtype(dtype)
         self._tokens: np.ndarray | None = None
         self._idx: np.ndarray | None = None
@@ -240,15 +268,18 @@ class TokenPool:
         return {**self.__dict__, "_tokens": None, "_idx": None}
 
     def doc_range(self, split: str) -> tuple[int, int]:
-        """Documents ``[first, end)`` of the split (``train``, ``val`` or ``all``)."""
-        cut = self.docs - self.val_docs
+        """Documents ``[first, end)`` of the split (``train``, ``val``, ``eval`` or ``all``)."""
+        cut_eval = self.docs - self.eval_docs
+        cut_val = cut_eval - self.val_docs
         if split == "train":
-            return 0, cut
+            return 0, cut_val
         if split == "val":
-            return cut, self.docs
+            return cut_val, cut_eval
+        if split == "eval":
+            return cut_eval, self.docs
         if split == "all":
             return 0, self.docs
-        raise ConfigError(f"split must be 'train', 'val' or 'all', got {split!r}")
+        raise ConfigError(f"split must be 'train', 'val', 'eval' or 'all', got {split!r}")
 
     def token_range(self, split: str) -> tuple[int, int]:
         a, b = self.doc_range(split)

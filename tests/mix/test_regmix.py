@@ -142,7 +142,8 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     argv = ["mix", "regmix", "--input", str(pools), "--output", str(out), "--preset", "micro",
             "--params", str(tmp_path / "none.yaml"), "--proxy-steps", "10", "--proxy-batch-size", "4",
             "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--num-proxies", "8",
-            "--candidates", "2000", "--top-k", "20", "--target", "worst", "--max-epochs", "50"]
+            "--candidates", "2000", "--top-k", "20", "--target", "worst", "--max-epochs", "50",
+            "--final-tokens", "20000"]
     assert main(argv) == 0
     mix = load_mixture(out, ["a", "b", "c"])
     assert mix.method == "regmix" and mix.params["regmix"]["target"] == "worst"
@@ -151,7 +152,14 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     assert len(rep["runs"]) == 8 and rep["fit"]["folds"] == 2 and rep["fit"]["n_heldout"] == 8
     assert sorted(r["fold"] for r in rep["runs"]) == [0, 0, 0, 0, 1, 1, 1, 1]
     assert all(set(r["predicted_heldout"]) == {"hybrid", "lightgbm", "linear"} for r in rep["runs"])
-    assert rep["fit"]["regressor"] == "hybrid"
+    # auto: the search uses the regressor with the best out-of-fold Spearman (all three reported)
+    best = max(("hybrid", "lightgbm", "linear"), key=lambda n: rep["fit"][n]["spearman"])
+    assert rep["fit"]["regressor_setting"] == "auto"
+    assert rep["fit"][rep["fit"]["regressor"]]["spearman"] == rep["fit"][best]["spearman"]
+    # caps are for the final run's budget (--final-tokens), on the training split's tokens
+    assert rep["budget_tokens"] == 20000 and rep["max_epochs"] == 50
+    np.testing.assert_allclose(rep["caps"], np.minimum(1, 50 * np.array(
+        [rep["train_tokens"][d] for d in rep["domains"]]) / 20000))
     for r in rep["runs"]:  # target = worst domain's validation loss of that run
         assert r["target"] == pytest.approx(max(r["val_loss"].values()))
         assert sum(r["weights"]) == pytest.approx(1.0)
@@ -196,10 +204,45 @@ def test_ablation_cli_reports_per_seed_losses_and_spread(tmp_path):
                  "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--seeds", "2", "--workers", "1",
                  "--mixture", "uniform", "--mixture", f"skewed={manual}"]) == 0
     rep = json.loads(out.read_text())
-    assert set(rep["mixtures"]) == {"uniform", "skewed"} and rep["seeds"] == [0, 1]
+    # seeds no search proxy uses; scored on the evaluation split
+    assert set(rep["mixtures"]) == {"uniform", "skewed"} and rep["seeds"] == [1000, 1001]
+    assert rep["eval_split"] == "eval" and len(rep["verdicts"]) == 1
+    assert ("within noise" in rep["verdicts"][0]) == rep["comparisons"][0]["within_noise"]
     s = rep["mixtures"]["skewed"]
     assert s["weights"] == {"a": 0.9, "b": 0.1}
-    per_seed = [np.mean(list(s["seeds"][k]["val_loss"].values())) for k in ("0", "1")]
+    per_seed = [np.mean(list(s["seeds"][k]["val_loss"].values())) for k in ("1000", "1001")]
     assert s["avg_per_seed"] == pytest.approx(per_seed, abs=1e-5)
     assert s["avg_range"] == pytest.approx(abs(per_seed[0] - per_seed[1]), abs=1e-5)
     assert len(rep["comparisons"]) == 2
+
+
+def test_bad_targets_empty_eval_split_and_empty_simplex_are_clear_errors(tmp_path, capsys):
+    import json
+
+    from corpusmix.cli import main
+    from tests.mix.test_doremi import write_pools
+
+    pools = write_pools(tmp_path / "pools", {"a": 4000, "b": 4000})
+    base = ["--preset", "micro", "--proxy-steps", "2", "--proxy-batch-size", "2", "--proxy-seq-len", "16",
+            "--proxy-val-batches", "1"]
+    params = tmp_path / "params.yaml"
+    params.write_text("mix:\n  target_domains: [a, web]\n")
+    rc = main(["mix", "regmix", "--input", str(pools), "--output", str(tmp_path / "m.json"),
+               "--params", str(params), *base])
+    assert rc == 2 and "target domain(s) ['web'] are not in the pools" in capsys.readouterr().err
+    params.write_text("mix:\n  garbage_domains: [a, b]\n")
+    rc = main(["mix", "ablation", "--input", str(pools), "--output", str(tmp_path / "x.json"),
+               "--params", str(params), *base])
+    assert rc == 2 and "mix.target_domains" in capsys.readouterr().err
+    # caps from the final run's budget that no mixture fits
+    rc = main(["mix", "regmix", "--input", str(pools), "--output", str(tmp_path / "m.json"),
+               "--params", str(tmp_path / "none.yaml"), *base, "--final-tokens", "100000000", "--max-epochs", "1"])
+    assert rc == 2 and "pack.tokens" in capsys.readouterr().err
+    # pools without an evaluation split
+    meta = json.loads((pools / "pools.json").read_text())
+    for m in meta["domains"].values():
+        m["eval_docs"] = 0
+    (pools / "pools.json").write_text(json.dumps(meta))
+    rc = main(["mix", "ablation", "--input", str(pools), "--output", str(tmp_path / "x.json"),
+               "--params", str(tmp_path / "none.yaml"), *base])
+    assert rc == 2 and "pools.eval_fraction" in capsys.readouterr().err

@@ -225,3 +225,32 @@ def test_cli_end_to_end_on_real_corpora(tmp_path, capsys):
     assert main(["pack", "--params", str(params), "--curated", str(curated), "--tokenizer", str(tok),
                  "--mixture", "natural", "--tokens", "10000", "--output", str(tmp_path / "shards2")]) == 0
     assert (tmp_path / "shards2" / "pools" / "pools.json").exists()
+
+
+def test_regmix_mixtures_within_final_caps_pack_as_searched(pools, tmp_path):
+    """RegMix caps epochs for the final run (pack.tokens, training-split tokens, pack.max_epochs):
+    every mixture it may return, including ones at a cap, packs to an effective mixture within
+    0.01 per domain of the searched one."""
+    from mix.proxy import pool_domains
+    from mix.regmix import epoch_caps, sample_mixtures, search
+
+    tokens = pool_domains(pools)
+    domains = list(tokens)
+    avail = np.array([tokens[d] for d in domains], dtype=np.float64)
+    cfg = PackConfig(seq_len=128, tokens=int(avail.sum() * 0.8), max_epochs=2.0)
+    caps = epoch_caps(avail, cfg.tokens, cfg.max_epochs)
+    assert caps[domains.index("small")] < 0.05  # the small domain's cap binds
+    prior = avail / avail.sum()
+
+    class _Favour:  # a regressor that wants as much of `small` as the caps allow
+        def predict(self, x):
+            return -x[:, domains.index("small")]
+
+    top, _ = search(_Favour(), prior, candidates=5000, top_k=5, concentrations=[1.0],
+                    rng=np.random.default_rng(0), caps=caps)
+    mixes = [top, *sample_mixtures(prior, 2, concentrations=[0.3], rng=np.random.default_rng(1), caps=caps)]
+    assert top[domains.index("small")] > 0.9 * caps[domains.index("small")]
+    for i, w in enumerate(mixes):
+        m = pack(pools, {"weights": dict(zip(domains, w.tolist(), strict=True))}, tmp_path / f"s{i}", cfg)
+        eff = np.array([m["effective_mixture"][d] for d in domains])
+        assert np.abs(eff - w).max() <= 0.01, (w, eff)

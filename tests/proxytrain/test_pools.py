@@ -14,7 +14,15 @@ import torch
 from corpusmix.config import ConfigError
 from corpusmix.paths import DEMO
 from mix.mixture import MixtureError
-from proxytrain.pools import PoolDataset, PoolSampler, PoolsConfig, build_pools, read_pools_json
+from proxytrain.pools import (
+    PoolDataset,
+    PoolSampler,
+    PoolsConfig,
+    TokenPool,
+    build_pools,
+    read_pools_json,
+    split_doc_counts,
+)
 from proxytrain.tokenizer import TokenizerConfig, load_tokenizer, tokenizer_sha256, train_tokenizer
 
 CORPORA = DEMO / "en"  # shipped with the repository: never skips
@@ -36,7 +44,8 @@ def built(tmp_path_factory):
     pq.write_table(pa.table({"id": ["e1", "e2"], "text": ["", ""], "domain": ["empty"] * 2,
                              "source": ["s"] * 2}), curated / "empty.parquet")
     train_tokenizer(curated, root / "tok.json", TokenizerConfig(vocab_size=400))
-    meta = build_pools(curated, root / "tok.json", root / "pools", PoolsConfig(val_fraction=0.1, workers=2))
+    meta = build_pools(curated, root / "tok.json", root / "pools",
+                       PoolsConfig(val_fraction=0.1, eval_fraction=0.1, workers=2))
     return root, curated, meta
 
 
@@ -50,8 +59,10 @@ def test_pools_format(built):
     assert sorted(meta["domains"]) == ["code", "empty", "news", "quotes"]
     assert meta["domains"]["news"]["docs"] == N_DOCS - 2
     assert meta["domains"]["news"]["dropped"] == {"null_text": 1, "empty_text": 1}
-    assert meta["domains"]["empty"] == {"tokens": 0, "docs": 0, "val_docs": 0, "dropped": {"empty_text": 2}}
-    assert meta["domains"]["code"]["val_docs"] == 3
+    assert meta["domains"]["empty"] == {"tokens": 0, "docs": 0, "val_docs": 0, "eval_docs": 0,
+                                        "split_tokens": {"train": 0, "val": 0, "eval": 0},
+                                        "dropped": {"empty_text": 2}}
+    assert (meta["domains"]["code"]["val_docs"], meta["domains"]["code"]["eval_docs"]) == (3, 3)
     for d in DOMAINS:
         toks = np.fromfile(root / "pools" / f"{d}.bin", dtype=np.uint16)
         idx = np.load(root / "pools" / f"{d}.idx.npy")
@@ -66,7 +77,8 @@ def test_pools_format(built):
 def test_rebuild_skips_finished_domains(built, tmp_path):
     root, curated, _ = built
     before = {d: os.stat(root / "pools" / f"{d}.bin").st_mtime_ns for d in DOMAINS}
-    build_pools(curated, root / "tok.json", root / "pools", PoolsConfig(val_fraction=0.1, workers=1))
+    build_pools(curated, root / "tok.json", root / "pools", PoolsConfig(val_fraction=0.1, eval_fraction=0.1,
+                                                                        workers=1))
     assert before == {d: os.stat(root / "pools" / f"{d}.bin").st_mtime_ns for d in DOMAINS}
     # another tokenizer invalidates the markers: the domain is rebuilt
     train_tokenizer(curated, tmp_path / "tok2.json", TokenizerConfig(vocab_size=300))
@@ -89,7 +101,8 @@ def test_sampler_windows_and_segments(built):
     assert b["segment_ids"].dtype == torch.int32 and b["domain_id"].tolist() == [3] * 5
     idx = np.load(root / "pools" / "quotes.idx.npy")
     toks = np.fromfile(root / "pools" / "quotes.bin", dtype=np.uint16)
-    train_end = idx[meta["domains"]["quotes"]["docs"] - meta["domains"]["quotes"]["val_docs"]]
+    q = meta["domains"]["quotes"]
+    train_end = idx[q["docs"] - q["val_docs"] - q["eval_docs"]]
     for row, seg in zip(b["tokens"].numpy(), b["segment_ids"].numpy(), strict=True):
         starts = [i for i in range(toks.size - 63) if (toks[i:i + 64] == row).all()]
         assert starts and starts[0] + 64 <= train_end  # a real window of the train split
@@ -125,11 +138,44 @@ def test_eval_batches_cover_the_val_split(built):
     s = PoolSampler(root / "pools", seq_len=50, split="val")
     idx = np.load(root / "pools" / "code.idx.npy")
     d = meta["domains"]["code"]
-    val_tokens = int(idx[d["docs"]] - idx[d["docs"] - d["val_docs"]])
+    val_tokens = int(idx[d["docs"] - d["eval_docs"]] - idx[d["docs"] - d["eval_docs"] - d["val_docs"]])
+    assert val_tokens == d["split_tokens"]["val"]
     batches = list(s.eval_batches("code", batch_size=4))
     assert sum(int((bt["segment_ids"] >= 0).sum()) for bt in batches) == val_tokens
     assert all(torch.equal(x["tokens"], y["tokens"]) for x, y in
                zip(batches, s.eval_batches("code", batch_size=4), strict=True))
+
+
+def test_three_disjoint_splits(built):
+    root, _, meta = built
+    for d in DOMAINS:
+        m = meta["domains"][d]
+        pool = TokenPool(root / "pools", d, m, meta["dtype"])
+        ranges = [pool.token_range(s) for s in ("train", "val", "eval")]
+        # contiguous, disjoint, covering the pool, in this order; each split non-empty
+        assert ranges[0][0] == 0 and ranges[0][1] == ranges[1][0] and ranges[1][1] == ranges[2][0]
+        assert ranges[2][1] == m["tokens"] and all(b > a for a, b in ranges)
+        assert [b - a for a, b in ranges] == [m["split_tokens"][s] for s in ("train", "val", "eval")]
+    # eval windows come from the eval range only, and a sampler of one split never reads another
+    ev = PoolSampler(root / "pools", seq_len=32, split="eval", seed=0)
+    lo = TokenPool(root / "pools", "news", meta["domains"]["news"], meta["dtype"]).token_range("eval")[0]
+    idx = np.load(root / "pools" / "news.idx.npy")
+    toks = np.fromfile(root / "pools" / "news.bin", dtype=np.uint16)
+    first = next(ev.eval_batches("news", batch_size=1))["tokens"][0].numpy()
+    assert (first == toks[lo: lo + 32]).all() and lo >= idx[meta["domains"]["news"]["docs"] - 3]
+
+
+def test_split_doc_counts_leave_training_docs():
+    assert split_doc_counts(100, 0.05, 0.05) == (5, 5)
+    assert split_doc_counts(3, 0.5, 0.5) == (1, 1)  # one doc each, one left to train on
+    assert split_doc_counts(2, 0.1, 0.1) == (0, 1)
+    assert split_doc_counts(1, 0.1, 0.1) == (0, 0)
+    assert split_doc_counts(10, 0.1, 0.0) == (1, 0)
+    for n in range(1, 40):
+        va, ev = split_doc_counts(n, 0.3, 0.3)
+        assert n - va - ev >= 1
+    with pytest.raises(ConfigError, match="sum below 1"):
+        build_pools("/nonexistent", "/nonexistent", "/tmp/x", PoolsConfig(val_fraction=0.5, eval_fraction=0.5))
 
 
 def test_errors(built):
