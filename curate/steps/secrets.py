@@ -52,22 +52,39 @@ PLUGINS = {
 }
 SECRET_TYPES = tuple(sorted(set(PLUGINS.values())))
 
-# Cheap necessary conditions of the slow plugins (a plugin's patterns cannot match a text where
-# its gate does not), so those regexes, which try every position of a text, run on few texts:
-# ``("long", rx)``: the secret is a run of >= 24 characters, so it lies inside a whitespace-free
+# Cheap necessary conditions of the plugins (a plugin's patterns cannot match a text where none
+# of its gates holds), so their regexes, which try every position of a text, run on few texts:
+# ``("long", rx)``: the secret is a run of >= 20 characters, so it lies inside a whitespace-free
 # token that long and ``rx`` is searched in those tokens only; ``("lower", words)``: a literal of
 # the pattern, searched in the lower-cased text; ``("rx", rx)``: a pattern with a literal head.
-GATES: dict[str, tuple[str, Any]] = {
-    "artifactory.ArtifactoryDetector": ("rx", re.compile(r"AKC|AP[\dA-F]")),
-    "cloudant.CloudantDetector": ("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)),
-    "ibm_cloud_iam.IbmCloudIamDetector": ("long", re.compile(r"[a-zA-Z0-9_\-]{44}")),
-    "ibm_cos_hmac.IbmCosHmacDetector": ("long", re.compile(r"[a-f0-9]{48}", re.IGNORECASE)),
-    "softlayer.SoftlayerDetector": ("lower", ("softlayer",)),
-    "mailchimp.MailchimpDetector": ("lower", ("-us",)),
-    "telegram_token.TelegramBotTokenDetector": ("long", re.compile(r"\d{8}:")),
-    "slack.SlackDetector": ("lower", ("xox", "hooks.slack")),
+GATES: dict[str, tuple[tuple[str, Any], ...]] = {  # alternatives: the plugin runs when one holds
+    "artifactory.ArtifactoryDetector": (("rx", re.compile(r"AKC|AP[\dA-F]")),),
+    "aws.AWSKeyDetector": (("long", re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")),
+                           ("lower", ("aws",))),
+    "azure_storage_key.AzureStorageKeyDetector": (("lower", ("accountkey=",)),),
+    "basic_auth.BasicAuthDetector": (("lower", ("://",)),),
+    "cloudant.CloudantDetector": (("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)),),
+    "discord.DiscordBotTokenDetector": (("long", re.compile(r"[MNO][a-zA-Z\d_-]{23,25}\.")),),
+    "github_token.GitHubTokenDetector": (("lower", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),),
+    "gitlab_token.GitLabTokenDetector": (("lower", ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941",
+                                                    "glcbt-", "glimt-", "glptt-")),),
+    "ibm_cloud_iam.IbmCloudIamDetector": (("long", re.compile(r"[a-zA-Z0-9_\-]{44}")),),
+    "ibm_cos_hmac.IbmCosHmacDetector": (("long", re.compile(r"[a-f0-9]{48}", re.IGNORECASE)),),
+    "jwt.JwtTokenDetector": (("lower", ("eyj",)),),
+    "mailchimp.MailchimpDetector": (("lower", ("-us",)),),
+    "npm.NpmDetector": (("lower", ("_authtoken",)),),
+    "openai.OpenAIDetector": (("lower", ("t3blbkfj",)),),
+    "private_key.PrivateKeyDetector": (("lower", ("private key", "putty-user-key")),),
+    "pypi_token.PypiTokenDetector": (("lower", ("pypi-",)),),
+    "sendgrid.SendGridDetector": (("lower", ("sg.",)),),
+    "softlayer.SoftlayerDetector": (("lower", ("softlayer",)),),
+    "square_oauth.SquareOAuthDetector": (("lower", ("sq0csp-",)),),
+    "stripe.StripeDetector": (("lower", ("k_live_",)),),
+    "telegram_token.TelegramBotTokenDetector": (("long", re.compile(r"\d{8}:")),),
+    "twilio.TwilioKeyDetector": (("long", re.compile(r"(?:AC|SK)[a-z0-9]{32}")),),
+    "slack.SlackDetector": (("lower", ("xox", "hooks.slack")),),
 }
-_LONG = 24
+_LONG = 20  # the shortest "long" secret (an AWS key id)
 # the keyword plugin's default patterns need, after the keyword, a colon then a quote, or an
 # ``=``/``!`` comparison or assignment with a quote, or a quote followed by ``;``
 _KEYWORD_LINE = re.compile(r"[:=!;]")
@@ -100,7 +117,7 @@ class SecretsDetector:
     def __init__(self, plugins: dict[str, str] | None = None) -> None:
         import importlib
 
-        self._plugins: list[tuple[Any, str, re.Pattern[str] | None]] = []
+        self._plugins: list[tuple[Any, str, tuple[tuple[str, Any], ...] | None]] = []
         self._keyword: Any = None
         for path, kind in (plugins or PLUGINS).items():
             mod, cls = path.rsplit(".", 1)
@@ -153,16 +170,12 @@ class SecretsDetector:
         long_tokens: str | None = None
         for plugin, kind, gate in self._plugins:
             if gate is not None:
-                how, what = gate
-                if how == "lower" and not any(w in low for w in what):
+                if long_tokens is None and any(how == "long" for how, _ in gate):
+                    long_tokens = " ".join(t for t in text.split() if len(t) >= _LONG)
+                if not any(how == "lower" and any(w in low for w in what)
+                           or how == "rx" and what.search(text)
+                           or how == "long" and what.search(long_tokens or "") for how, what in gate):
                     continue
-                if how == "rx" and not what.search(text):
-                    continue
-                if how == "long":
-                    if long_tokens is None:
-                        long_tokens = " ".join(t for t in text.split() if len(t) >= _LONG)
-                    if not what.search(long_tokens):
-                        continue
             for v in plugin.analyze_string(text):
                 if len(v) >= 8:
                     values.append((v, kind))

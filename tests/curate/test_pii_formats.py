@@ -146,3 +146,15 @@ def test_person_needs_an_installed_model() -> None:
     red = PIIRedactor(PIIConfig(entities=["PERSON"], person_model="xx_no_such_model_sm"))
     with pytest.raises(ValueError, match="xx_no_such_model_sm.*pip install"):
         red.detect("Elizabeth Bennet")
+
+
+def test_secret_gates_do_not_change_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cheap gates in front of detect-secrets' plugins are necessary conditions: same spans."""
+    import curate.steps.secrets as sec
+
+    code = pq.read_table(DEMO / "code.parquet", columns=["text"]).slice(0, 12).column("text").to_pylist()
+    texts, _ = SecretPlanter(seed=9).plant_corpus(code, per_doc=4)
+    gated = [sec.SecretsDetector().detect(t) for t in texts]
+    monkeypatch.setattr(sec, "GATES", {})
+    assert [sec.SecretsDetector().detect(t) for t in texts] == gated
+    assert sum(map(len, gated)) >= 40
