@@ -95,6 +95,8 @@ class PIIConfig:
     context_chars: int = field(default=40, metadata={"help": "how far before a number context words count"})
     secrets: bool = field(default=True, metadata={"help": "also redact secrets (API keys, tokens, private "
                                                           "keys, passwords) with detect-secrets"})
+    other_columns: bool = field(default=True, metadata={"help": "also redact the other string columns "
+                                                                 "(all but domain/lang/labels)"})
     prefilter: bool = field(default=True, metadata={"help": "analyse candidate windows only "
                                                             "(false = whole text, presidio's speed)"})
 
@@ -233,6 +235,10 @@ def _gaps(text: str, span: tuple[int, int], covered: list[tuple[int, int]]) -> l
         if pos >= span[1]:
             break
     return out
+
+
+# string columns that hold labels, not free text: never redacted (``domain`` names output files)
+_STRUCTURAL = frozenset({"domain", "lang", "ppl_bucket", "pii_counts", "dup_cluster", "contam_benchmarks"})
 
 
 class PIIRedactor(Annotator):
@@ -408,6 +414,16 @@ class PIIRedactor(Annotator):
         text = doc.text
         spans = self.detect(text)
         counts = Counter(t for _, _, t in spans)
+        if self.cfg.other_columns:
+            # every other free-text column carried forward (title, url, source, ...) is redacted
+            # too; its values are counted with the text's, its spans are not kept (pii_spans are
+            # offsets on ``text``)
+            for key, value in list(doc.metadata.items()):
+                if isinstance(value, str) and key not in _STRUCTURAL and value:
+                    found = self.detect(value)
+                    if found:
+                        counts.update(t for _, _, t in found)
+                        doc.metadata[key] = redact(value, found)
         self.type_counts.update(counts)
         for t, n in counts.items():
             self.stat_update(f"pii_{t}", value=n)

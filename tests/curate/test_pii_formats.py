@@ -158,3 +158,17 @@ def test_secret_gates_do_not_change_results(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(sec, "GATES", {})
     assert [sec.SecretsDetector().detect(t) for t in texts] == gated
     assert sum(map(len, gated)) >= 40
+
+
+def test_other_string_columns_are_redacted_labels_are_not(red: PIIRedactor) -> None:
+    doc = Document(text="no pii", id="x", metadata={"domain": "news", "lang": "en", "source": "mailto:jo.d@example.org",
+                                                    "title": "Call 555-123-4567", "year": 1999})
+    assert red.filter(doc) is True
+    assert doc.metadata["source"] == "mailto:<EMAIL_ADDRESS>" and doc.metadata["title"] == "Call <PHONE_NUMBER>"
+    assert doc.metadata["domain"] == "news" and doc.metadata["lang"] == "en" and doc.metadata["year"] == 1999
+    assert doc.metadata["pii_spans"] == [] and json.loads(doc.metadata["pii_counts"]) == {
+        "EMAIL_ADDRESS": 1, "PHONE_NUMBER": 1}
+    keep = PIIRedactor(PIIConfig(other_columns=False))
+    doc = Document(text="x", id="y", metadata={"title": "Call 555-123-4567"})
+    keep.filter(doc)
+    assert doc.metadata["title"] == "Call 555-123-4567"
