@@ -7,8 +7,10 @@ RoPE's slices and ``cat`` allocate a zero-filled tensor per slice in backward, a
 ``logits[:, :-1]`` copies the [B, S, V] logits and zero-fills them again in backward. Each function
 here saves only what its backward needs and writes each result once. Numerics follow the composite
 versions (statistics and rotations in fp32, results in the input dtype); ``tests/proxytrain/test_ops.py``
-checks values and gradients against them. They are plain ``autograd.Function``s, so torch.compile
-traces through them.
+checks values and gradients against them.
+
+Under ``torch.compile`` the composite forms are used instead: inductor fuses them into a few
+generated kernels by itself, and a graph made of plain ops has no break around a custom function.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class _RMSNorm(Function):
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last dim, statistics in fp32."""
+    if torch.compiler.is_compiling():
+        return torch.nn.functional.rms_norm(_wide(x), (x.shape[-1],), _wide(weight), eps).to(x.dtype)
     return _RMSNorm.apply(x, weight, eps)
 
 
@@ -88,7 +92,14 @@ def rope_heads(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_rot: i
     ``cos``/``sin`` are the fp32 tables [S, D/2]; the rotation is computed in fp32 whatever the
     dtype of ``qkv`` (as with autocast), so bf16 runs see exact angles.
     """
-    return _RopeHeads.apply(qkv, cos[:, None, :], sin[:, None, :], n_rot)
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    if torch.compiler.is_compiling():
+        half = qkv.shape[-1] // 2
+        x = _wide(qkv[:, :, :n_rot])
+        x1, x2 = x[..., :half], x[..., half:]
+        rot = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).to(qkv.dtype)
+        return torch.cat((rot, qkv[:, :, n_rot:]), dim=2)
+    return _RopeHeads.apply(qkv, cos, sin, n_rot)
 
 
 class _CrossEntropy(Function):
@@ -116,4 +127,6 @@ class _CrossEntropy(Function):
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Per-row cross-entropy of ``logits`` [N, V] (fp32 result); rows with a negative target give 0."""
+    if torch.compiler.is_compiling():
+        return torch.nn.functional.cross_entropy(_wide(logits), targets, reduction="none", ignore_index=-1)
     return _CrossEntropy.apply(logits, targets)

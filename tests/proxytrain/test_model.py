@@ -120,3 +120,21 @@ def test_flops_per_token_formula():
     assert flops_per_token(CFG, seq_len=32) == want  # the closed form agrees with the built model
     assert mfu(1000.0, want, peak=want * 4000.0) == pytest.approx(0.25)
     assert mfu(1000.0, want, peak=None) is None
+
+
+def test_blocks_trace_as_one_graph_under_compile():
+    """torch.compile sees each block whole (fullgraph: no break around RoPE/RMSNorm, GQA + document
+    mask included) and gives the eager model's logits and gradients. Dynamo only (backend="eager"):
+    the tracing is what is checked, inductor's codegen is not needed for it."""
+    from proxytrain.train_cli import SyntheticSource
+
+    cfg = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, max_seq_len=32)
+    eager, compiled = build_model(cfg, seed=0), build_model(cfg, seed=0)
+    for blk in compiled.layers:
+        blk.compile(backend="eager", fullgraph=True)
+    b = SyntheticSource(vocab_size=64, seq_len=32).next_batch(2)
+    for m in (eager, compiled):
+        loss, mask = per_token_loss(m(b["tokens"], b["segment_ids"]), b["tokens"], b["segment_ids"])
+        (loss.sum() / mask.sum()).backward()
+    for (n, p), q in zip(eager.named_parameters(), compiled.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, atol=1e-5, rtol=1e-4, msg=n)

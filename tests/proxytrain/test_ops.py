@@ -96,3 +96,21 @@ def test_cross_entropy_matches_torch_and_ignores_negative_targets():
     loss = cross_entropy(bf, targets)
     loss.sum().backward()
     assert loss.dtype == torch.float32 and bf.grad.dtype == torch.bfloat16  # fp32 loss, grads in the input dtype
+
+
+def test_compiled_graphs_get_the_composite_forms_with_the_same_numbers(monkeypatch):
+    """Under torch.compile the plain-op forms are traced (inductor fuses them); same values and grads."""
+    g = torch.Generator().manual_seed(4)
+    x, w = torch.randn(3, 7, 32, generator=g), torch.rand(32, generator=g) + 0.5
+    qkv = torch.randn(2, 7, 5, 16, generator=g)
+    cos, sin = torch.randn(7, 8, generator=g), torch.randn(7, 8, generator=g)
+    logits, targets = torch.randn(9, 13, generator=g), torch.tensor([0, 3, -1, 12, 5, 5, -1, 1, 2])
+    cases = [(lambda a, b: rms_norm(a, b, 1e-5), (x, w)), (lambda a: rope_heads(a, cos, sin, 3), (qkv,)),
+             (lambda a: cross_entropy(a, targets), (logits,))]
+    eager = [_grads(fn, *args) for fn, args in cases]
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    for (fn, args), (out, grads) in zip(cases, eager, strict=True):
+        out_c, grads_c = _grads(fn, *args)
+        torch.testing.assert_close(out_c, out, atol=1e-5, rtol=1e-5)
+        for a, b in zip(grads_c, grads, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
