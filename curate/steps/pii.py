@@ -120,7 +120,9 @@ def offline_email_recognizer() -> Any:
 
     class OfflineEmailRecognizer(EmailRecognizer):
         def validate_result(self, pattern_text: str) -> bool:
-            return extract(pattern_text).fqdn != ""
+            # the domain after the last "@": tldextract reads a "?" or "/" in the local part
+            # ("means?jo@example.com", legal in RFC 5322) as the start of a URL query or path
+            return extract(pattern_text.rsplit("@", 1)[-1]).fqdn != ""
 
     return OfflineEmailRecognizer()
 
@@ -320,11 +322,16 @@ class PIIRedactor(Annotator):
         digit_cands: list[tuple[int, int]] = []
         phones: list[tuple[int, int]] = []
         types: set[str] = set()
-        for m in _DIGITS.finditer(text):
+        pos = 0
+        while (m := _DIGITS.search(text, pos)) is not None:
             g = m.lastgroup
             s, e = m.span()
+            pos = e
             if g == "iban":
                 if not (s >= 2 and text[s - 2:s].isalpha() and text[s - 2:s].isascii()):
+                    # not an IBAN head ("e476 GB26" in an IPv6 address): look again one character
+                    # on, or the head right after it ("26 GUAM") would be swallowed
+                    pos = s + 1
                     continue
                 s -= 2
                 types.add("IBAN_CODE")

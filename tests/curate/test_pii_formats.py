@@ -172,3 +172,9 @@ def test_other_string_columns_are_redacted_labels_are_not(red: PIIRedactor) -> N
     doc = Document(text="x", id="y", metadata={"title": "Call 555-123-4567"})
     keep.filter(doc)
     assert doc.metadata["title"] == "Call 555-123-4567"
+
+
+def test_iban_right_after_an_ipv6_and_email_glued_to_a_question_mark(red: PIIRedactor) -> None:
+    text = "from 2001:db8:486d:d1b6:e820:ba10:6aed:e476 GB26 GUAM 8985 7531 1336 14 down"
+    assert ("IBAN_CODE", "GB26 GUAM 8985 7531 1336 14") in _found(red, text)
+    assert _found(red, "what means?jo.x@example.com now") == [("EMAIL_ADDRESS", "means?jo.x@example.com")]
