@@ -42,7 +42,7 @@ VERSION = 1
 class CalibrateConfig:
     file: str = field(default="", metadata={
         "help": "pinned calibration JSON to use instead of calibrating (e.g. a reviewed OUT/calibration.json)"})
-    max_docs_per_domain: int = field(default=2000, metadata={
+    max_docs_per_domain: int = field(default=1000, metadata={
         "help": "documents sampled per domain (smallest sha1(id)): bounds the cost on big inputs"})
     guard_share: float = field(default=0.3, metadata={
         "help": "warn when one drop reason removes more than this share of a domain"})
