@@ -157,6 +157,13 @@ def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
         lower = str(path).lower().rstrip("/")
         if lower.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".jsonl.bz2")):
             df = spark.read.option("mode", "PERMISSIVE").json(str(path))
+            if not df.columns:  # blank lines only: no record, as in the local reader
+                continue
+            if df.columns == ["_corrupt_record"]:
+                # every line malformed: Spark refuses queries on a raw JSON file that reference only
+                # its corrupt-record column; the file's non-blank lines, read as text, are those records
+                df = (spark.read.text(str(path)).withColumnRenamed("value", "_corrupt_record")
+                      .where(~F.col("_corrupt_record").rlike(r"^\s*$")))
         elif lower.endswith((".zst",)):
             raise ValueError(f"{path}: Spark has no zstd JSON codec by default; convert it to Parquet "
                              "or .jsonl.gz first")
@@ -166,6 +173,8 @@ def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
             raise ValueError(f"{path}: documents lack a `text` column (columns: {df.columns}); "
                              "every document needs `id` and `text`")
         frames.append(df)
+    if not frames:
+        return spark.createDataFrame([], f"id string, text string, {FILE_COL} string")
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)

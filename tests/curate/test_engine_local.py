@@ -106,14 +106,16 @@ def test_kill_then_rerun_equals_uninterrupted(clean_run, tmp_path):
     cmd = [sys.executable, "-m", "corpusmix.cli", "curate", "run", "--input", str(inp), "--output", str(out),
            "--params", str(params)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group: the kill takes datatrove's worker processes with it, as a crash would
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     marker = out / "work" / "logs" / "a" / "completions" / "00000"
     deadline = time.time() + 240
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     killed = proc.poll() is None
     if killed:
-        proc.send_signal(signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert killed, "the run finished before it could be killed"
     assert not (out / "stats.json").exists()
