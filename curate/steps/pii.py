@@ -1,22 +1,27 @@
-"""PII redaction with presidio-analyzer, offline, behind a cheap candidate prefilter.
+"""PII and secret redaction with presidio-analyzer, offline, behind a cheap candidate prefilter.
 
-``PIIRedactor`` replaces every detected e-mail address, phone number, credit card, IBAN, US SSN and
-IP address with a typed placeholder (``<EMAIL_ADDRESS>``, ...) and adds two columns:
-``pii_spans`` (list of ``{start, end, type}`` on the ORIGINAL text) and ``pii_counts`` (JSON
+``PIIRedactor`` replaces every detected e-mail address, phone number, card number, IBAN, US SSN,
+IP address and (``pii.secrets``) secret (``curate.steps.secrets``: API keys, tokens, private keys,
+passwords) with a typed placeholder (``<EMAIL_ADDRESS>``, ``<SECRET_AWS_KEY>``, ...), in ``text``
+and in the other string columns (``pii.other_columns``; labels such as ``domain`` are kept), and
+adds ``pii_spans`` (list of ``{start, end, type}`` on the ORIGINAL text) and ``pii_counts`` (JSON
 ``{type: n}``). Detected values never reach the logs: only types and counts are logged.
+Recognizers: presidio's for e-mail, IBAN, SSN, IP and libphonenumber phones, plus the card and
+context-phone recognizers of ``curate.steps.pii_recognizers``, all in one presidio registry.
 
 How it is fast without replacing presidio: a few compiled regexes scan the text for *candidates*
 (an ``@`` before a domain character, clusters of >= 7 digits joined by phone punctuation, dotted
 quads, colon groups, an IBAN head). Documents without candidates never reach presidio. Otherwise
-each candidate is widened by a margin and snapped outwards to whitespace; the windows are joined
-with blank lines and given to presidio's ``AnalyzerEngine`` in one call for the regex recognizers
-(e-mail, card, IBAN, SSN, IP). libphonenumber's matcher, which costs most, then sees only the digit
-clusters that no stronger detection (card, IBAN, IP, SSN) already covers. Result offsets are mapped
-back to the original text. Every presidio pattern for these types matches inside one
-whitespace-free token or a run of digits and phone punctuation, so a window holding the whole token
-sees what presidio sees on the full text; by design phone numbers of fewer than 7 digits are not
-looked for (presidio's German region accepts 4-6 digit numbers such as ``1649`` in prose).
-``bench/bench_pii.py`` measures the agreement with presidio on whole texts.
+each candidate is widened (digit clusters by ``context_chars`` to the left, for context words)
+and snapped outwards to whitespace; the windows are joined and given to presidio's
+``AnalyzerEngine`` in one call, asking only for the types the candidates can hold.
+libphonenumber's matcher, which costs most, then sees only the parts of digit clusters that no
+stronger detection (card, IBAN, IP, SSN, context phone) already covers. Result offsets are mapped
+back to the original text. Every pattern matches inside one whitespace-free token or a run of
+digits and phone punctuation, so a window holding the whole token sees what presidio sees on the
+full text; by design phone numbers of fewer than 7 digits are not looked for (presidio's German
+region accepts 4-6 digit numbers such as ``1649`` in prose). ``bench/bench_pii.py`` measures speed
+and agreement against presidio on whole texts with the same recognizers; ``docs/pii.md``.
 
 Offline: presidio's NLP engine is ``NoOpNlpEngine`` (nothing loaded); the e-mail recognizer's
 ``tldextract`` uses the suffix list snapshot shipped in the package (``suffix_list_urls=()``), so
@@ -40,7 +45,11 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
+from curate.steps.pii_engine import build_analyzer, build_person_analyzer, offline_email_recognizer
 from curate.steps.pii_recognizers import CARD_CONTEXT, PHONE_CONTEXT
+
+__all__ = ["ALL_TYPES", "PATTERN_TYPES", "PIIConfig", "PIIRedactor", "build_analyzer", "build_person_analyzer",
+           "offline_email_recognizer", "redact", "resolve_overlaps"]
 
 PATTERN_TYPES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS")
 ALL_TYPES = (*PATTERN_TYPES, "PERSON")
@@ -109,97 +118,6 @@ class PIIConfig:
         if "PERSON" in self.entities and not self.person_model:
             raise ConfigError("pii.entities has PERSON but pii.person_model is not set; set it to an "
                               "installed spaCy model (e.g. en_core_web_sm) or remove PERSON")
-
-
-def offline_email_recognizer() -> Any:
-    """presidio's EmailRecognizer whose tldextract uses the bundled suffix list (no network)."""
-    import tldextract
-    from presidio_analyzer.predefined_recognizers import EmailRecognizer
-
-    extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True)
-
-    class OfflineEmailRecognizer(EmailRecognizer):
-        def validate_result(self, pattern_text: str) -> bool:
-            # the domain after the last "@": tldextract reads a "?" or "/" in the local part
-            # ("means?jo@example.com", legal in RFC 5322) as the start of a URL query or path
-            return extract(pattern_text.rsplit("@", 1)[-1]).fqdn != ""
-
-    return OfflineEmailRecognizer()
-
-
-def build_analyzer(cfg: PIIConfig, *, part: str = "all") -> Any:
-    """An ``AnalyzerEngine`` with the recognizers of ``cfg.entities``; nothing downloaded.
-
-    ``part``: ``all`` (every recognizer: the whole-text path and the benchmark's anchor),
-    ``cheap`` (all but libphonenumber's matcher: run on candidate windows) or ``matcher`` (only
-    libphonenumber: run on digit clusters no cheaper recognizer already settled).
-    """
-    from phonenumbers import re_util
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-    from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
-    from presidio_analyzer.nlp_engine import NoOpNlpEngine
-    from presidio_analyzer.predefined_recognizers import (
-        IbanRecognizer,
-        IpRecognizer,
-        PhoneRecognizer,
-        UsSsnRecognizer,
-    )
-
-    from curate.steps.pii_recognizers import CardRecognizer, ContextPhoneRecognizer
-
-    # libphonenumber compiles its metadata patterns through re's 512-entry cache, which several
-    # regions overflow: every check then recompiles. Its own unbounded cache (a few MB) ends that.
-    re_util.enable_pattern_cache()
-
-    cheap = {
-        "EMAIL_ADDRESS": offline_email_recognizer,
-        # ours replaces presidio's CreditCardRecognizer: 12-19 digits, issuer table, card words
-        "CREDIT_CARD": lambda: CardRecognizer(context_words=cfg.card_context, context_chars=cfg.context_chars),
-        "PHONE_NUMBER": lambda: ContextPhoneRecognizer(context_words=cfg.phone_context,
-                                                       context_chars=cfg.context_chars),
-        "IBAN_CODE": IbanRecognizer,
-        "US_SSN": UsSsnRecognizer,
-        "IP_ADDRESS": IpRecognizer,
-    }
-    recognizers = []
-    if part in ("all", "cheap"):
-        recognizers += [cheap[t]() for t in cfg.entities if t in cheap]
-    if part in ("all", "matcher") and "PHONE_NUMBER" in cfg.entities:
-        recognizers.append(PhoneRecognizer(supported_regions=tuple(cfg.phone_regions)))
-
-    class NoContext(ContextAwareEnhancer):
-        """With ``NoOpNlpEngine`` there are no tokens, so the default lemma enhancer can change no
-        score; it only deep-copies every result. Skipping it gives identical output."""
-
-        def __init__(self) -> None:
-            super().__init__(0.0, 0.0, 0, 0)
-
-        def enhance_using_context(self, text, raw_results, nlp_artifacts, recognizers, context=None):  # type: ignore[no-untyped-def]
-            return raw_results
-
-    nlp = NoOpNlpEngine(models=[{"lang_code": "en", "model_name": "noop"}])
-    return AnalyzerEngine(registry=RecognizerRegistry(recognizers=recognizers, supported_languages=["en"]),
-                          nlp_engine=nlp, supported_languages=["en"], default_score_threshold=cfg.min_score,
-                          context_aware_enhancer=NoContext())
-
-
-def build_person_analyzer(model: str, min_score: float) -> Any:
-    """An ``AnalyzerEngine`` that finds PERSON with an installed spaCy model (never downloads)."""
-    from pathlib import Path
-
-    import spacy
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-    from presidio_analyzer.nlp_engine import SpacyNlpEngine
-    from presidio_analyzer.predefined_recognizers import SpacyRecognizer
-
-    if not (Path(model).is_dir() or spacy.util.is_package(model)):
-        raise ConfigError(f"pii.person_model {model!r} is neither a folder nor an installed spaCy package; "
-                          f"install it (pip install {model}) or set pii.person_model to null")
-    nlp = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": model}])
-    registry = RecognizerRegistry(recognizers=[SpacyRecognizer(supported_entities=["PERSON"])],
-                                  supported_languages=["en"])
-    return AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=["en"],
-                          default_score_threshold=min_score)
 
 
 def resolve_overlaps(spans: list[tuple[int, int, str, float]]) -> list[tuple[int, int, str]]:
