@@ -154,3 +154,15 @@ def test_run_writes_calibration_guard_and_domain_table(tmp_path):
     for dom in ("news", "legal", "reference"):
         assert doc["domains"][dom]["kept_share"] >= 0.9, doc["domains"][dom]
     assert json.loads((out / "stats.json").read_text())["guard"] == doc["guard"]
+
+
+def test_report_shows_domain_table_and_guard_in_red():
+    from mix.report_curation import _domain_decisions
+    from mix.report_render import html_table, md_table
+
+    st = guard_report([("noise", "filters", "garbage:word_salad", 299)], {"noise": 300, "news": 500}, share=0.3)
+    tables = _domain_decisions(st, "run")
+    assert [t.alert for t in tables] == [False, True]
+    assert tables[0].rows[0][:4] == ["news", 500, 500, 1.0]
+    assert 'class="alert"' in html_table(tables[1]) and "garbage:word_salad" in html_table(tables[1])
+    assert md_table(tables[1]).startswith("**⚠ Guard")
