@@ -22,11 +22,15 @@ log = get_logger("curate.steps_cli")
 
 def run_step(step_name: str, *, inputs: str | Path, output: str | Path, cfg: object) -> dict[str, int]:
     """Apply one step to every document; write the annotated Parquet and the read drops."""
-    from curate.steps.filters import HeuristicFilter
+    from curate.steps.filters import make_filter
     from curate.steps.langid import LanguageID
     from curate.steps.normalize import Normalizer
 
-    step = {"normalize": Normalizer, "langid": LanguageID, "filter": HeuristicFilter}[step_name](cfg)
+    step = {"normalize": Normalizer, "langid": LanguageID, "filter": make_filter}[step_name](cfg)
+    if hasattr(step, "set_calibration"):  # the auto filter profile: calibrated on this input first
+        from curate.calibrate import calibrate_steps
+
+        calibrate_steps([step], inputs=[str(inputs)], read_cfg=cio.ReadConfig())
     out = Path(output)
     drops: list[tuple[str, str, str, str]] = []
     counts = {"docs": 0, "read_drops": 0, "step_drops": 0}
@@ -78,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, section, cls, help_txt in (
             ("normalize", "normalize", NormalizeConfig, "Unicode NFC, control characters, optional ftfy"),
             ("langid", "langid", LangIdConfig, "add lang, lang_score (fastText lid.176)"),
-            ("filter", "filters", FilterConfig, "fused Gopher/C4/FineWeb filters: add filter_keep, filter_reason")):
+            ("filter", "filters", FilterConfig, "heuristic filters (profile auto or web): add filter_keep, filter_reason")):
         p = sub.add_parser(name, help=help_txt, description=help_txt)
         p.add_argument("--input", required=True, help="Parquet/JSONL file or folder with id and text")
         p.add_argument("--output", required=True, help="output Parquet file")

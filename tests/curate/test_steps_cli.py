@@ -16,8 +16,13 @@ def test_filter_and_langid_commands(tmp_path):
             {"id": "b", "text": "Too short.", "domain": "news", "extra": 2}]
     inp.write_text("\n".join(json.dumps(r) for r in rows) + "\n{broken\n")
     params = tmp_path / "none.yaml"
-    assert main(["curate", "filter", "--input", str(inp), "--output", str(tmp_path / "f.parquet"),
+    # the auto profile (default) calibrates on the input; a short real sentence is no garbage
+    assert main(["curate", "filter", "--input", str(inp), "--output", str(tmp_path / "a.parquet"),
                  "--params", str(params)]) == 0
+    t = pq.read_table(tmp_path / "a.parquet").to_pylist()
+    assert [(r["id"], r["filter_keep"]) for r in t] == [("a", True), ("b", True)]
+    assert main(["curate", "filter", "--input", str(inp), "--output", str(tmp_path / "f.parquet"),
+                 "--params", str(params), "--profile", "web"]) == 0
     t = pq.read_table(tmp_path / "f.parquet").to_pylist()
     assert [(r["id"], r["extra"], r["filter_keep"], r["filter_reason"]) for r in t] == [
         ("a", 1, True, None), ("b", 2, False, "top_2_gram")]
