@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 
 N_FREE = 5  # E, A, B, alpha, beta
+# an exponent this small makes its term a constant that trades off against E: the law says nothing
+MIN_EXPONENT = 0.01
 
 
 class FitError(ValueError):
@@ -107,15 +109,15 @@ def check_points(pts: np.ndarray, drops: dict[str, int], cfg: FitConfig) -> list
     if bad:
         notes.append(f"dropped runs: {bad} (diverged or failed runs are not fitted; see their logs)")
     n_sizes, n_tokens = len(set(pts[:, 0])), len(set(pts[:, 1]))
-    if len(pts) < cfg.min_runs:
-        raise FitError(f"{len(pts)} usable (N, D) points for a law with {N_FREE} free parameters; need at least "
-                       f"{cfg.min_runs}: add model sizes or token counts to scale.sweep (dropped: {bad or 'none'})")
     if n_sizes < 2:
         raise FitError("all runs have one model size: A and alpha are not identifiable; sweep at least 2 sizes "
                        "(3+ recommended) in scale.sweep.sizes")
     if n_tokens < 2:
         raise FitError("all runs have one token count: B and beta are not identifiable; sweep at least 2 token "
                        "counts in scale.sweep.tokens")
+    if len(pts) < cfg.min_runs:
+        raise FitError(f"{len(pts)} usable (N, D) points for a law with {N_FREE} free parameters; need at least "
+                       f"{cfg.min_runs}: add model sizes or token counts to scale.sweep (dropped: {bad or 'none'})")
     if n_sizes < 3 or n_tokens < 3:
         notes.append(f"only {n_sizes} model sizes and {n_tokens} token counts: exponents are weakly constrained")
     return notes
@@ -251,11 +253,12 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     """Fit L(N, D), bootstrap it, and fit the lr law; the JSON-able result ``predict`` reads."""
     cfg = cfg or FitConfig()
     cfg.validate()
+    runs = _retarget(runs, cfg.target)
     pts, drops = usable_points(runs)
     notes = check_points(pts, drops, cfg)
     theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts)
     const = _constants(theta)
-    if const["alpha"] <= 0 or const["beta"] <= 0:
+    if const["alpha"] < MIN_EXPONENT or const["beta"] < MIN_EXPONENT:
         raise FitError(f"the fitted exponents are not positive (alpha={const['alpha']:.3g}, beta="
                        f"{const['beta']:.3g}): loss does not fall with model size or tokens in these runs; "
                        "check for undertrained or diverged runs and widen the size/token range")
@@ -297,6 +300,16 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     }
 
 
+def _retarget(runs: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
+    """Score every run by ``val[target]`` (one domain's loss) instead of its sweep target."""
+    if target in ("", "all"):
+        return runs
+    have = sorted({k for r in runs for k in (r.get("val") or {})})
+    if target not in have:
+        raise FitError(f"no run has a validation loss for {target!r}; scale.fit.target must be all or one of {have}")
+    return [{**r, "loss": (r.get("val") or {}).get(target)} for r in runs]
+
+
 def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray) -> tuple[list[dict[str, float]], int]:
     """Refits on resampled points, each from the full fit's solution plus the best grid starts."""
     rng = np.random.default_rng(cfg.seed)
@@ -307,7 +320,7 @@ def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray) -> tuple[list
             skipped += 1
             continue
         c = _constants(_fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta)[0])
-        if c["alpha"] <= 0 or c["beta"] <= 0:
+        if c["alpha"] < MIN_EXPONENT or c["beta"] < MIN_EXPONENT:
             skipped += 1
             continue
         out.append(c)

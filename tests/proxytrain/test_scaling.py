@@ -1,0 +1,252 @@
+"""Scaling laws: the Huber/LSE objective, the fit on real run results, bad input, real sweep runs, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from corpusmix.cli import main
+from proxytrain.scaling_fit import (
+    FitConfig,
+    FitError,
+    FitWarning,
+    _objective,
+    fit_lr_law,
+    fit_scaling,
+    frontier,
+    law,
+    lr_optima,
+    predict,
+    usable_points,
+)
+from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, non_embedding_params, parse_size, run_one
+
+# real results of `bench/bench_scaling.py`'s sweep (corpusmix train runs on the demo text; docs/scaling.md)
+SWEEP = Path(__file__).parent / "data" / "scale_sweep_demo.json"
+FAST = FitConfig(bootstrap=4, starts=2)  # CI: a few starts and refits (the benchmark uses 16 and 30+)
+NOBOOT = FitConfig(bootstrap=0, starts=2)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return json.loads(SWEEP.read_text())["runs"]
+
+
+@pytest.fixture(scope="module")
+def fit(runs):
+    return fit_scaling(runs, FAST)
+
+
+def test_objective_gradient_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    logn, logd = np.log(rng.uniform(1e4, 1e5, 9)), np.log(rng.uniform(1e5, 1e6, 9))
+    logl = np.log(rng.uniform(3, 5, 9))
+    for delta in (1e-3, 1e-1):  # linear and quadratic parts of the Huber loss
+        theta = np.array([6.0, 7.0, 1.0, 0.4, 0.3])
+        _, g = _objective(theta, logn, logd, logl, delta)
+        eps = 1e-6
+        num = [(_objective(theta + eps * e, logn, logd, logl, delta)[0]
+                - _objective(theta - eps * e, logn, logd, logl, delta)[0]) / (2 * eps) for e in np.eye(5)]
+        np.testing.assert_allclose(g, num, rtol=1e-4, atol=1e-3)
+
+
+def test_frontier_is_the_minimum_of_the_law_at_fixed_compute():
+    c = {"E": 1.7, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}  # Hoffmann et al.'s constants
+    flops = 1e21
+    n_opt, d_opt = frontier(c, flops)
+    assert 6 * n_opt * d_opt == pytest.approx(flops)
+    ns = np.geomspace(n_opt / 30, n_opt * 30, 4001)
+    assert ns[np.argmin(law(c, ns, flops / (6 * ns)))] == pytest.approx(n_opt, rel=0.01)
+    assert frontier(c, 4 * flops)[0] / n_opt == pytest.approx(4 ** (0.28 / 0.62))  # N* ~ C^(beta/(alpha+beta))
+
+
+def test_fit_on_real_runs(fit, runs):
+    c = fit["constants"]
+    assert 0 < c["alpha"] < 3 and 0 < c["beta"] < 3 and c["E"] > 0
+    assert fit["rmse_log"] < 0.02  # the law explains the real runs to within ~2 % of the loss
+    assert len(fit["points"]) == len({(r["N"], r["D"]) for r in runs if r["status"] == "ok"})
+    for k, (lo, hi) in fit["intervals"].items():
+        assert lo <= hi, k
+    # the lr sweeps bracket an optimum for every size, and larger models want a smaller lr
+    assert fit["lr_law"] is not None and fit["lr_law"]["sizes"] == len({r["N"] for r in runs})
+    assert fit["lr_law"]["k"] < 0
+    # more parameters or more tokens never predict a higher loss
+    n0, d0 = fit["N_range"][1], fit["D_range"][1]
+    assert law(c, 2 * n0, d0) < law(c, n0, d0) and law(c, n0, 2 * d0) < law(c, n0, d0)
+
+
+def test_fit_is_reproducible(runs, fit):
+    again = fit_scaling(runs, FitConfig(bootstrap=2, starts=2))
+    assert again["constants"] == fit["constants"]  # same starts, same optimum
+    assert again["bootstrap"] == fit["bootstrap"][:2]  # same seed, same resamples
+
+
+def test_predict_by_budget_and_by_size(fit):
+    p = predict(fit, flops=4 * fit["C_max"])
+    assert 6 * p["N"] * p["D"] == pytest.approx(4 * fit["C_max"])
+    assert p["interval"][0] < p["loss"] < p["interval"][1]
+    assert p["lr"] > 0 and p["batch_size"] == 8 and p["extrapolation_x"] == pytest.approx(4.0)
+    q = predict(fit, n=p["N"], d=p["D"])
+    assert q["loss"] == pytest.approx(p["loss"])
+    # at a fixed budget the frontier point beats a lopsided split of the same compute
+    assert law(fit["constants"], p["N"] * 8, p["D"] / 8) > p["loss"]
+    with pytest.raises(FitError, match="--flops"):
+        predict(fit, n=1e5)
+
+
+def test_too_few_runs_one_size_one_token_count(runs):
+    ok = [r for r in runs if r["status"] == "ok"]
+    with pytest.raises(FitError, match="need at least 8"):
+        fit_scaling([r for r in ok if r["D"] != 65536][:5], NOBOOT)
+    one_n = [r for r in ok if r["N"] == ok[0]["N"]] * 3
+    with pytest.raises(FitError, match="one model size"):
+        fit_scaling([{**r, "D": r["D"] * (1 + i)} for i, r in enumerate(one_n)], NOBOOT)
+    one_d = [{**r, "D": 65536, "N": r["N"] + i} for i, r in enumerate(ok)]
+    with pytest.raises(FitError, match="one token count"):
+        fit_scaling(one_d, NOBOOT)
+
+
+def test_diverged_and_nan_runs_are_dropped_with_a_count(runs):
+    bad = [{"N": 20000, "D": 65536, "lr": 1.0, "loss": None, "status": "diverged"},
+           {"N": 20000, "D": 65536, "lr": 0.5, "loss": float("nan"), "status": "ok"},
+           {"N": 20000, "D": 65536, "lr": 0.25, "loss": None, "status": "failed"}]
+    pts, drops = usable_points(runs + bad)
+    assert drops["diverged"] == 1 and drops["non_finite_loss"] == 1 and drops["failed"] == 1
+    with pytest.warns(FitWarning, match="dropped runs"):
+        f = fit_scaling(runs + bad, NOBOOT)
+    assert len(f["points"]) == len(pts) == len(usable_points(runs)[0])
+
+
+def test_fit_one_domain_loss(runs):
+    from proxytrain.scaling_fit import _retarget
+
+    pts, _ = usable_points(_retarget(runs, "code"))
+    best = min(r["val"]["code"] for r in runs if (r["N"], r["D"]) == (pts[0][0], pts[0][1]))
+    assert pts[0][2] == pytest.approx(best)
+    with pytest.raises(FitError, match="must be all or one of"):
+        fit_scaling(runs, FitConfig(bootstrap=0, target="poetry"))
+
+
+def test_absurd_fit_is_refused():
+    # loss rises with model size: a non-positive alpha must be an error, never a silent fit
+    runs = [{"N": n, "D": d, "lr": 1e-3, "status": "ok",
+             "loss": 4.0 + 0.3 * math.log(n / 1e4) + 50 / d ** 0.3}
+            for n in (1e4, 3e4, 1e5) for d in (3e4, 1e5, 3e5)]
+    with pytest.raises(FitError, match="not positive"):
+        fit_scaling(runs, NOBOOT)
+
+
+def test_lr_optimum_vertex_and_edge():
+    runs = [{"N": n, "D": 1000, "lr": lr, "status": "ok", "loss": 3 + (math.log(lr) - math.log(opt)) ** 2}
+            for n, opt in ((1e4, 4e-3), (1e5, 2e-3)) for lr in (1e-3, 3e-3, 9e-3)]
+    runs.append({"N": 1e6, "D": 1000, "lr": 1e-3, "status": "ok", "loss": 5.0})  # 1 point: no optimum
+    opts = lr_optima(runs)
+    assert [o["how"] for o in opts] == ["parabola vertex"] * 2
+    assert [o["lr"] for o in opts] == pytest.approx([4e-3, 2e-3])
+    law_ = fit_lr_law(opts)
+    assert law_["k"] == pytest.approx(math.log(0.5) / math.log(10)) and law_["at_sweep_edge"] == 0
+    edge = lr_optima([{**r, "loss": -math.log(r["lr"])} for r in runs if r["N"] == 1e4])
+    assert edge[0]["edge"] and edge[0]["lr"] == 9e-3 and edge[0]["how"] == "best swept"
+
+
+def test_size_parsing_and_parameter_count():
+    assert parse_size("64x2", 16) == (64, 2, 4)
+    from corpusmix.config import ConfigError
+
+    with pytest.raises(ConfigError, match="D_MODELxN_LAYERS"):
+        parse_size("64", 16)
+    with pytest.raises(ConfigError, match="multiple of head_dim"):
+        parse_size("40x2", 16)
+    # per layer: attention 4 d^2, SwiGLU 3 d h (h = 8d/3 rounded), two norms; plus the final norm
+    from proxytrain.model import ModelConfig
+
+    h = ModelConfig(d_model=32, n_layers=2, n_heads=4).ffn_hidden
+    assert non_embedding_params("32x2", 8, 512, 128) == 2 * (4 * 32 * 32 + 3 * 32 * h + 2 * 32) + 32
+
+
+# ----------------------------------------------------------------------------- real runs and the CLI
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory):
+    from proxytrain.pools import PoolsConfig, build_pools
+    from proxytrain.tokenizer import TokenizerConfig, train_tokenizer
+
+    root = tmp_path_factory.mktemp("scale")
+    cur = root / "curated"
+    cur.mkdir()
+    demo = Path(__file__).parents[2] / "data" / "demo" / "en"
+    for d in ("code", "legal", "news"):
+        t = pq.read_table(demo / f"{d}.parquet", columns=["id", "text", "domain", "source"]).slice(0, 12)
+        texts = [s[:3000] for s in t.column("text").to_pylist()]
+        pq.write_table(t.set_column(1, "text", pa.array(texts, pa.string())), cur / f"{d}.parquet")
+    train_tokenizer(cur, root / "tok.json", TokenizerConfig(vocab_size=300))
+    build_pools(cur, root / "tok.json", root / "pools", PoolsConfig(val_fraction=0.2, workers=1))
+    return root
+
+
+def test_real_runs_are_cached_and_failures_reported(pools):
+    cfg = SweepConfig(data=str(pools / "pools"), tokenizer=str(pools / "tok.json"), out=str(pools / "sweep"),
+                      head_dim=8, batch_size=4, seq_len=32, eval_batches=2, eval_batch_size=4)
+    n = non_embedding_params("16x1", 8, 300, 32)
+    fp = data_fingerprint(cfg)
+    r = run_one(cfg, "16x1", 4 * 32 * 6, 3e-3, n_params=n, fingerprint=fp)
+    assert r["status"] == "ok" and r["steps"] == 6 and r["D"] == 768 and r["N"] == n
+    assert 3.0 < r["loss"] < math.log(300) + 0.5 and r["cpu_s"] > 0
+    assert sorted(r["val"]) == ["all", "code", "legal", "news"]
+    run_dir = pools / "sweep" / "cache" / r["key"]
+    assert (run_dir / "train_log.jsonl").is_file() and not (run_dir / "checkpoints").exists()
+    log_mtime = (run_dir / "train_log.jsonl").stat().st_mtime_ns
+    assert run_one(cfg, "16x1", 768, 3e-3, n_params=n, fingerprint=fp) == r  # read back, not retrained
+    assert (run_dir / "train_log.jsonl").stat().st_mtime_ns == log_mtime
+    # a run that cannot be scored is reported with the reason, not raised mid-sweep, and is not cached
+    bad_cfg = SweepConfig(**{**cfg.__dict__, "target": "poetry"})
+    bad = run_one(bad_cfg, "16x1", 768, 6e-3, n_params=n, fingerprint=fp)
+    assert bad["status"] == "failed" and "scale.sweep.target" in bad["error"]
+    assert not (pools / "sweep" / "cache" / bad["key"] / "result.json").exists()
+
+
+def test_cli_fit_predict_and_errors(tmp_path, capsys):
+    out = tmp_path / "fit.json"
+    assert main(["scale", "fit", "--sweep", str(SWEEP), "--output", str(out), "--bootstrap", "2",
+                 "--starts", "1", "--params", str(tmp_path / "none.yaml")]) == 0
+    fit = json.loads(out.read_text())
+    assert fit["constants"]["alpha"] > 0 and len(fit["bootstrap"]) <= 2
+    capsys.readouterr()
+    pred = tmp_path / "pred.json"
+    assert main(["scale", "predict", "--fit", str(out), "--flops", "1e13", "--output", str(pred),
+                 "--params-file", str(tmp_path / "none.yaml")]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed == json.loads(pred.read_text()) and printed["flops"] == pytest.approx(1e13)
+    one = tmp_path / "one.json"
+    runs = [r for r in json.loads(SWEEP.read_text())["runs"] if r["size"] == "32x2"]
+    one.write_text(json.dumps({"runs": runs}))
+    assert main(["scale", "fit", "--sweep", str(one), "--output", str(tmp_path / "x.json"),
+                 "--params", str(tmp_path / "none.yaml")]) == 2
+    assert "one model size" in capsys.readouterr().err
+    assert main(["scale", "fit", "--sweep", str(tmp_path / "missing.json"), "--output", str(out)]) == 2
+    assert "scale sweep" in capsys.readouterr().err
+
+
+def test_report_section_from_fit_and_prediction(fit, tmp_path):
+    from mix.report_inputs import collect_inputs
+    from mix.report_render import Figure, Table
+    from mix.report_scaling import scaling_section
+
+    (tmp_path / "scale" / "cache").mkdir(parents=True)
+    (tmp_path / "scale" / "fit.json").write_text(json.dumps(fit))
+    (tmp_path / "scale" / "prediction.json").write_text(json.dumps(predict(fit, flops=1e13)))
+    inputs = collect_inputs([tmp_path])
+    assert sorted(inputs.scaling) == [f"{tmp_path.name}/scale/fit.json", f"{tmp_path.name}/scale/prediction.json"]
+    sec = scaling_section(inputs.scaling)
+    figs = [b for b in sec.blocks if isinstance(b, Figure)]
+    assert [f.name for f in figs] == ["scaling_loss_vs_compute", "scaling_residuals"]
+    assert all(f.png.startswith(b"\x89PNG") for f in figs)
+    tables = {b.title: b for b in sec.blocks if isinstance(b, Table)}
+    assert [r[0] for r in tables["Fitted constants"].rows] == ["E", "A", "B", "alpha", "beta"]
+    assert tables["Prediction"].rows[0][2] == pytest.approx(1e13)
