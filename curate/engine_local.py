@@ -54,8 +54,7 @@ STAGE_A = ("normalize", "decontam", "langid", "filters", "toxicity", "quality")
 
 @dataclass
 class EngineConfig:
-    # decontam needs evaluation sets (params `decontam.eval_sets`): on only where params name it
-    steps: list[str] = field(default_factory=lambda: [s for s in ALL_STEPS if s != "decontam"], metadata={
+    steps: list[str] = field(default_factory=lambda: list(ALL_STEPS), metadata={
         "help": f"steps to run, in chain order, from {ALL_STEPS}"})
     tasks: int = field(default=4, metadata={"help": "datatrove tasks (units of resumable work)"})
     workers: int = field(default=1, metadata={"help": "processes running tasks"})
