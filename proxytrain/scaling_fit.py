@@ -348,7 +348,8 @@ def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None 
     if boot:
         rng = np.random.default_rng(seed)
         resid = np.asarray(fit["log_residuals"])
-        preds = np.array([law(b, n, d) for b in boot])
+        with np.errstate(over="ignore"):  # a resample's extreme exponent overflows to inf: an open-ended tail
+            preds = np.array([law(b, n, d) for b in boot])
         draws = preds[rng.integers(0, len(preds), 4000)] * np.exp(resid[rng.integers(0, len(resid), 4000)])
         out["interval"] = [float(np.quantile(draws, q)), float(np.quantile(draws, 1 - q))]
         out["interval_params_only"] = [float(np.quantile(preds, q)), float(np.quantile(preds, 1 - q))]
