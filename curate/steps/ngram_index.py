@@ -191,7 +191,7 @@ def _fingerprint(files: list[Path], columns: list[str], n: int, stride: int) -> 
 
 def _benchmark_hashes(path: Path, columns: list[str], n: int, stride: int, max_ngrams: int,
                       hasher: WordHasher, counts: dict[str, int]) -> np.ndarray:
-    """Sorted unique n-gram hashes of one file, built batch by batch (peak ~ 2x the result)."""
+    """Sorted unique n-gram hashes of one file, built batch by batch (duplicates merged as it goes)."""
     chunks: list[np.ndarray] = []
     held = compacted = 0
     for texts in read_items(path, columns):
