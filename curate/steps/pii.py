@@ -45,8 +45,8 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
+from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT
 from curate.steps.pii_engine import build_analyzer, build_person_analyzer, offline_email_recognizer
-from curate.steps.pii_recognizers import CARD_CONTEXT, PHONE_CONTEXT
 
 __all__ = ["ALL_TYPES", "PATTERN_TYPES", "PIIConfig", "PIIRedactor", "build_analyzer", "build_person_analyzer",
            "offline_email_recognizer", "redact", "resolve_overlaps"]

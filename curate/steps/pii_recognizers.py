@@ -31,6 +31,8 @@ from typing import Any
 
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 
+from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT
+
 # Issuer prefixes and lengths from the public IIN table (ISO/IEC 7812 registrations as listed by
 # the networks: Visa, Mastercard incl. 2221-2720, Amex, Diners 300-305/3095/36/38/39, Discover
 # 6011/644-649/65/622126-622925, JCB 3528-3589 and 2131/1800, UnionPay 62, Maestro 50/56-69,
@@ -54,15 +56,6 @@ _ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
     (81, 82, frozenset({16})), (8600, 8600, frozenset({16})),  # RuPay, Uzcard
     (9792, 9792, frozenset({16})), (9860, 9860, frozenset({16})),  # Troy, Humo
 )
-
-CARD_CONTEXT = ("card", "visa", "mastercard", "amex", "american express", "maestro", "discover", "diners",
-                "jcb", "unionpay", "credit", "debit", "cc", "karte", "kreditkarte", "carte", "tarjeta",
-                "cartão", "carta", "kaart", "karta", "карта", "卡", "カード")
-PHONE_CONTEXT = ("call", "calls", "called", "calling", "phone", "phoned", "telephone", "tel", "mobile", "cell",
-                 "fax", "reach", "contact", "ph", "mob", "whatsapp", "sms", "text me", "dial", "hotline",
-                 "téléphone", "tél", "portable", "telefon", "handy", "rufnummer",
-                 "teléfono", "telefono", "celular", "móvil", "telefone", "телефон", "тел", "电话", "手机",
-                 "電話", "携帯", "nomor", "telepon", "फ़ोन", "फोन", "ফোন", "মোবাইল")
 
 _CARD = re.compile(r"(?<![\w.,+/-])(\d{4}([ -])\d{2,7}(?:\2\d{1,7}){0,3}|\d{12,19})(?![\w/]|[.,-]\d)")
 # digits joined by phone punctuation; optional international head; optional extension
