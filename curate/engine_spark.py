@@ -511,14 +511,14 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     dedup's shuffles, and one write per output. Steps that calibrate (``curate.calibrate``) are
     calibrated first, on the driver, exactly as the local engine does (same thresholds).
     """
-
-    cfg = cfg or SparkConfig()
     from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
 
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
     calibration = calibrate_steps(list(steps), inputs=[str(i) for i in ([inputs] if isinstance(inputs, str)
                                                                         else inputs)],
                                   read_cfg=read_cfg, cfg=calibrate_cfg)
+
+    cfg = cfg or SparkConfig()
     spark = spark or get_session(cfg, set_master=set_master)
     output = str(output).rstrip("/")
     work = f"{output}/_work"
@@ -554,13 +554,13 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     doc = stats_document(stats, kept=n_kept)
     if doc["totals"]["docs_in"] != doc["totals"]["kept"] + doc["totals"]["dropped"]:
         raise RuntimeError(f"statistics do not add up: {doc['totals']}")
-    doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
-                     "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
     if calibration is not None:
         write_text(spark, f"{output}/calibration.json", json.dumps(calibration, indent=1) + "\n")
         rows = drops.groupBy("domain", "step", "reason").count().collect()
         doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
                                 calibration.get("domain_docs") or {}, share=calibrate_cfg.guard_share))
+    doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
+                     "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
     write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")
     if not cfg.keep_work:
         delete_path(spark, work)

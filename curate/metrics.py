@@ -69,10 +69,10 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
         return list(gt[i].get("defects") or [])
 
     junk = {i for i in gt if any(d.startswith("junk:") for d in defects(i))}
+    noise = {i for i in gt if "noise" in defects(i)}
     foreign = {i for i in gt if any(d.startswith("foreign:") for d in defects(i))}
     filt = {i for i, d in drops.items() if d["step"] in JUNK_STEPS}
     lid_drops = {i for i, d in drops.items() if d["step"] in LID_STEPS}
-    noise = {i for i in gt if "noise" in defects(i)}
     content = {i for i, d in drops.items() if d["step"] in CONTENT_STEPS}
     real_by_dom: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for i, g in gt.items():
@@ -86,14 +86,14 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
                  "planted": len(junk), "dropped_by_filters": len(filt)},
         "junk_any_content_step": {"precision": _ratio(len(content & junk), len(content - noise)),
                                   "recall": _ratio(len(content & junk), len(junk))},
-        "foreign": {"recall": _ratio(len(lid_drops & foreign), len(foreign)), "planted": len(foreign)},
-        "kept_real": {"overall": _ratio(sum(v[0] for v in real_by_dom.values()), sum(v[1] for v in real_by_dom.values())),
-                      "per_domain": {d: _ratio(k, n) for d, (k, n) in sorted(real_by_dom.items())}},
         "garbage": {"precision": _ratio(len(filt & (junk | noise)), len(filt)),
                     "recall": _ratio(len(filt & (junk | noise)), len(junk | noise))},
         "noise": {"docs": len(noise), "dropped_by_filters": len(filt & noise),
                   "dropped_any_step": sum(1 for i in noise if i in drops),
                   "kept": sum(1 for i in noise if i in kept)},
+        "foreign": {"recall": _ratio(len(lid_drops & foreign), len(foreign)), "planted": len(foreign)},
+        "kept_real": {"overall": _ratio(sum(v[0] for v in real_by_dom.values()), sum(v[1] for v in real_by_dom.values())),
+                      "per_domain": {d: _ratio(k, n) for d, (k, n) in sorted(real_by_dom.items())}},
     }
     from curate.safety_metrics import safety_metrics
 

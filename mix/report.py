@@ -33,9 +33,9 @@ import numpy as np
 
 from mix import report_figures as figs
 from mix.report_curation import funnel_section, quality_section, tidy_tables
-from mix.report_scaling import scaling_section
 from mix.report_inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
 from mix.report_render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
+from mix.report_scaling import scaling_section
 
 __all__ = ["ReportConfig", "build_report", "headline", "noise_verdict", "tidy_tables", "write_report"]
 
