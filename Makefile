@@ -40,7 +40,7 @@ demo: setup
 	. $(BIN)/activate && CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh dvc repro && dvc metrics show
 
 test: setup
-	. $(BIN)/activate && CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh python -m pytest -q tests
+	. $(BIN)/activate && CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh python -m pytest -q --durations=30 tests
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
