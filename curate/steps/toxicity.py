@@ -77,15 +77,22 @@ class ToxicityConfig:
 
 def load_badwords(folder: str | Path = "") -> dict[str, list[str]]:
     """``{lang: words}`` from ``<lang>.txt`` files (one entry per line, ``#`` comments)."""
-    d = Path(folder) if folder else BADWORDS_DIR
-    files = sorted(d.glob("*.txt")) if d.is_dir() else []
+    if folder:
+        d: Any = Path(folder)
+    else:
+        # the shipped lists through importlib.resources: also readable where the package is imported
+        # from a zip (Spark's --py-files), which a filesystem path into the zip is not
+        from importlib.resources import files as package_files
+
+        d = package_files("curate").joinpath("models", "badwords")
+    files = sorted((f for f in d.iterdir() if f.name.endswith(".txt")), key=lambda f: f.name) if d.is_dir() else []
     if not files:
         raise ConfigError(f"toxicity.badwords_dir {str(d)!r} holds no <lang>.txt list; point it at a folder of "
                           "lists or leave it '' for the shipped ones")
     out = {}
     for f in files:
         words = [w.strip().lower() for w in f.read_text(encoding="utf-8").splitlines()]
-        out[f.stem] = sorted({w for w in words if w and not w.startswith("#")})
+        out[f.name[:-len(".txt")]] = sorted({w for w in words if w and not w.startswith("#")})
     return out
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 pytest.importorskip("pyspark")
 
@@ -45,6 +46,12 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
     for k in range(2):
         pq.write_table(table.slice(k * half, half), raw / "docs" / f"part-{k}.parquet", row_group_size=100)
     zip_path = build_zip(tmp_path / "dist" / "corpusmix.zip")
+    # the job runs from an empty folder: relative paths in params.yaml (the evaluation sets of
+    # decontam) are made absolute, as a user submitting from elsewhere would write them
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["decontam"]["eval_sets"] = [str(ROOT / e) for e in params["decontam"]["eval_sets"]]
+    params_path = tmp_path / "params.yaml"
+    params_path.write_text(yaml.safe_dump(params))
     out = tmp_path / "out"
     pids: list[int] = []
     with standalone_cluster(workers=2, cores=1, memory="768m", root=tmp_path / "cluster") as cluster:
@@ -54,10 +61,10 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
         assert len(pids) == 3
         argv = submit_argv(
             master=cluster.master_url, inputs=[str(raw / "docs")], output=str(out), py_files=zip_path,
-            files=[ROOT / "curate/models/lid.176.ftz"], params=ROOT / "params.yaml",
+            files=[ROOT / "curate/models/lid.176.ftz"], params=params_path,
             conf={"spark.executor.memory": "512m", "spark.driver.memory": "1g", "spark.ui.enabled": "false",
                   "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-        assert argv[1:3] == ["--master", cluster.master_url] and argv[-2:] == ["--params", str(ROOT / "params.yaml")]
+        assert argv[1:3] == ["--master", cluster.master_url] and argv[-2:] == ["--params", str(params_path)]
         # run from an empty folder: the job may only use what --py-files / --files ship
         res = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600,
                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
