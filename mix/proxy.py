@@ -87,12 +87,23 @@ def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
     if not p.exists():
         raise ConfigError(
             f"{p} not found: --input must be a token-pools folder (build one with `corpusmix tokenize pools`)")
-    _, pools = open_pools(pools_dir)
+    meta, pools = open_pools(pools_dir)
     doms = {d: int(np.diff(pool.token_range(split))[0]) for d, pool in pools.items()}
     empty = sorted(d for d, n in doms.items() if n <= 0)
     if empty:
         raise ConfigError(f"domain(s) {empty} have no tokens in {p}; drop them from the pools "
                          "(or add data) before a mixture search")
+    # A domain that curation nearly emptied (1-2 documents) has no document left for the
+    # search-validation or the evaluation split although the pools were built with both: it can be
+    # neither searched nor judged, so it is left out of the search (weight 0 in every mixture), loudly.
+    short = sorted(d for d, pool in pools.items()
+                   if (meta.get("val_fraction", 0) > 0 and pool.val_docs == 0)
+                   or (meta.get("eval_fraction", 0) > 0 and pool.eval_docs == 0))
+    if short and len(short) < len(doms):
+        log.warning("domains left out of the mixture search: too few documents for the train / "
+                    "search-validation / evaluation splits", extra={"data": {
+                        "domains": {d: pools[d].docs for d in short}}})
+        doms = {d: n for d, n in doms.items() if d not in short}
     if len(doms) < 2:
         raise ConfigError(f"a mixture search needs at least 2 domains, {p} has {sorted(doms)}")
     return doms
@@ -115,8 +126,9 @@ class _Data:
         if eval_split not in ("val", "eval"):
             raise ValueError(f"eval_split must be 'val' (search) or 'eval' (ablation), got {eval_split!r}")
         self.domains = list(pool_domains(pools_dir))
-        self.sampler = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=seed, split="train")
-        self.val = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split)
+        self.sampler = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=seed, split="train", domains=self.domains)
+        self.val = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split,
+                               domains=self.domains)
         self.eval_split = eval_split
         assert self.sampler.domains == self.domains, "pools.json domains must be sorted"
         self.cfg = cfg

@@ -304,10 +304,15 @@ class PoolSampler:
     """
 
     def __init__(self, pools_dir: str | Path, *, seq_len: int, split: str = "train", seed: int = 0,
-                 expect_tokenizer_sha256: str | None = None) -> None:
+                 expect_tokenizer_sha256: str | None = None, domains: list[str] | None = None) -> None:
         if seq_len < 2:
             raise ConfigError(f"seq_len must be >= 2, got {seq_len}")
         self.meta, self.pools = open_pools(pools_dir, expect_tokenizer_sha256)
+        if domains is not None:  # a subset (sorted order kept): domain ids index this subset
+            unknown = sorted(set(domains) - set(self.pools))
+            if unknown:
+                raise ConfigError(f"unknown domain(s) {unknown}; pools hold {list(self.pools)}")
+            self.pools = {d: p for d, p in self.pools.items() if d in set(domains)}
         self.domains: list[str] = list(self.pools)
         self.seq_len = seq_len
         self.split = split

@@ -236,3 +236,21 @@ def test_iterated_doremi_uses_previous_output_as_reference(tmp_path):
     assert rounds[1]["reference"] == pytest.approx(rounds[0]["weights"])
     assert [got["weights"][d] for d in "ab"] == pytest.approx(rounds[1]["weights"])
     assert len((tmp_path / "out" / "doremi_trajectory.csv").read_text().splitlines()) == 1 + 2 * 12
+
+
+def test_domain_too_small_for_the_splits_is_left_out_of_the_search(tmp_path):
+    """Curation may leave a domain with 1-2 documents: no search-validation or evaluation document,
+    so it cannot be searched or judged; the search leaves it out (weight 0) instead of failing."""
+    import json
+
+    from corpusmix.cli import main
+    from mix.proxy import pool_domains
+
+    pools = write_pools(tmp_path / "pools", {"a": 3000, "b": 3000, "tiny": 100})  # tiny: 2 docs
+    assert json.loads((pools / "pools.json").read_text())["domains"]["tiny"]["val_docs"] == 0
+    assert sorted(pool_domains(pools)) == ["a", "b"]
+    out = tmp_path / "m.json"
+    rc = main(["mix", "doremi", "--input", str(pools), "--output", str(out), "--cache", str(tmp_path / "c"), *FAST])
+    assert rc == 0
+    weights = json.loads(out.read_text())["weights"]
+    assert sorted(weights) == ["a", "b"] and abs(sum(weights.values()) - 1) < 1e-9
