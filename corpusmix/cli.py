@@ -20,7 +20,7 @@ COMMAND_MODULES: list[str] = [
     "curate.cli",
     "proxytrain.cli",
     "proxytrain.train_cli",
-    "mix.report_cli",
+    "report.cli",
     "mix.cli",
     "proxytrain.scale_cli",
 ]

@@ -1,4 +1,4 @@
-"""``corpusmix report`` (mix/report*.py): input discovery, headline numbers and verdicts, funnel and
+"""``corpusmix report`` (report/): input discovery, headline numbers and verdicts, funnel and
 metric tables, HTML + Markdown output, and a headless-Chromium render of the page.
 
 The inputs are small but realistic pipeline outputs written by the test in the documented formats
@@ -22,10 +22,10 @@ import pytest
 from corpusmix.cli import main
 from mix.ablation import compare
 from mix.cli import write_trajectory
-from mix.report import ReportConfig, build_report, headline, tidy_tables, write_report
-from mix.report_curation import domain_funnel
-from mix.report_figures import group_reasons
-from mix.report_inputs import ReportInputError, collect_inputs, normalise_ablation
+from report.build import ReportConfig, build_report, headline, tidy_tables, write_report
+from report.curation import domain_funnel
+from report.figures import group_reasons
+from report.inputs import ReportInputError, collect_inputs, normalise_ablation
 
 DOMAINS = ["code", "legal", "literature", "news", "reference"]
 # per-mixture base loss per domain; seeds add the offsets below (same for every domain of a seed)

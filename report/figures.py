@@ -1,6 +1,6 @@
 """Figures of ``corpusmix report``: pure functions from plain data to PNG bytes.
 
-Library module of :mod:`mix.report`. Every function builds a ``matplotlib.figure.Figure`` on the Agg
+Library module of :mod:`report.build`. Every function builds a ``matplotlib.figure.Figure`` on the Agg
 canvas directly (no ``pyplot``, so there is no global figure state and no GUI backend is touched)
 and returns the PNG bytes; the report embeds them as base64 data URIs (HTML) or writes them next to
 the Markdown file.

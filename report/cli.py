@@ -4,9 +4,9 @@ Usage::
 
     corpusmix report --output report.html --inputs data/ [file_or_folder ...] [--chosen regmix]
 
-Options come from :class:`mix.report.ReportConfig`, with defaults from the ``report`` section of
+Options come from :class:`report.build.ReportConfig`, with defaults from the ``report`` section of
 ``--params`` (``params.yaml``); flags typed on the command line win. Folders are searched
-recursively for the artefacts listed in :mod:`mix.report_inputs`.
+recursively for the artefacts listed in :mod:`report.inputs`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import argparse
 from corpusmix.config import add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
 
-log = get_logger("mix.report")
+log = get_logger("report")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from mix.report import ReportConfig
+    from report.build import ReportConfig
 
     p = subparsers.add_parser(
         "report", help="HTML + Markdown report: which mixture to use and the evidence",
@@ -36,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mix.report import ReportConfig, build_report, write_report
-    from mix.report_inputs import collect_inputs
+    from report.build import ReportConfig, build_report, write_report
+    from report.inputs import collect_inputs
 
     cfg = config_from(ReportConfig, params=load_params(args.params, "report"), args=args, where="report")
     inputs = collect_inputs(cfg.inputs)  # a ReportInputError is a ConfigError: reported, exit code 2

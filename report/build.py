@@ -2,10 +2,10 @@
 mixture should I use, and how much better is it?" and shows the evidence behind the answer.
 
 Run as ``corpusmix report --output report.html --inputs data/ [more files or folders]`` (see
-:mod:`mix.report_cli`), or from Python::
+:mod:`report.cli`), or from Python::
 
-    from mix.report import ReportConfig, build_report, write_report
-    from mix.report_inputs import collect_inputs
+    from report.build import ReportConfig, build_report, write_report
+    from report.inputs import collect_inputs
     report = build_report(collect_inputs(["data/"]), ReportConfig())
     write_report(report, "report.html")          # also report.md + report_files/*.png
 
@@ -13,9 +13,9 @@ Sections, in order: the headline box (chosen mixture, its average and worst-doma
 against the natural and uniform mixtures, the difference in units of the seed spread and a plain
 verdict), the mixture ablation (per-domain loss table and heatmap, seed spread, loss curves), the
 mixture weights per method, the search diagnostics (DoReMi weight trajectory, RegMix fit quality),
-training logs, the curation funnel and quality metrics (:mod:`mix.report_curation`) and the list of
-input files used and skipped. Inputs are found by :mod:`mix.report_inputs`, figures drawn by
-:mod:`mix.report_figures`, pages written by :mod:`mix.report_render`.
+training logs, the curation funnel and quality metrics (:mod:`report.curation`) and the list of
+input files used and skipped. Inputs are found by :mod:`report.inputs`, figures drawn by
+:mod:`report.figures`, pages written by :mod:`report.render`.
 
 The noise rule is the one of :func:`mix.ablation.compare`: mixture A beats B when B's mean average
 loss exceeds A's by more than the *seed spread*, the larger of the two max-min ranges over seeds.
@@ -31,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mix import report_figures as figs
-from mix.report_curation import funnel_section, quality_section, tidy_tables
-from mix.report_inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
-from mix.report_render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
-from mix.report_scaling import scaling_section
+from report import figures as figs
+from report.curation import funnel_section, quality_section, tidy_tables
+from report.inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
+from report.render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
+from report.scaling import scaling_section
 
 __all__ = ["ReportConfig", "build_report", "headline", "noise_verdict", "tidy_tables", "write_report"]
 
