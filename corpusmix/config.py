@@ -20,7 +20,14 @@ import yaml
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class UserError(ValueError):
+    """Wrong user input (a file, a flag, a parameter, data); the message says how to fix it.
+
+    ``corpusmix`` prints it as one line ``corpusmix: error: ...`` and exits with code 2.
+    """
+
+
+class ConfigError(UserError):
     """A user-facing configuration error; the message says how to fix it."""
 
 

@@ -47,7 +47,7 @@ def run_ablation(pools_dir: str | Path, mixtures: Mapping[str, Mapping[str, floa
     Returns ``{"mixtures": {name: summary}, "seeds", "domains", "avg_over", "eval_split",
     "comparisons", "verdicts"}``.
     """
-    from mix.mixture import validate_mixture
+    from corpusmix.mixture import validate_mixture
 
     tokens = pool_domains(pools_dir)
     if eval_split != "val":

@@ -121,8 +121,8 @@ def _setup(args: argparse.Namespace):
 def cmd_doremi(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from corpusmix.mixture import save_mixture
     from mix.doremi import DoReMiConfig, run_doremi
-    from mix.mixture import save_mixture
 
     params, preset, pcfg, out, cache = _setup(args)
     cfg = resolve("doremi", DoReMiConfig, params, preset, args)
@@ -158,7 +158,7 @@ def write_trajectory(path: Path, trajectory: list[dict[str, Any]], domains: list
 def cmd_regmix(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from mix.mixture import save_mixture
+    from corpusmix.mixture import save_mixture
     from mix.proxy import pool_domains
     from mix.regmix import RegMixConfig, run_regmix
 
@@ -191,7 +191,7 @@ def cmd_regmix(args: argparse.Namespace) -> int:
 
 def cmd_select(args: argparse.Namespace) -> int:
     """Materialise the pipeline's chosen mixture (``mix.method``) into ``--output``."""
-    from mix.mixture import load_mixture, natural_mixture, save_mixture, uniform_mixture
+    from corpusmix.mixture import load_mixture, natural_mixture, save_mixture, uniform_mixture
     from mix.proxy import pool_domains
 
     params = load_params(args.params, "mix")
@@ -213,7 +213,7 @@ def cmd_select(args: argparse.Namespace) -> int:
             raise ConfigError("mix.method is manual but mix.manual.weights is empty in params.yaml; "
                               "give {domain: weight} summing to 1")
         w = {d: float(weights.get(d, 0.0)) for d in tokens} | {d: float(v) for d, v in weights.items()}
-        from mix.mixture import validate_mixture
+        from corpusmix.mixture import validate_mixture
 
         save_mixture(args.output, validate_mixture(w, tokens), method="manual", provenance=prov)
     else:
@@ -228,8 +228,8 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_ablation(args: argparse.Namespace) -> int:
+    from corpusmix.mixture import load_mixture, natural_mixture, uniform_mixture
     from mix.ablation import ablation_seeds, run_ablation
-    from mix.mixture import load_mixture, natural_mixture, uniform_mixture
     from mix.proxy import pool_domains
 
     params, preset, pcfg, out, cache = _setup(args)
@@ -297,4 +297,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--split", default="eval", choices=("eval", "val"),
                    help="held-out split scored (default eval: never read by the searches)")
     a.set_defaults(func=cmd_ablation)
+    from mix.dispatch import register as register_dispatch
+
+    register_dispatch(msub)  # plan (cluster fan-out) and proxy-run (one proxy by key)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -84,7 +84,7 @@ def run_pools(args: argparse.Namespace) -> int:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    from mix.mixture import natural_mixture, uniform_mixture
+    from corpusmix.mixture import natural_mixture, uniform_mixture
     from proxytrain.pack import PackConfig, pack
     from proxytrain.pools import PoolsConfig, build_pools, read_pools_json
 

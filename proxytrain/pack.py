@@ -34,9 +34,9 @@ import numpy as np
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
-from mix.mixture import Mixture, mixture_from_dict
+from corpusmix.mixture import Mixture, mixture_from_dict
+from corpusmix.pools import TokenPool, open_pools
 from proxytrain.packing import pack_best_fit, packing_stats
-from proxytrain.pools import TokenPool, open_pools
 
 log = get_logger("proxytrain.pack")
 
@@ -222,7 +222,7 @@ def pack(pools_dir: str | Path, mixture: Mixture | dict[str, Any] | str | Path, 
     """Materialise ``mixture`` from the pools into shards in ``output_dir``; return the manifest."""
     from tqdm import tqdm
 
-    from mix.mixture import load_mixture
+    from corpusmix.mixture import load_mixture
 
     cfg = cfg or PackConfig()
     if cfg.tokens <= 0:

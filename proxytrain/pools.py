@@ -1,20 +1,12 @@
-"""Per-domain token pools for proxy training, and samplers that draw trainer batches from them.
+"""Build per-domain token pools for proxy training, and samplers that draw trainer batches from them.
 
-A pools folder (docs/formats.md) holds ``pools.json`` plus, per domain, ``<domain>.bin`` (flat
-uint16/uint32 tokens, every document stored as ``BOS doc EOS``) and ``<domain>.idx.npy`` (int64
-document start offsets, length docs+1). ``build_pools`` tokenises ``DIR/<domain>.parquet`` with one
-process per domain; a domain whose marker ``<domain>.done.json`` matches the tokenizer and the
-input file is skipped on re-runs, and files are renamed into place only when complete::
+The folder layout and its numpy reading API (``open_pools``, ``TokenPool``, the three splits
+``train`` / ``val`` / ``eval``) are the contract in :mod:`corpusmix.pools`. ``build_pools``
+tokenises ``DIR/<domain>.parquet`` with one process per domain; a domain whose marker
+``<domain>.done.json`` matches the tokenizer and the input file is skipped on re-runs, and files
+are renamed into place only when complete::
 
     corpusmix tokenize pools --curated OUT/curated --tokenizer OUT/tokenizer.json --output OUT/pools
-
-Three disjoint splits per domain, by document, in this order: ``train``, ``val`` (the
-search-validation split: what DoReMi and RegMix may look at; ``val_fraction`` of the documents)
-and ``eval`` (the evaluation split, the last ``eval_fraction`` of the documents: only the ablation
-and the report read it, so a chosen mixture is judged on text its search never saw).
-``pools.json`` records ``val_docs``, ``eval_docs`` and the tokens of every split per domain;
-``split="train"`` never sees the held-out documents. Pools written before the evaluation split
-existed have ``eval_docs`` 0 and an empty ``eval`` split (a clear error where one is needed).
 
 Sampling (used by the mixture-search proxies and per-domain validation)::
 
@@ -35,7 +27,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import multiprocessing as mp
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -47,11 +38,17 @@ import numpy as np
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from corpusmix.pools import (  # noqa: F401  (the reading API, re-exported for proxytrain callers)
+    POOLS_VERSION,
+    TokenPool,
+    open_pools,
+    read_pools_json,
+    split_doc_counts,
+    token_dtype,
+    val_doc_count,
+)
 
 log = get_logger("proxytrain.pools")
-
-POOLS_VERSION = 1
-
 
 @dataclass
 class PoolsConfig:
@@ -62,28 +59,6 @@ class PoolsConfig:
     workers: int = field(default=0, metadata={"help": "domain processes in parallel (0 = CPU count)"})
     batch_docs: int = field(default=512, metadata={"help": "documents per encode_batch call"})
     text_column: str = field(default="text", metadata={"help": "column holding the document text"})
-
-
-def token_dtype(vocab_size: int) -> np.dtype:
-    return np.dtype(np.uint16) if vocab_size <= 2**16 else np.dtype(np.uint32)
-
-
-def val_doc_count(docs: int, val_fraction: float) -> int:
-    """Held-out documents of a domain: ceil(docs * fraction), always leaving >= 1 training doc."""
-    if docs < 2 or val_fraction <= 0:
-        return 0
-    return min(docs - 1, math.ceil(docs * val_fraction))
-
-
-def split_doc_counts(docs: int, val_fraction: float, eval_fraction: float) -> tuple[int, int]:
-    """``(val_docs, eval_docs)`` of a domain: ceil(docs * fraction) each, always leaving >= 1
-    training document; when documents are scarce the evaluation split is served first (it is the
-    one a mixture is judged on), then validation."""
-    ev = val_doc_count(docs, eval_fraction)
-    va = val_doc_count(docs - ev, val_fraction) if docs - ev >= 2 else 0
-    if val_fraction > 0 and va == 0 and ev > 1:  # keep one doc for validation too
-        ev, va = ev - 1, 1
-    return va, ev
 
 
 # ---------------------------------------------------------------------------------------- building
@@ -225,77 +200,6 @@ def build_pools(curated_dir: str | Path, tokenizer_path: str | Path, output_dir:
 
 # ---------------------------------------------------------------------------------------- reading
 
-def read_pools_json(pools_dir: str | Path, expect_tokenizer_sha256: str | None = None) -> dict[str, Any]:
-    p = Path(pools_dir) / "pools.json"
-    if not p.exists():
-        raise ConfigError(f"{p} does not exist; build the pools with `corpusmix tokenize pools`")
-    meta = json.loads(p.read_text())
-    if expect_tokenizer_sha256 and meta["tokenizer_sha256"] != expect_tokenizer_sha256:
-        raise ConfigError(
-            f"pools in {pools_dir} were tokenised with tokenizer {meta['tokenizer_sha256'][:12]}..., "
-            f"expected {expect_tokenizer_sha256[:12]}...; rebuild the pools with the trainer's tokenizer")
-    return meta
-
-
-class TokenPool:
-    """One domain's tokens (memory-mapped) and document offsets, with its train/val split."""
-
-    def __init__(self, pools_dir: str | Path, domain: str, meta: Mapping[str, Any], dtype: str) -> None:
-        self.domain = domain
-        self.dir = Path(pools_dir)
-        self.docs = int(meta["docs"])
-        self.n_tokens = int(meta["tokens"])
-        self.val_docs = int(meta.get("val_docs", 0))
-        self.eval_docs = int(meta.get("eval_docs", 0))
-        self.dtype = np.dtype(dtype)
-        self._tokens: np.ndarray | None = None
-        self._idx: np.ndarray | None = None
-
-    @property
-    def idx(self) -> np.ndarray:
-        if self._idx is None:
-            self._idx = np.load(self.dir / f"{self.domain}.idx.npy")
-        return self._idx
-
-    @property
-    def tokens(self) -> np.ndarray:
-        if self._tokens is None:  # opened lazily so that pickling to dataloader workers stays cheap
-            self._tokens = (np.memmap(self.dir / f"{self.domain}.bin", dtype=self.dtype, mode="r")
-                            if self.n_tokens else np.zeros(0, dtype=self.dtype))
-        return self._tokens
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_tokens": None, "_idx": None}
-
-    def doc_range(self, split: str) -> tuple[int, int]:
-        """Documents ``[first, end)`` of the split (``train``, ``val``, ``eval`` or ``all``)."""
-        cut_eval = self.docs - self.eval_docs
-        cut_val = cut_eval - self.val_docs
-        if split == "train":
-            return 0, cut_val
-        if split == "val":
-            return cut_val, cut_eval
-        if split == "eval":
-            return cut_eval, self.docs
-        if split == "all":
-            return 0, self.docs
-        raise ConfigError(f"split must be 'train', 'val', 'eval' or 'all', got {split!r}")
-
-    def token_range(self, split: str) -> tuple[int, int]:
-        a, b = self.doc_range(split)
-        return int(self.idx[a]), int(self.idx[b])
-
-    def doc_lengths(self, split: str = "train") -> np.ndarray:
-        a, b = self.doc_range(split)
-        return np.diff(self.idx[a: b + 1])
-
-
-def open_pools(pools_dir: str | Path, expect_tokenizer_sha256: str | None = None) -> tuple[dict[str, Any], dict[str, TokenPool]]:
-    meta = read_pools_json(pools_dir, expect_tokenizer_sha256)
-    pools = {d: TokenPool(pools_dir, d, m, meta["dtype"]) for d, m in sorted(meta["domains"].items())}
-    return meta, pools
-
-
 class PoolSampler:
     """Seeded random ``seq_len`` windows from per-domain pools (see the module docstring).
 
@@ -330,7 +234,8 @@ class PoolSampler:
             raise ConfigError(f"unknown domain {domain!r}; pools hold {self.domains}")
         return self.domains.index(domain)
 
-    def _check_nonempty(self, d: str) -> tuple[int, int]:
+    def check_nonempty(self, d: str) -> tuple[int, int]:
+        """The token range ``[lo, hi)`` of domain ``d`` in this split; a clear error when it is empty."""
         lo, hi = self._ranges[d]
         if hi <= lo:
             raise ConfigError(f"domain {d!r} has no tokens in the {self.split!r} split; give it weight 0 "
@@ -353,26 +258,31 @@ class PoolSampler:
 
     def _draw(self, domain: str | int) -> dict[str, np.ndarray]:
         d = self.domains[self.domain_index(domain)]
-        lo, hi = self._check_nonempty(d)
+        lo, hi = self.check_nonempty(d)
         start = lo + int(self.rng.integers(0, max(hi - lo - self.seq_len, 0) + 1))
         return self.window(d, start)
 
     @staticmethod
-    def _stack(rows: Sequence[dict[str, np.ndarray]]) -> dict[str, Any]:
+    def stack(rows: Sequence[dict[str, np.ndarray]]) -> dict[str, Any]:
+        """Rows of :meth:`window` as one trainer batch of torch tensors."""
         import torch
 
         return {"tokens": torch.from_numpy(np.stack([r["tokens"] for r in rows])),
                 "segment_ids": torch.from_numpy(np.stack([r["segment_ids"] for r in rows])),
                 "domain_id": torch.tensor([int(r["domain_id"]) for r in rows], dtype=torch.int64)}
 
+    # old private names of check_nonempty / stack, kept for callers that still use them
+    _check_nonempty = check_nonempty
+    _stack = stack
+
     # --- public sampling API
     def sample(self, domain: str | int, batch_size: int) -> dict[str, Any]:
         """A batch of ``batch_size`` random windows from one domain."""
-        return self._stack([self._draw(domain) for _ in range(batch_size)])
+        return self.stack([self._draw(domain) for _ in range(batch_size)])
 
     def domain_probs(self, weights: Mapping[str, float] | Sequence[float]) -> np.ndarray:
         if isinstance(weights, Mapping):
-            from mix.mixture import validate_mixture
+            from corpusmix.mixture import validate_mixture
 
             w = validate_mixture(weights, {d: self._ranges[d][1] - self._ranges[d][0] for d in self.domains})
             p = np.array([w.get(d, 0.0) for d in self.domains], dtype=np.float64)
@@ -387,7 +297,7 @@ class PoolSampler:
         """A batch whose rows draw their domain from ``weights`` (by name or by domain id order)."""
         p = self.domain_probs(weights)
         doms = self.rng.choice(len(self.domains), size=batch_size, p=p)
-        return self._stack([self._draw(int(d)) for d in doms])
+        return self.stack([self._draw(int(d)) for d in doms])
 
     def eval_batches(self, domain: str | int, batch_size: int, max_rows: int = 0) -> Iterator[dict[str, Any]]:
         """Consecutive non-overlapping windows over the domain's split (deterministic, RNG untouched)."""
@@ -397,7 +307,7 @@ class PoolSampler:
         if max_rows:
             starts = starts[:max_rows]
         for k in range(0, len(starts), batch_size):
-            yield self._stack([self.window(d, s) for s in starts[k: k + batch_size]])
+            yield self.stack([self.window(d, s) for s in starts[k: k + batch_size]])
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "split": self.split, "seq_len": self.seq_len}

@@ -27,8 +27,8 @@ def scaling_kind(obj: Mapping[str, Any]) -> str | None:
 
 
 def _loss_vs_compute(fit: Mapping[str, Any], preds: list[Mapping[str, Any]]) -> bytes:
-    from report.figures import _figure, _png, color
     from proxytrain.scaling_fit import frontier, law
+    from report.figures import _figure, _png, color
 
     c = fit["constants"]
     pts = np.asarray(fit["points"], dtype=np.float64)
