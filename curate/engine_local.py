@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
@@ -227,46 +226,24 @@ def _parts(work: Path, stage: str) -> list[Path]:
 
 
 def run_dedup(work: Path, params_path: str) -> None:
-    """Global dedup over stage a's kept documents; writes verdicts per task and its stats."""
-    from curate.dedup import DedupConfig, dedup_table
+    """Global dedup over stage a's kept documents; writes verdicts per task and its stats.
+
+    Bounded memory (``curate.dedup.stream``): texts are streamed from the parts, never held."""
+    from curate.dedup import DedupConfig
+    from curate.dedup.stream import write_verdicts
 
     done = work / "dedup" / ".done"
     if done.exists():
         return
     dcfg = config_from(DedupConfig, params=load_params(params_path, "dedup"), where="dedup")
     t0 = time.perf_counter()
-    tables = []
-    for p in _parts(work, "a"):
-        names = pq.read_schema(p).names
-        cols = [c for c in ("id", "text", dcfg.quality_column) if c in names]
-        t = pq.read_table(p, columns=cols)
-        tables.append(t.append_column("_rank", pa.array([p.name[:5]] * t.num_rows, pa.string())))
-    vdir = work / "dedup" / "verdicts"
-    vdir.mkdir(parents=True, exist_ok=True)
-    st = StepStats()
-    if tables:
-        table = pa.concat_tables(tables, promote_options="permissive")
-        st.docs_in = table.num_rows
-        st.bytes_in = sum(len(t.encode("utf-8")) for t in table.column("text").to_pylist())
-        res = dedup_table(table.drop_columns(["_rank"]), dcfg)
-        res = res.append_column("_rank", table.column("_rank")).select(
-            ["id", "dup_cluster", "is_duplicate", "dup_kind", "_rank"])
-        for kind, n in zip(*_count_kinds(res), strict=True):
-            st.dropped["near_duplicate" if kind == "near" else "exact_duplicate"] += n
-        st.kept = st.docs_in - sum(st.dropped.values())
-        for rank in sorted(set(res.column("_rank").to_pylist())):
-            sub = res.filter(pc.equal(res.column("_rank"), rank)).drop_columns(["_rank"])
-            cio.atomic_write_table(sub, vdir / f"{rank}.parquet")
+    res = write_verdicts(_parts(work, "a"), work / "dedup" / "verdicts", dcfg)
+    st = StepStats(docs_in=res["docs_in"], bytes_in=res["bytes_in"])
+    st.dropped.update(res["dropped"])
+    st.kept = st.docs_in - sum(st.dropped.values())
     st.seconds = time.perf_counter() - t0
     write_task_stats(work / "dedup" / "stats.json", {"dedup_global": st})
     done.touch()
-
-
-def _count_kinds(res: pa.Table) -> tuple[list[str], list[int]]:
-    dup = res.filter(res.column("is_duplicate"))
-    kinds = dup.column("dup_kind").to_pylist()
-    uniq = sorted({k or "exact" for k in kinds})
-    return uniq, [sum(1 for k in kinds if (k or "exact") == u) for u in uniq]
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -15,7 +15,7 @@ Flow (documents are numbered by rank, see ``components``):
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,7 +91,6 @@ def hash_all(texts: Sequence[str | None], cfg: DedupConfig, *, keep_sig: bool = 
 def dedup_ranked(texts: Sequence[str | None], cfg: DedupConfig) -> DedupResult:
     """Deduplicate texts already in rank order (index = rank)."""
     n = len(texts)
-    bands, rows = cfg.bands_rows()
     exact = np.zeros((n, 2), np.uint64)
     n_words = np.zeros(n, np.int64)
     n_sh = np.zeros(n, np.int64)
@@ -100,17 +99,34 @@ def dedup_ranked(texts: Sequence[str | None], cfg: DedupConfig) -> DedupResult:
             e = s + out["exact"].shape[0]
             exact[s:e], n_words[s:e], n_sh[s:e] = out["exact"], out["n_words"], out["n_shingles"]
             spill.add(out["keys"], np.arange(s, e))  # filtered to eligible docs below
-        nonempty = n_words > 0
-        eroot = exact_roots(exact, nonempty) if cfg.exact else np.arange(n, dtype=np.int64)
-        eligible = (eroot == np.arange(n)) & (n_sh > 0)
-        pairs = np.zeros((0, 2), np.int64)
-        n_candidates = 0
-        if cfg.near and eligible.sum() > 1:
-            pairs = spill.candidate_pairs(max_bucket_pairs=cfg.max_bucket_pairs, keep=eligible)
-            n_candidates = len(pairs)
-            if cfg.verify:
-                pairs, _ = verify_pairs(pairs, lambda docs: [texts[i] or "" for i in docs],
-                                        ngram=cfg.ngram, threshold=cfg.threshold)
+        return resolve(exact, n_words > 0, n_sh > 0, spill, lambda docs: [texts[i] or "" for i in docs], cfg)
+
+
+def resolve(exact: np.ndarray, nonempty: np.ndarray, has_shingles: np.ndarray, spill: BandSpill,
+            text_of: Callable[[np.ndarray], list[str]], cfg: DedupConfig, *, remap: np.ndarray | None = None,
+            text_bytes: np.ndarray | None = None, verify_mb: float = 0.0,
+            band_max_keys: int = 0) -> DedupResult:
+    """Decisions from the hashes of all documents (arrays in rank order) and their spilled band keys.
+
+    ``remap[doc]`` turns the document numbers of the spill into ranks (identity when None). With
+    ``text_bytes`` and ``verify_mb``, candidate pairs are verified in chunks whose texts stay near
+    ``verify_mb`` MB (``text_of`` is called once per chunk); ``band_max_keys`` bounds the keys of one
+    band held at once (see :meth:`BandSpill.candidate_pairs`). Neither changes a decision.
+    """
+    n = exact.shape[0]
+    bands, rows = cfg.bands_rows()
+    eroot = exact_roots(exact, nonempty) if cfg.exact else np.arange(n, dtype=np.int64)
+    eligible = (eroot == np.arange(n)) & has_shingles
+    pairs = np.zeros((0, 2), np.int64)
+    n_candidates = 0
+    if cfg.near and eligible.sum() > 1:
+        pairs = spill.candidate_pairs(max_bucket_pairs=cfg.max_bucket_pairs, keep=eligible, remap=remap,
+                                      max_keys=band_max_keys)
+        n_candidates = len(pairs)
+        if cfg.verify:
+            kept = [verify_pairs(chunk, text_of, ngram=cfg.ngram, threshold=cfg.threshold)[0]
+                    for chunk in pair_chunks(pairs, text_bytes, verify_mb)]
+            pairs = np.concatenate(kept) if kept else pairs
     exact_edges = np.stack((np.arange(n), eroot), axis=1)[eroot != np.arange(n)]
     root = union_find(n, np.concatenate((exact_edges, pairs)))
     kind = np.zeros(n, np.int8)
@@ -124,7 +140,26 @@ def dedup_ranked(texts: Sequence[str | None], cfg: DedupConfig) -> DedupResult:
         "clusters": int((~dup).sum()), "candidate_pairs": int(n_candidates),
         "verified_pairs": int(len(pairs)) if cfg.verify else None,
         "skipped": {"empty_text": int((~nonempty).sum()),
-                    "shorter_than_shingle": int((nonempty & (n_sh == 0)).sum())},
+                    "shorter_than_shingle": int((nonempty & ~has_shingles).sum())},
     }
     log.info("dedup done", extra={"data": stats})
     return DedupResult(root=root, kind=kind, stats=stats)
+
+
+def pair_chunks(pairs: np.ndarray, text_bytes: np.ndarray | None, verify_mb: float) -> Iterator[np.ndarray]:
+    """Consecutive slices of ``pairs`` whose documents hold about ``verify_mb`` MB of text each
+    (one slice when either is unset). A document repeated in consecutive pairs counts once."""
+    if text_bytes is None or verify_mb <= 0 or len(pairs) == 0:
+        yield pairs
+        return
+    u, v = pairs[:, 0], pairs[:, 1]
+    new_u = np.ones(len(pairs), bool)
+    new_u[1:] = u[1:] != u[:-1]
+    cum = np.cumsum(text_bytes[v] + np.where(new_u, text_bytes[u], 0))
+    limit = max(1, int(verify_mb * 1e6))
+    start = 0
+    while start < len(pairs):
+        base = cum[start - 1] if start else 0
+        end = max(start + 1, int(np.searchsorted(cum, base + limit, side="right")))
+        yield pairs[start:end]
+        start = end

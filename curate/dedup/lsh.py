@@ -78,21 +78,38 @@ class BandSpill:
         np.save(dp, np.asarray(docs, dtype=np.int64))
         self._parts.append((kp, dp))
 
-    def band(self, j: int, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """All keys and doc indices of band ``j`` (only docs with ``keep[doc]`` when given)."""
-        if not self._parts:
-            return np.zeros(0, np.uint64), np.zeros(0, np.int64)
-        keys = np.concatenate([np.load(kp, mmap_mode="r")[j] for kp, _ in self._parts])
-        docs = np.concatenate([np.load(dp) for _, dp in self._parts])
-        if keep is not None:
-            m = keep[docs]
-            keys, docs = keys[m], docs[m]
-        return keys, docs
+    def band(self, j: int, keep: np.ndarray | None = None, *, remap: np.ndarray | None = None,
+             part: tuple[int, int] = (0, 1)) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and doc indices of band ``j``: docs renumbered by ``remap[doc]`` when given, only those
+        with ``keep[doc]`` (after renumbering), and only keys with ``key % part[1] == part[0]``.
 
-    def candidate_pairs(self, *, max_bucket_pairs: int, keep: np.ndarray | None = None) -> np.ndarray:
-        """Unique candidate pairs over all bands (among docs with ``keep[doc]`` when given)."""
-        found = [unique_pairs(bucket_pairs(*self.band(j, keep), max_bucket_pairs=max_bucket_pairs))
-                 for j in range(self.bands or 0)]
+        Batches are read one at a time (memory-mapped), so memory is what is returned."""
+        q, n_parts = part
+        keys_out, docs_out = [np.zeros(0, np.uint64)], [np.zeros(0, np.int64)]
+        for kp, dp in self._parts:
+            keys = np.load(kp, mmap_mode="r")[j]
+            docs = np.load(dp)
+            if remap is not None:
+                docs = remap[docs]
+            m = np.ones(docs.size, bool) if keep is None else keep[docs]
+            if n_parts > 1:
+                m &= (keys % np.uint64(n_parts)) == np.uint64(q)
+            keys_out.append(np.asarray(keys[m]))
+            docs_out.append(docs[m])
+        return np.concatenate(keys_out), np.concatenate(docs_out)
+
+    def candidate_pairs(self, *, max_bucket_pairs: int, keep: np.ndarray | None = None,
+                        remap: np.ndarray | None = None, max_keys: int = 0) -> np.ndarray:
+        """Unique candidate pairs over all bands (among docs with ``keep[doc]`` when given).
+
+        ``max_keys`` > 0 bounds memory: a band is grouped in ``ceil(kept docs / max_keys)`` passes,
+        each over the keys of one residue class (equal keys share a class, so buckets stay whole)."""
+        n_keep = int(keep.sum()) if keep is not None else sum(int(np.load(dp, mmap_mode="r").size)
+                                                               for _, dp in self._parts)
+        n_parts = max(1, -(-n_keep // max_keys)) if max_keys > 0 else 1
+        found = [unique_pairs(bucket_pairs(*self.band(j, keep, remap=remap, part=(q, n_parts)),
+                                           max_bucket_pairs=max_bucket_pairs))
+                 for j in range(self.bands or 0) for q in range(n_parts)]
         return unique_pairs(np.concatenate(found)) if found else np.zeros((0, 2), np.int64)
 
     def close(self) -> None:
