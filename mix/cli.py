@@ -5,9 +5,9 @@
     corpusmix mix select   --input POOLS --output mixture.json [--method natural] [--doremi F] [--regmix F]
     corpusmix mix ablation --input POOLS --mixture NAME=FILE ... --output ablation.json [--seeds 5]
 
-``POOLS`` is a token-pools folder (``corpusmix tokenize pools``). Settings come from the ``mix:``
-section of ``params.yaml`` (``--params``), then the chosen preset (``mix.presets.<name>``, built-in
-defaults in :data:`PRESETS`), then command-line flags. Proxy runs are cached under ``--cache``
+``POOLS`` is a token-pools folder (``corpusmix tokenize pools``). Settings: the chosen preset
+(``mix.preset``, defined in :mod:`mix.presets`), then explicit keys of ``mix.proxy`` / ``mix.doremi`` /
+``mix.regmix`` in ``params.yaml`` (``--params``), then command-line flags. Proxy runs are cached under ``--cache``
 (default: ``<output dir>/proxies``) so an interrupted search resumes without retraining.
 
 Targets: ``mix.target_domains`` (``[]`` = every domain not in ``mix.garbage_domains``) define the
@@ -23,50 +23,18 @@ Outputs next to ``mixture.json``: DoReMi writes its weight trajectory (``--traje
 from __future__ import annotations
 
 import argparse
-import copy
 import csv
 import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
-from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.config import ConfigError, add_config_args, load_params
+from mix.presets import DEFAULT_PRESET, resolve
 
-# Built-in presets; params.yaml ``mix.presets.<name>`` overrides them key by key.
-# tiny: the ~1M-non-embedding-parameter ``tiny`` model (d=128, 5 layers), seq 128, batch 8,
-#   150 steps (~150k tokens) per proxy, lr 1e-3 (3e-3 gave about twice the seed-to-seed spread of
-#   the demo ablation), 24 RegMix proxies; sized for ~10 minutes per method on
-#   2 idle CPU cores (RegMix is at that limit; measured figures in BENCHMARKS.md). micro: a 2-layer d=64 model (~0.1M parameters), seq 64, batch 16, 120 steps
-#   (~120k tokens), lr 1e-3 (5e-3 gave 3-5x the seed-to-seed loss spread), 48 RegMix proxies: for tests, smoke runs and the replication on small pools.
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "tiny": {
-        "proxy": {"model_preset": "tiny", "steps": 150, "batch_size": 8, "seq_len": 128, "lr": 1e-3,
-                  "warmup": 15, "val_batches": 4},
-        "doremi": {"steps": 150},
-        "regmix": {"num_proxies": 24},
-    },
-    "micro": {
-        "proxy": {"model_preset": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 120,
-                  "batch_size": 16, "seq_len": 64, "lr": 1e-3, "warmup": 12, "val_batches": 2},
-        "doremi": {"steps": 120},
-        "regmix": {"num_proxies": 48},
-    },
-}
 METHODS = ("doremi", "regmix", "uniform", "natural", "manual")
-
-
-def resolve(section: str, cls: type, params: dict[str, Any], preset: str, args: argparse.Namespace | None,
-            prefix: str = ""):
-    """``mix.<section>`` params, then ``mix.presets.<preset>.<section>``, then CLI flags."""
-    presets = copy.deepcopy(PRESETS)
-    for name, p in (params.get("presets") or {}).items():
-        for sec, vals in (p or {}).items():
-            presets.setdefault(name, {}).setdefault(sec, {}).update(vals or {})
-    if preset not in presets:
-        raise ConfigError(f"unknown mix preset {preset!r}; choose one of {sorted(presets)} or add it "
-                          "under mix.presets in params.yaml")
-    data = {**(params.get(section) or {}), **presets[preset].get(section, {})}
-    return config_from(cls, params=data, args=args, prefix=prefix, where=f"mix.{section} / preset {preset}")
+# where the pipeline (dvc.yaml) writes the searches' mixtures; mix.select.<method> or a flag overrides
+SELECT_DEFAULTS = {"doremi": "out/mix/doremi.json", "regmix": "out/mix/regmix.json"}
 
 
 def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
@@ -101,8 +69,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     from mix.proxy import ProxyConfig
 
     _common(p)
-    p.add_argument("--preset", default=None, help="mix.presets entry (default: mix.preset or tiny)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preset", default=None, help="a preset of mix/presets.py (default: mix.preset or tiny)")
     p.add_argument("--cache", default=None, help="proxy-run cache folder (default: <output dir>/proxies)")
     add_config_args(p, ProxyConfig, prefix="proxy-")
 
@@ -111,7 +78,7 @@ def _setup(args: argparse.Namespace):
     from mix.proxy import ProxyConfig
 
     params = load_params(args.params, "mix")
-    preset = args.preset or params.get("preset", "tiny")
+    preset = args.preset or params.get("preset", DEFAULT_PRESET)
     pcfg = resolve("proxy", ProxyConfig, params, preset, args, prefix="proxy-")
     out = Path(args.output)
     cache = Path(args.cache) if args.cache else out.parent / "proxies"
@@ -217,9 +184,7 @@ def cmd_select(args: argparse.Namespace) -> int:
 
         save_mixture(args.output, validate_mixture(w, tokens), method="manual", provenance=prov)
     else:
-        src = getattr(args, method) or (params.get("select") or {}).get(method)
-        if not src:
-            raise ConfigError(f"mix method {method}: pass --{method} FILE (the search's mixture.json)")
+        src = getattr(args, method) or (params.get("select") or {}).get(method) or SELECT_DEFAULTS[method]
         m = load_mixture(src, tokens)
         save_mixture(args.output, m.weights, method=m.method, params=m.params,
                      provenance={**m.provenance, "selected": method, "selected_from": str(src)})
@@ -273,11 +238,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     msub = p.add_subparsers(dest="mix_command", metavar="METHOD")
     d = msub.add_parser("doremi", help="DoReMi: Group-DRO proxy against a reference model")
     _search_args(d)
+    d.add_argument("--seed", type=int, default=0, help="seed of the search's proxies")
     d.add_argument("--trajectory", default=None, help="weight trajectory CSV (default: next to --output)")
     add_config_args(d, DoReMiConfig)
     d.set_defaults(func=cmd_doremi)
     r = msub.add_parser("regmix", help="RegMix: regression over many tiny proxy runs")
     _search_args(r)
+    r.add_argument("--seed", type=int, default=0, help="seed of the search's proxies")
     r.add_argument("--report", default=None, help="fit report JSON (default: next to --output)")
     add_config_args(r, RegMixConfig)
     r.set_defaults(func=cmd_regmix)
