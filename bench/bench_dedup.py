@@ -1,6 +1,11 @@
 """Dedup throughput: ours (local, Spark local[2]) vs datasketch, datatrove and rensa; peak RSS.
 
     python bench/bench_dedup.py [--mb 4] [--rounds 2] [--spark] [--rss] [--json out.json]
+    python bench/bench_dedup.py --gen 100 --ours-workers 1 --skip datatrove,rensa --rounds 1
+
+``--gen MB`` replaces the data below by a corpus of distinct documents from ``bench/gen_corpus.py``
+(seed 0, 3 % exact + 3 % near planted copies; generated under ``--gen-dir``); ``--ours-workers 1``
+makes the alternating "ours" single-process, like datasketch.
 
 Data: real English documents of /work/shared/corpora (round-robin over the seven domains, up to
 ``--mb`` MB of text), plus 5 % exact copies (case/whitespace changed) and 5 % near copies
@@ -65,6 +70,15 @@ def load(mb: float, seed: int = 0) -> pa.Table:
         else:
             extra.append({"id": f"bench/near/{i}", "text": edit_words(r["text"], 0.02, rng, vocab)})
     return pa.Table.from_pylist(rows + extra)
+
+
+def load_generated(mb: float, gen_dir: Path) -> pa.Table:
+    """``id``/``text`` of a gen_corpus corpus of ``mb`` MB (generated once under ``gen_dir``)."""
+    out = gen_dir / f"gen-{mb:g}"
+    if not (out / "manifest.json").exists():
+        subprocess.run([sys.executable, str(Path(__file__).with_name("gen_corpus.py")), "--out", str(out),
+                        "--mb", str(mb)], check=True, stdout=subprocess.DEVNULL)
+    return pq.read_table(out / "docs", columns=["id", "text"])
 
 
 def shingles(text: str, n: int = 5) -> set[str]:
@@ -167,12 +181,15 @@ def main() -> None:
     ap.add_argument("--rss", action="store_true")
     ap.add_argument("--skip", default="", help="comma-separated methods to skip")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--gen", type=float, default=0.0, help="MB of bench/gen_corpus.py documents instead")
+    ap.add_argument("--gen-dir", default=tempfile.gettempdir())
+    ap.add_argument("--ours-workers", type=int, default=2)
     ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rss_child:
         rss_child(args.rss_child)
         return
-    t = load(args.mb)
+    t = load_generated(args.gen, Path(args.gen_dir)) if args.gen else load(args.mb)
     mb = sum(len(x.encode()) for x in t.column("text").to_pylist()) / 1e6
     methods = {"datasketch": run_datasketch, "datatrove": run_datatrove, "rensa": run_rensa,
                "ours_w1": lambda x: run_ours(x, 1)}
@@ -181,13 +198,15 @@ def main() -> None:
     dups: dict[str, int] = {}
     for _ in range(args.rounds):
         for name, fn in methods.items():
-            for label, f in (("ours", lambda x: run_ours(x, 2)), (name, fn)):
+            for label, f in (("ours", lambda x: run_ours(x, args.ours_workers)), (name, fn)):
                 t0 = time.perf_counter()
                 dups[label] = f(t)
                 times[label].append(time.perf_counter() - t0)
                 print(f"{label}: {times[label][-1]:.2f}s dups={dups[label]}", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in times.items() if v}
-    report = {"mb": round(mb, 2), "docs": t.num_rows, "rounds": args.rounds,
+    report = {"mb": round(mb, 2), "docs": t.num_rows, "rounds": args.rounds, "ours_workers": args.ours_workers,
+              "data": f"gen_corpus {args.gen:g} MB" if args.gen else "shared corpora + planted copies",
+              "loadavg": Path("/proc/loadavg").read_text().split()[:3],
               "mb_per_s": {k: round(mb / v, 3) for k, v in med.items()},
               "seconds": {k: round(v, 3) for k, v in med.items()},
               "ours_speedup_vs": {k: round(v / med["ours"], 2) for k, v in med.items() if k != "ours"},

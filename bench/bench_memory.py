@@ -1,11 +1,22 @@
-"""Benchmark: peak RSS of ``corpusmix curate run`` on an input and on the same input grown 10x.
+"""Benchmark: peak RSS of the local engine's dedup stage (streaming vs in-memory) and of the whole
+chain, on corpora of DISTINCT documents from ``bench/gen_corpus.py``.
 
-Run: ``python bench/bench_memory.py [--mb N] [--factor 10] [--steps normalize,langid,filters]``.
-Builds two Parquet inputs from real English corpora (the big one repeats the documents under new
-ids), runs the engine on each in a child process (1 task, 1 worker) and reads the child's peak RSS
-from ``os.wait4``. The streaming stage holds one batch of documents at a time, so the peak should
-not grow with the input. (Global dedup, when enabled, holds id/text of all documents by design.)
-Writes ``bench/out/bench_memory.json``.
+    python bench/bench_memory.py --mb 100,300 [--modes stream,memory] [--chain-mb 20] [--gen-dir /tmp/x]
+
+For every size, a corpus is generated once (``--gen-dir/gen-<mb>``, reused when its manifest
+matches; seed 0, 3 % exact + 3 % near planted copies) and each mode runs in a fresh child process
+whose peak RSS comes from ``os.wait4`` (``ru_maxrss``; one process: ``dedup.workers=1`` so no pool
+worker hides memory):
+
+* ``stream``: ``curate.dedup.stream.write_verdicts`` over the corpus parts (what ``corpusmix curate
+  run`` does after stage a, with the default budgets);
+* ``memory``: ``verdicts_in_memory`` (id/text of every document in one Arrow table through
+  ``dedup_table``: the stage before streaming).
+
+Modes alternate within a size (stream, memory), the load average is read before each run, and
+bytes/document is the slope of peak RSS between the smallest and the largest size. ``--chain-mb``
+adds ``corpusmix curate run`` (the default chain of ``params.yaml``, 1 task, 1 worker) on a corpus of
+that size and reports its peak RSS and per-step seconds. Writes ``bench/out/bench_memory.json``.
 """
 
 from __future__ import annotations
@@ -19,66 +30,117 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
-
 ROOT = Path(__file__).resolve().parents[1]
-CORPORA = _SHARED_CORPORA
 
 
-def make_input(path: Path, mb: float, copies: int) -> int:
-    parts = []
-    for d in ("news", "legal", "techdocs", "literature"):
-        parts.append(pq.read_table(CORPORA / f"{d}.parquet", columns=["id", "text", "domain", "source"]))
-    base = pa.concat_tables(parts)
-    sizes = pa.compute.utf8_length(base.column("text")).to_pylist()
-    n, tot = 0, 0
-    while n < len(sizes) and tot < mb * 1e6:
-        tot += sizes[n]
-        n += 1
-    base = base.slice(0, n)
-    with pq.ParquetWriter(path, base.schema, compression="zstd") as w:
-        for c in range(copies):
-            ids = pa.array([f"{i}~{c}" for i in base.column("id").to_pylist()])
-            w.write_table(base.set_column(0, "id", ids), row_group_size=200)
-    return tot * copies
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def run(inp: Path, out: Path, params: Path) -> tuple[float, int]:
-    cmd = [sys.executable, "-m", "corpusmix.cli", "curate", "run", "--input", str(inp), "--output", str(out),
-           "--params", str(params), "--tasks", "1", "--workers", "1"]
+def corpus(gen_dir: Path, mb: float, source: str | None) -> tuple[Path, dict]:
+    out = gen_dir / f"gen-{mb:g}"
+    man = out / "manifest.json"
+    if man.exists():
+        m = json.loads(man.read_text())
+        if m["mb_requested"] == mb and m["seed"] == 0:
+            return out, m
+    cmd = [sys.executable, str(ROOT / "bench" / "gen_corpus.py"), "--out", str(out), "--mb", str(mb)]
+    if source:
+        cmd += ["--source", source]
+    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return out, json.loads(man.read_text())
+
+
+def child(mode: str, docs: str, work: str) -> None:
+    """Run one dedup mode in this (fresh) process and print its result."""
+    from curate.dedup import DedupConfig
+    from curate.dedup.stream import verdicts_in_memory, write_verdicts
+
+    parts = sorted(Path(docs).glob("*.parquet"))
+    cfg = DedupConfig(workers=1, spill_dir=str(Path(work) / "spill"))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    if mode == "stream":
+        info = write_verdicts(parts, Path(work) / "verdicts", cfg)
+        dups = sum(info["dropped"].values())
+    else:
+        res = verdicts_in_memory(parts, cfg)
+        dups = int(sum(res.column("is_duplicate").to_pylist()))
+    print(json.dumps({"seconds": round(time.perf_counter() - t0, 1), "duplicates": dups}))
+
+
+def run_child(args: list[str], cwd: Path = ROOT) -> tuple[int, float, str]:
+    """(peak RSS bytes, wall seconds, last stdout line) of a child process."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen([sys.executable, *args], cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        lines = out.read().strip().splitlines()
     if status != 0:
-        raise SystemExit(f"curate run failed on {inp} (status {status})")
-    return time.perf_counter() - t0, usage.ru_maxrss * 1024
+        raise SystemExit(f"child {args} failed (status {status})")
+    return usage.ru_maxrss * 1024, time.perf_counter() - t0, lines[-1] if lines else ""
+
+
+def chain(gen: Path, work: Path) -> dict:
+    params = work / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    rss, wall, _ = run_child(["-m", "corpusmix.cli", "curate", "run", "--input", str(gen / "docs"),
+                              "--output", str(work / "out"), "--params", str(params), "--tasks", "1",
+                              "--workers", "1"])
+    stats = json.loads((work / "out" / "stats.json").read_text())
+    return {"peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1),
+            "step_seconds": {k: v.get("seconds") for k, v in stats.get("steps", {}).items()}}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=float, default=1.0)
-    ap.add_argument("--factor", type=int, default=10)
-    ap.add_argument("--steps", default="normalize,langid,filters")
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        params = tmp / "params.yaml"
-        params.write_text(f"curate:\n  engine:\n    steps: [{args.steps}]\n    batch_docs: 500\n")
-        small, big = tmp / "small.parquet", tmp / "big.parquet"
-        b_small = make_input(small, args.mb, 1)
-        b_big = make_input(big, args.mb, args.factor)
-        s_small, rss_small = run(small, tmp / "out_small", params)
-        s_big, rss_big = run(big, tmp / "out_big", params)
-    res = {"bench": "memory", "steps": args.steps, "small_mb": round(b_small / 1e6, 2), "big_mb": round(b_big / 1e6, 2),
-           "small_peak_rss_mb": round(rss_small / 2**20, 1), "big_peak_rss_mb": round(rss_big / 2**20, 1),
-           "rss_ratio": round(rss_big / rss_small, 3), "small_seconds": round(s_small, 1), "big_seconds": round(s_big, 1)}
-    print(json.dumps(res))
+    ap.add_argument("--mb", default="100,300", help="comma-separated corpus sizes (MB of text)")
+    ap.add_argument("--modes", default="stream,memory")
+    ap.add_argument("--chain-mb", type=float, default=0.0, help="also run the whole chain at this size")
+    ap.add_argument("--gen-dir", type=Path, default=Path(tempfile.gettempdir()) / "corpusmix-gen")
+    ap.add_argument("--source", default=None, help="gen_corpus --source (default: the shared corpora)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated corpora")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(*a.child)
+        return
+    sizes = [float(x) for x in a.mb.split(",")]
+    modes = a.modes.split(",")
+    rows = []
+    for mb in sizes:
+        gen, man = corpus(a.gen_dir, mb, a.source)
+        for mode in modes:
+            with tempfile.TemporaryDirectory(prefix="bench-mem-", dir=a.gen_dir) as work:
+                load = loadavg()
+                rss, wall, line = run_child([str(Path(__file__).resolve()), "--child", mode, str(gen / "docs"), work])
+                r = {"mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "mode": mode,
+                     "peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1), "loadavg": load,
+                     **json.loads(line)}
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+    res: dict = {"bench": "memory", "runs": rows, "bytes_per_doc": {}}
+    for mode in modes:
+        rs = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["docs"])
+        if len(rs) >= 2 and rs[-1]["docs"] > rs[0]["docs"]:
+            res["bytes_per_doc"][mode] = round((rs[-1]["peak_rss_mb"] - rs[0]["peak_rss_mb"]) * 2**20
+                                               / (rs[-1]["docs"] - rs[0]["docs"]), 1)
+    if a.chain_mb:
+        gen, man = corpus(a.gen_dir, a.chain_mb, a.source)
+        with tempfile.TemporaryDirectory(prefix="bench-chain-", dir=a.gen_dir) as work:
+            load = loadavg()
+            res["chain"] = {"mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "loadavg": load,
+                            **chain(gen, Path(work))}
+        print(json.dumps(res["chain"]), flush=True)
+    print(json.dumps({k: v for k, v in res.items() if k != "runs"}))
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "bench_memory.json").write_text(json.dumps(res, indent=2))
+    (out / "bench_memory.json").write_text(json.dumps(res, indent=2) + "\n")
+    if not a.keep:
+        import shutil
+
+        for mb in sizes + ([a.chain_mb] if a.chain_mb else []):
+            shutil.rmtree(a.gen_dir / f"gen-{mb:g}", ignore_errors=True)
 
 
 if __name__ == "__main__":
