@@ -95,8 +95,52 @@ def main() -> None:
     bench(args)
 
 
-def bench(args: argparse.Namespace) -> None:  # filled in below
-    raise SystemExit("timing mode: see below")
+def bench(args: argparse.Namespace) -> None:
+    """Alternate old / ours on the same pools, mixture and seed; tokens/s over each whole run
+    (set-up, training and validation: what a proxy of a search costs)."""
+    import statistics
+    import time
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from mix.presets import PRESETS
+    except ImportError:  # before the presets moved out of mix/cli.py
+        from mix.cli import PRESETS
+    from mix.proxy import ProxyConfig, pool_domains, train_proxy
+    from tests.mix.test_doremi import write_pools
+
+    old = load_old_loop()
+    work = Path(tempfile.mkdtemp(prefix="bench_proxy_loop_"))
+    pools = write_pools(work / "pools", {"a": 60000, "b": 60000, "c": 30000, "d": 30000}, vocab=512)
+    pc = {**PRESETS[args.preset]["proxy"], "steps": args.steps}
+    ours_cfg, old_cfg = ProxyConfig(**pc, device="cpu"), old.ProxyConfig(**pc)
+    k = len(pool_domains(pools))
+    w = (np.arange(1, k + 1) / np.arange(1, k + 1).sum()).tolist()
+    tokens = pc["steps"] * pc["batch_size"] * pc["seq_len"]
+    rows = []
+    for r in range(args.rounds):
+        for name in (("old", "ours") if r % 2 == 0 else ("ours", "old")):
+            t = time.perf_counter()
+            if name == "old":
+                _, res = old.train_proxy(pools, w, old_cfg, seed=0)
+            else:
+                _, res = train_proxy(pools, w, ours_cfg, seed=0)
+            dt = time.perf_counter() - t
+            rows.append({"round": r, "loop": name, "seconds": round(dt, 3), "tokens_per_s": round(tokens / dt, 1),
+                         "val_loss_avg": round(float(np.mean(list(res["val_loss"].values()))), 6),
+                         "loadavg": open("/proc/loadavg").read().split()[:3]})
+            print(json.dumps(rows[-1]), flush=True)
+    ratios = []
+    for r in range(args.rounds):
+        o = next(x for x in rows if x["round"] == r and x["loop"] == "old")
+        n = next(x for x in rows if x["round"] == r and x["loop"] == "ours")
+        ratios.append(n["tokens_per_s"] / o["tokens_per_s"])
+    print(json.dumps({"preset": args.preset, "steps": args.steps, "tokens_per_run": tokens,
+                      "ratio_ours_over_old": [round(x, 3) for x in ratios],
+                      "median_ratio": round(statistics.median(ratios), 3),
+                      "loadavg_end": open("/proc/loadavg").read().split()[:3]}))
 
 
 if __name__ == "__main__":

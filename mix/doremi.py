@@ -2,7 +2,14 @@
 Mixtures Speeds Up Language Model Pretraining").
 
 Run as ``corpusmix mix doremi --input POOLS_DIR --output mixture.json [--preset tiny]``; the
-numerics live here and the proxy training glue in :mod:`mix.proxy`.
+numerics live here. The reference and the DRO proxies are runs of the trainer
+(``proxytrain.train.train`` through :func:`mix.proxy.train_proxy`): the Group-DRO step is the
+trainer's objective hook (:class:`DROObjective`), so DRO proxies train where the trainer trains
+(CPU, a GPU, FSDP2 over ranks under torchrun) and resume from its checkpoints with their weights.
+
+Under torchrun every rank holds a replica of the reference and scores its own rows of the batch
+with it; the per-domain excess sums and token counts are all-reduced before the weight update, so
+every rank holds the same weights and the trajectory is the one of a single process.
 
 The algorithm, step by step (one DRO step = one proxy batch):
 
@@ -100,6 +107,26 @@ class DoReMiConfig:
             raise ValueError("doremi max_rounds must be >= 1 and tol >= 0")
 
 
+def domain_excess_sums(proxy_loss, reference_loss, mask, domain_ids, num_domains: int):
+    """``[2, num_domains]`` float64 tensor: per domain, the sum of the clipped per-token excess loss
+    ``max(proxy - reference, 0)`` over its target tokens, and the number of those tokens (summed
+    over ranks before :func:`excess_from_sums`)."""
+    import torch
+
+    with torch.no_grad():
+        m = mask.float()
+        tok = (proxy_loss.detach().float() - reference_loss.detach().float()).clamp(min=0) * m
+        onehot = torch.nn.functional.one_hot(domain_ids.long(), num_domains).float()  # [B, k]
+        return torch.stack([onehot.T @ tok.sum(dim=1), onehot.T @ m.sum(dim=1)]).double()
+
+
+def excess_from_sums(sums) -> tuple[np.ndarray, np.ndarray]:
+    """``(excess, present)`` numpy arrays from :func:`domain_excess_sums`' (reduced) tensor."""
+    s = sums.detach().cpu().double().numpy()
+    present = s[1] > 0
+    return np.where(present, s[0] / np.maximum(s[1], 1.0), 0.0), present
+
+
 def domain_excess_loss(proxy_loss, reference_loss, mask, domain_ids, num_domains: int):
     """Per-domain mean of the clipped per-token excess loss.
 
@@ -107,17 +134,7 @@ def domain_excess_loss(proxy_loss, reference_loss, mask, domain_ids, num_domains
     ``domain_ids``: ``[B]``. Returns ``(excess, present)`` numpy arrays of length ``num_domains``;
     ``excess[d]`` is 0 where ``present[d]`` is False (no target tokens of ``d`` in the batch).
     """
-    import torch
-
-    with torch.no_grad():
-        m = mask.float()
-        tok = (proxy_loss.detach().float() - reference_loss.detach().float()).clamp(min=0) * m
-        onehot = torch.nn.functional.one_hot(domain_ids.long(), num_domains).float()  # [B, k]
-        sums = onehot.T @ tok.sum(dim=1)
-        counts = onehot.T @ m.sum(dim=1)
-        present = counts > 0
-        excess = torch.where(present, sums / counts.clamp(min=1), torch.zeros_like(sums))
-    return excess.cpu().double().numpy(), present.cpu().numpy()
+    return excess_from_sums(domain_excess_sums(proxy_loss, reference_loss, mask, domain_ids, num_domains))
 
 
 class GroupDRO:
@@ -175,6 +192,57 @@ class GroupDRO:
         w = torch.as_tensor(self.weights * self.k, dtype=torch.float32, device=domain_ids.device)
         return w[domain_ids.long()]
 
+    def state_dict(self) -> dict:
+        """JSON-able state (weights, last excess, the weights of every step for the average):
+        saved in the trainer's checkpoints, so a resumed proxy continues the same trajectory."""
+        return {"weights": self.weights.tolist(), "last_excess": self.last_excess.tolist(),
+                "seen": self._seen.tolist(), "history": [h.tolist() for h in self.history]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.weights = np.asarray(state["weights"], dtype=np.float64)
+        self.last_excess = np.asarray(state["last_excess"], dtype=np.float64)
+        self._seen = np.asarray(state["seen"], dtype=bool)
+        self.history = [np.asarray(h, dtype=np.float64) for h in state["history"]]
+
+
+class DROObjective:
+    """The Group-DRO step as the trainer's objective hook (``proxytrain.train.Objective``).
+
+    Per batch: the reference's per-token loss (no gradient), the per-domain excess sums and
+    counts all-reduced over ranks, the :class:`GroupDRO` update, then each token's loss weighted
+    by ``k * a[domain]`` with the updated weights (the order of the original implementation).
+    """
+
+    def __init__(self, dro: GroupDRO, reference, domains: list[str]):
+        self.dro, self.reference, self.domains = dro, reference, list(domains)
+        self.reference.eval()
+        self.reference.requires_grad_(False)
+
+    def token_loss(self, step: int, batch: dict, loss_tok, mask):
+        import torch
+
+        from proxytrain.model import per_token_loss
+        from proxytrain.parallel import all_reduce_sum
+
+        dev = loss_tok.device
+        if next(self.reference.parameters()).device != dev:
+            self.reference.to(dev)
+        with torch.no_grad():
+            ref_tok, _ = per_token_loss(self.reference(batch["tokens"], batch["segment_ids"]), batch["tokens"],
+                                        batch["segment_ids"])
+        sums = all_reduce_sum(domain_excess_sums(loss_tok, ref_tok, mask, batch["domain_id"], self.dro.k))
+        self.dro.update(*excess_from_sums(sums))
+        return loss_tok * self.dro.loss_weights(batch["domain_id"])[:, None]
+
+    def record(self) -> dict[str, float]:
+        return {f"dro_weight/{d}": float(w) for d, w in zip(self.domains, self.dro.weights, strict=True)}
+
+    def state_dict(self) -> dict:
+        return self.dro.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.dro.load_state_dict(state)
+
 
 def l1_change(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(np.asarray(a) - np.asarray(b)).sum())
@@ -212,7 +280,7 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     from pathlib import Path
 
     from mix.mixture import natural_mixture
-    from mix.proxy import pool_domains, pools_fingerprint
+    from mix.proxy import pool_domains, pools_fingerprint, proxy_key
 
     cfg.validate()
     tokens = pool_domains(pools_dir)
@@ -233,19 +301,18 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     seeds = [seed + 1 + i for i in range(cfg.seeds)]  # the reference uses `seed`; DRO proxies the next ones
 
     def run_round(ref_w: np.ndarray, r: int) -> np.ndarray:
-        _log().info("doremi round", extra={"data": {"round": r, "reference": ref_w.tolist(), "seeds": seeds}})
-        ref_path = _reference_model(pools_dir, ref_w, pcfg, cfg, seed, fp, cache)
-        jobs = [(str(pools_dir), dataclasses.asdict(cfg), dataclasses.asdict(pcfg), s, ref_w.tolist(),
-                 str(ref_path), fp, str(cache), r, progress and cfg.workers == 1) for s in seeds]
-        todo = [j for j in jobs if not _dro_path(j).exists()]  # finished seeds are read, not respawned
-        if cfg.workers > 1 and len(todo) > 1:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
+        from mix.dispatch import run_jobs
 
-            with ProcessPoolExecutor(max_workers=min(cfg.workers, len(jobs)),
-                                     mp_context=mp.get_context("spawn")) as ex:
-                list(ex.map(_dro_seed, todo))
-        results = [_dro_seed(j) for j in jobs]
+        _log().info("doremi round", extra={"data": {"round": r, "reference": ref_w.tolist(), "seeds": seeds}})
+        rcfg = _reference_cfg(pcfg, cfg)
+        ref_job = {"kind": "reference", "key": f"reference-{proxy_key(fp, ref_w, rcfg, seed, 'reference')}",
+                   "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": seed, "cfg": dataclasses.asdict(rcfg)}
+        (ref_path,) = run_jobs([ref_job], cache, workers=1, progress=False, device=pcfg.device)
+        jobs = [_dro_job(pools_dir, cfg, pcfg, s, ref_w, ref_path, rcfg, fp, r) for s in seeds]
+        paths = run_jobs(jobs, cache, workers=cfg.workers, progress=progress, device=pcfg.device)
+        import json
+
+        results = [json.loads(p.read_text()) for p in paths]
         for step, h in enumerate(results[0]["history"]):
             trajectory.append({"round": r, "step": step, **dict(zip(domains, h, strict=True))})
         per_seed[:] = [np.array(res["weights"]) for res in results]
@@ -266,46 +333,95 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
             "trajectory": trajectory, "seconds": round(time.perf_counter() - t0, 2)}
 
 
-def _dro_seed(args: tuple) -> dict:
-    """One seed's DRO proxy against the cached reference (a process-pool job); cached as JSON."""
-    import json
+def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_path, rcfg, fp: str,
+             r: int) -> dict:
+    """The job of one seed's DRO proxy against the round's reference (its key: pools, reference,
+    proxy config, seed, DRO settings)."""
+    import dataclasses
+    from pathlib import Path
+
+    from mix.proxy import proxy_key
+
+    tag = (f"doremi eta={cfg.eta} c={cfg.smoothing} ema={cfg.excess_ema} avg_from={cfg.average_from} "
+           f"ref={Path(ref_path).name}")
+    return {"kind": "doremi", "key": f"doremi-{proxy_key(fp, ref_w.tolist(), pcfg, s, tag)}", "pools": str(pools_dir),
+            "seed": s, "round": r, "reference_weights": ref_w.tolist(), "reference": Path(ref_path).name,
+            "cfg": dataclasses.asdict(pcfg), "reference_cfg": dataclasses.asdict(rcfg),
+            "doremi": dataclasses.asdict(cfg)}
+
+
+def run_doremi_job(job: dict, cache) -> None:
+    """Run a ``reference`` or ``doremi`` job (:mod:`mix.dispatch`) in this process (all ranks under
+    torchrun); rank 0 writes the result into ``cache``."""
+    import shutil
+    from pathlib import Path
 
     import torch
 
-    from mix.proxy import ProxyConfig, build_proxy_model, train_proxy
+    from mix.proxy import ProxyConfig, full_state_dict, train_proxy, write_json
 
-    pools_dir, cfg_d, pcfg_d, s, ref_w, ref_path, fp, cache, r, progress = args
-    cfg, pcfg = DoReMiConfig(**cfg_d), ProxyConfig(**pcfg_d)
-    out = _dro_path(args)
-    if out.exists():
-        return json.loads(out.read_text())
-    torch.set_num_threads(1)
-    rcfg = _reference_cfg(pcfg, cfg)
-    reference = build_proxy_model(pools_dir, rcfg, 0)
-    reference.load_state_dict(torch.load(ref_path, weights_only=True))
-    k = len(ref_w)
+    cache = Path(cache)
+    work = cache / f"work-{job['key']}"
+    pcfg = ProxyConfig(**job["cfg"])
+    rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+    if job["kind"] == "reference":
+        _log().info("doremi reference", extra={"data": {"steps": pcfg.steps, "mixture": job["weights"]}})
+        model, _ = train_proxy(job["pools"], job["weights"], pcfg, seed=job["seed"], work_dir=work, keep_work=True)
+        state = full_state_dict(model)  # every rank takes part in the gather
+        if rank == 0:
+            out = cache / f"{job['key']}.pt"
+            tmp = out.with_suffix(".tmp")
+            torch.save(state, tmp)
+            tmp.replace(out)
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    cfg = DoReMiConfig(**job["doremi"])
+    reference = load_reference(cache / job["reference"], job["pools"], ProxyConfig(**job["reference_cfg"]))
+    k = len(job["reference_weights"])
     dro = GroupDRO(k, eta=cfg.eta, smoothing=cfg.smoothing, ema=cfg.excess_ema,
                    average_from=int(cfg.average_from * cfg.steps))
-    _, res = train_proxy(pools_dir, None, pcfg, seed=s, dro=dro, reference=reference, progress=progress)
+    from mix.proxy import pool_domains
+
+    objective = DROObjective(dro, reference, list(pool_domains(job["pools"])))
+    _, res = train_proxy(job["pools"], None, pcfg, seed=job["seed"], objective=objective, work_dir=work,
+                         keep_work=True)
     res.update(weights=dro.average().tolist(), history=[h.tolist() for h in dro.history],
-               reference_weights=list(ref_w), round=r, seed=s)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(res))
-    tmp.replace(out)
-    return res
+               reference_weights=list(job["reference_weights"]), round=job["round"], seed=job["seed"])
+    if rank == 0:
+        write_json(cache / f"{job['key']}.json", res)
+        shutil.rmtree(work, ignore_errors=True)
 
 
-def _dro_path(args: tuple):
-    """Cache file of one seed's DRO run (its key: pools, reference, proxy config, seed, DRO settings)."""
-    from pathlib import Path
+def load_reference(path, pools_dir, rcfg):
+    """The reference model (plain module, CPU) from its state dict, refused with a clear error when
+    it was trained for another vocabulary or model shape than ``rcfg`` on these pools."""
+    import torch
 
-    from mix.proxy import ProxyConfig, proxy_key
+    from corpusmix.config import ConfigError
+    from mix.proxy import build_proxy_model
 
-    _, cfg_d, pcfg_d, s, ref_w, ref_path, fp, cache, _, _ = args
-    cfg = DoReMiConfig(**cfg_d)
-    tag = (f"doremi eta={cfg.eta} c={cfg.smoothing} ema={cfg.excess_ema} avg_from={cfg.average_from} "
-           f"ref={Path(ref_path).name}")
-    return Path(cache) / f"doremi-{proxy_key(fp, ref_w, ProxyConfig(**pcfg_d), s, tag)}.json"
+    model = build_proxy_model(pools_dir, rcfg, 0)
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"reference checkpoint {path} is unreadable ({exc}); delete it to retrain it") from None
+    expect = model.state_dict()
+    if not isinstance(state, dict):
+        raise ConfigError(f"reference checkpoint {path} is not a model state dict; delete it to retrain it")
+    emb, got_emb = expect["tok_emb.weight"].shape, state.get("tok_emb.weight", torch.empty(0, 0)).shape
+    if len(got_emb) == 2 and got_emb[0] != emb[0]:
+        raise ConfigError(f"reference checkpoint {path} was trained with a vocabulary of {got_emb[0]} tokens, the "
+                          f"proxies use {emb[0]} (these pools' tokenizer): train the reference on these pools "
+                          "(delete the file; the next run retrains it)")
+    diff = sorted(set(expect) ^ set(state)) + [
+        f"{n} {tuple(state[n].shape)} vs {tuple(t.shape)}" for n, t in expect.items()
+        if n in state and tuple(state[n].shape) != tuple(t.shape)]
+    if diff:
+        raise ConfigError(f"reference checkpoint {path} has another model shape than the proxies ({rcfg.model_preset}"
+                          f" d_model={rcfg.d_model or 'preset'} n_layers={rcfg.n_layers or 'preset'}): "
+                          f"{', '.join(diff[:3])}; train it with the proxies' model (delete the file to retrain)")
+    model.load_state_dict(state)
+    return model
 
 
 def _log():
@@ -320,21 +436,3 @@ def _reference_cfg(pcfg, cfg: DoReMiConfig):
 
     steps = max(1, int(round(cfg.steps * cfg.reference_factor)))
     return dataclasses.replace(pcfg, steps=steps, warmup=int(round(pcfg.warmup * cfg.reference_factor)))
-
-
-def _reference_model(pools_dir, ref_w: np.ndarray, pcfg, cfg: DoReMiConfig, seed: int, fp: str, cache):
-    """Train (or find) the reference on ``ref_w``; return the path of its cached state dict."""
-    import torch
-
-    from mix.proxy import proxy_key, train_proxy
-
-    rcfg = _reference_cfg(pcfg, cfg)
-    path = cache / f"reference-{proxy_key(fp, ref_w, rcfg, seed, 'reference')}.pt"
-    if path.exists():
-        return path
-    _log().info("doremi reference", extra={"data": {"steps": rcfg.steps, "mixture": ref_w.tolist()}})
-    model, _ = train_proxy(pools_dir, ref_w, rcfg, seed=seed)
-    tmp = path.with_suffix(".tmp")
-    torch.save(model.state_dict(), tmp)
-    tmp.replace(path)
-    return path

@@ -1,27 +1,29 @@
-"""Proxy models for the mixture searches: train one small model on given domain weights (or with
-a Group-DRO callback for DoReMi) from the token pools, and measure per-domain validation loss.
+"""Proxy models for the mixture searches: trainer runs (``proxytrain.train.train``) on a mixture of
+the token pools, scored by per-domain held-out loss; cached, resumable and dispatched over devices.
 
-Library module; used by ``corpusmix mix doremi|regmix`` and by :mod:`mix.ablation`::
+Library module; used by ``corpusmix mix doremi|regmix|ablation`` and ``corpusmix mix proxy-run``::
 
     from mix.proxy import ProxyConfig, train_proxy, train_proxies
     model, result = train_proxy("pools/", weights, ProxyConfig(steps=100), seed=0)
     results = train_proxies("pools/", [(w1, 0), (w2, 0)], cfg, cache_dir="cache/", workers=2)
 
-Everything model- and data-specific comes from ``proxytrain``: the model (``proxytrain.model``:
-preset config, ``build_model``, ``per_token_loss``, ``make_optimizer``, ``lr_at``, ``evaluate``)
-and the token pools (``proxytrain.pools``: seeded per-domain sampling of trainer batches and the
-held-out validation split). This module only adds the mixture logic: which domain each example
-comes from, the DRO reweighting hook, and resumable parallel runs.
+There is one training loop: a proxy IS a run of the trainer (model, optimizer, schedule, clipping,
+spike guard, FSDP2 under torchrun, DCP checkpoints, attention backend ``auto``: FlashAttention
+varlen on CUDA when installed). This module adds only the mixture logic:
 
-Every proxy runs in-process on one torch thread (``torch.set_num_threads(1)``), so ``workers``
-processes use ``workers`` cores. A finished proxy's result is saved as JSON under
-``cache_dir/<key>.json`` (the key hashes the pools, the weights, the config and the seed) and is
-never retrained: a re-run reads it back.
+- :class:`MixtureSource`, the trainer's ``BatchSource``: which domain each row comes from
+  (``sampling: stratified`` or ``iid``), or balanced DRO batches (the same number of windows of
+  every domain, DoReMi); under torchrun every rank draws the same global batch and keeps its rows
+  ``rank, rank + world, ...``, so N ranks train on exactly the rows of one process;
+- the validation source: the first windows of each domain's held-out split, independent of the
+  run's seed, so every proxy of a search is scored on the same tokens (``val`` for the searches,
+  ``eval`` for the ablation, which no search reads);
+- caching: a finished proxy's result is ``cache_dir/proxy-<key>.json`` (the key hashes the pools,
+  the weights, the config and the seed) and is never retrained;
+- dispatch (:mod:`mix.dispatch`): ``workers`` proxies in parallel processes, one torch thread each
+  on CPU, one GPU each on CUDA; or job files run one by one by ``corpusmix mix proxy-run``.
 
-Validation batches are the first windows of each domain's held-out split, independent of the
-run's seed, so every proxy of a search is scored on exactly the same tokens. Searches score on the
-search-validation split (``val``); the ablation scores on the evaluation split (``eval``), which no
-search ever reads (``eval_split`` of :func:`train_proxy` / :func:`train_proxies`).
+The Group-DRO reweighting of DoReMi is an objective hook of the trainer (``mix.doremi.DROObjective``).
 """
 
 from __future__ import annotations
@@ -29,12 +31,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ class ProxyConfig:
     n_layers: int = field(default=0, metadata={"help": "override the preset's depth (0 = preset)"})
     n_heads: int = field(default=0, metadata={"help": "override the preset's heads (0 = preset)"})
     steps: int = field(default=200, metadata={"help": "optimizer steps"})
-    batch_size: int = field(default=8, metadata={"help": "sequences per step"})
+    batch_size: int = field(default=8, metadata={"help": "sequences per step (all ranks together)"})
     seq_len: int = field(default=128, metadata={"help": "tokens per sequence"})
     lr: float = field(default=3e-3, metadata={"help": "peak learning rate"})
     warmup: int = field(default=20, metadata={"help": "warmup steps"})
@@ -64,6 +65,10 @@ class ProxyConfig:
         "help": "stratified: each domain gets its exact share of rows (low-discrepancy sequence) and "
                 "its own window stream, so runs on nearby mixtures see nearly the same data; "
                 "iid: every row's domain drawn independently"})
+    device: str = field(default="auto", metadata={
+        "help": "auto (CUDA when present) | cpu | cuda: where proxies train (not part of the cache key on CPU)"})
+    ckpt_every: int = field(default=0, metadata={
+        "help": "checkpoint a proxy every N steps so a killed long proxy resumes (0 = off: it restarts)"})
 
     def validate(self) -> None:
         for name in ("steps", "batch_size", "seq_len", "val_batches"):
@@ -73,9 +78,17 @@ class ProxyConfig:
             raise ValueError(f"proxy lr must be > 0, got {self.lr}")
         if self.sampling not in ("stratified", "iid"):
             raise ValueError(f"proxy sampling must be 'stratified' or 'iid', got {self.sampling!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"proxy device must be auto, cpu or cuda, got {self.device!r}")
+        if self.ckpt_every < 0:
+            raise ValueError(f"proxy ckpt_every must be >= 0, got {self.ckpt_every}")
 
 
-# ----------------------------------------------------------------------------- pools + model glue
+# fields that say where and how safely a proxy runs, not what it computes: out of the cache key
+PLACEMENT_FIELDS = ("device", "ckpt_every")
+
+
+# ----------------------------------------------------------------------------- pools
 
 def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
     """``{domain: tokens of the split}`` (default: the training split, the tokens a mixture can
@@ -114,203 +127,281 @@ def pools_fingerprint(pools_dir: str | Path) -> str:
     return hashlib.sha256((Path(pools_dir) / "pools.json").read_bytes()).hexdigest()[:16]
 
 
+def pools_vocab(pools_dir: str | Path) -> int:
+    return int(json.loads((Path(pools_dir) / "pools.json").read_text())["vocab_size"])
+
+
+# ----------------------------------------------------------------------------- batch sources
+
 _INV_PHI = (5 ** 0.5 - 1) / 2
 
 
-class _Data:
-    """Training and validation batches from the token pools (``proxytrain.pools.PoolSampler``)."""
+class MixtureSource:
+    """The trainer's ``BatchSource`` for a proxy: rows by mixture weight, or balanced (DRO).
 
-    def __init__(self, pools_dir: str | Path, cfg: ProxyConfig, seed: int, eval_split: str = "val"):
+    ``weights`` (domain order of ``pools.json``) with ``sampling`` ``stratified``: row ``t`` takes
+    the domain whose cumulative-weight interval holds ``u_t = frac(u0 + t / golden ratio)`` (a Weyl
+    sequence: every domain's row count stays within O(log t) of ``weight * t``) and each domain
+    draws its windows from its own RNG stream, so the n-th row of a domain is the same whatever the
+    other weights are (common random numbers); ``iid``: each row's domain drawn independently.
+    ``weights=None``: balanced batches (``n / k`` windows of every domain, from the domain streams).
+    ``rank``/``world``: every rank draws the global batch of ``n * world`` rows and keeps rows
+    ``rank::world``.
+    """
+
+    def __init__(self, pools_dir: str | Path, domains: list[str], *, seq_len: int, seed: int,
+                 weights: Sequence[float] | None, sampling: str = "stratified", rank: int = 0,
+                 world: int = 1) -> None:
         from proxytrain.pools import PoolSampler
 
-        if eval_split not in ("val", "eval"):
-            raise ValueError(f"eval_split must be 'val' (search) or 'eval' (ablation), got {eval_split!r}")
-        self.domains = list(pool_domains(pools_dir))
-        self.sampler = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=seed, split="train", domains=self.domains)
-        self.val = PoolSampler(pools_dir, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split,
-                               domains=self.domains)
-        self.eval_split = eval_split
-        assert self.sampler.domains == self.domains, "pools.json domains must be sorted"
-        self.cfg = cfg
-        # stratified sampling: row t takes the domain whose cumulative-weight interval holds
-        # u_t = frac(u0 + t / golden ratio) (a Weyl sequence: every domain's row count stays within
-        # O(log t) of weight * t), and each domain draws its windows from its own RNG stream, so the
-        # n-th row of a domain is the same whatever the other weights are (common random numbers)
+        self.sampler = PoolSampler(pools_dir, seq_len=seq_len, seed=seed, split="train", domains=domains)
+        assert self.sampler.domains == domains, "pools.json domains must be sorted"
+        self.domains = list(domains)
+        self.vocab_size = int(self.sampler.meta["vocab_size"])
+        self.seq_len, self.sampling, self.rank, self.world = seq_len, sampling, rank, world
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         self._row = 0
         self._u0 = float(np.random.default_rng([seed, 1]).random())
-        self._dom_rng = [np.random.default_rng([seed, 2, i]) for i in range(len(self.domains))]
+        self._dom_rng = [np.random.default_rng([seed, 2, i]) for i in range(len(domains))]
 
-    def batch(self, weights: np.ndarray) -> dict[str, Any]:
-        """One training batch; rows take their domains from ``weights`` (see ``cfg.sampling``)."""
-        if self.cfg.sampling == "iid":
-            return self.sampler.sample_weighted(weights, self.cfg.batch_size)
-        n = self.cfg.batch_size
-        u = np.mod(self._u0 + (self._row + np.arange(n)) * _INV_PHI, 1.0)
-        self._row += n
-        cum = np.cumsum(np.asarray(weights, dtype=np.float64))
+    def _stream_row(self, d: int) -> dict[str, np.ndarray]:
+        lo, hi = self.sampler.check_nonempty(self.domains[d])
+        start = lo + int(self._dom_rng[d].integers(0, max(hi - lo - self.seq_len, 0) + 1))
+        return self.sampler.window(d, start)
+
+    def global_batch(self, rows: int) -> dict[str, Any]:
+        """The next ``rows`` rows of the run (all ranks together)."""
+        if self.weights is None:
+            k = len(self.domains)
+            return self.sampler.stack([self._stream_row(d) for d in range(k) for _ in range(rows // k)])
+        if self.sampling == "iid":
+            return self.sampler.sample_weighted(self.weights, rows)
+        u = np.mod(self._u0 + (self._row + np.arange(rows)) * _INV_PHI, 1.0)
+        self._row += rows
+        cum = np.cumsum(self.weights)
         doms = np.minimum(np.searchsorted(cum / cum[-1], u, side="right"), len(self.domains) - 1)
-        rows = []
-        for d in doms:
-            lo, hi = self.sampler._check_nonempty(self.domains[d])
-            start = lo + int(self._dom_rng[d].integers(0, max(hi - lo - self.cfg.seq_len, 0) + 1))
-            rows.append(self.sampler.window(int(d), start))
-        return self.sampler._stack(rows)
+        return self.sampler.stack([self._stream_row(int(d)) for d in doms])
 
-    def balanced_batch(self, per_domain: int) -> dict[str, Any]:
-        """``per_domain`` windows of every domain (DoReMi's DRO batches), from the domain streams."""
-        rows = []
-        for d in range(len(self.domains)):
-            lo, hi = self.sampler._check_nonempty(self.domains[d])
-            for _ in range(per_domain):
-                start = lo + int(self._dom_rng[d].integers(0, max(hi - lo - self.cfg.seq_len, 0) + 1))
-                rows.append(self.sampler.window(d, start))
-        return self.sampler._stack(rows)
+    def next_batch(self, n: int) -> dict[str, Any]:
+        b = self.global_batch(n * self.world)
+        if self.world == 1:
+            return b
+        return {k: v[self.rank::self.world].contiguous() for k, v in b.items()}
 
-    def val_batches(self) -> list[dict[str, Any]]:
-        """The first ``val_batches * batch_size`` windows of every domain's validation split."""
-        rows = self.cfg.val_batches * self.cfg.batch_size
+    def eval_batches(self, n: int, count: int) -> list[dict[str, Any]]:  # the trainer's protocol
+        raise NotImplementedError("validation comes from ValidationSource")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"row": self._row, "u0": self._u0, "domain_rng": [g.bit_generator.state for g in self._dom_rng],
+                "sampler": self.sampler.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._row, self._u0 = int(state["row"]), float(state["u0"])
+        for g, s in zip(self._dom_rng, state["domain_rng"], strict=True):
+            g.bit_generator.state = s
+        self.sampler.load_state_dict(state["sampler"])
+
+
+class ValidationSource:
+    """The first ``count * n`` windows of every domain's held-out split (``val`` or ``eval``), in
+    batches of ``n``; the same rows on every rank and in every proxy of a search."""
+
+    def __init__(self, pools_dir: str | Path, domains: list[str], *, seq_len: int, seed: int, split: str) -> None:
+        from proxytrain.pools import PoolSampler
+
+        if split not in ("val", "eval"):
+            raise ValueError(f"eval_split must be 'val' (search) or 'eval' (ablation), got {split!r}")
+        self.sampler = PoolSampler(pools_dir, seq_len=seq_len, seed=seed, split=split, domains=domains)
+        self.domains, self.split = list(domains), split
+        self.vocab_size = int(self.sampler.meta["vocab_size"])
+
+    def eval_batches(self, n: int, count: int) -> list[dict[str, Any]]:
         out = []
         for d in self.domains:
-            got = list(self.val.eval_batches(d, self.cfg.batch_size, max_rows=rows))
+            got = list(self.sampler.eval_batches(d, n, max_rows=n * count))
             if not got:
-                frac = "val_fraction" if self.eval_split == "val" else "eval_fraction"
-                raise ValueError(f"domain {d!r} has no tokens in the {self.eval_split!r} split; rebuild the "
+                frac = "val_fraction" if self.split == "val" else "eval_fraction"
+                raise ValueError(f"domain {d!r} has no tokens in the {self.split!r} split; rebuild the "
                                  f"pools with a pools.{frac} that leaves it at least one document")
             out.extend(got)
         return out
 
+    def next_batch(self, n: int) -> dict[str, Any]:  # the trainer's protocol; never trained on
+        raise NotImplementedError("a validation source is not trained on")
 
-def build_proxy_model(pools_dir: str | Path, cfg: ProxyConfig, seed: int):
-    """A freshly initialised proxy model for the pools' vocabulary (e.g. to load a state dict)."""
-    vocab = json.loads((Path(pools_dir) / "pools.json").read_text())["vocab_size"]
-    return _build(cfg, vocab, seed)[0]
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+# ----------------------------------------------------------------------------- model + trainer config
+
+def train_config(cfg: ProxyConfig, *, vocab_size: int, seed: int, out_dir: str | Path, rows: int,
+                 world: int = 1, progress: bool = False) -> Any:
+    """The ``proxytrain.train.TrainConfig`` of a proxy run (``rows`` per step, all ranks together)."""
+    from proxytrain.train import TrainConfig
+
+    if rows % world:
+        raise ConfigError(f"a proxy step of {rows} rows cannot be split over {world} ranks: make the proxy "
+                          f"batch_size a multiple of the world size ({world})")
+    device = resolve_device(cfg.device)
+    return TrainConfig(
+        model=cfg.model_preset, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+        vocab_size=vocab_size, seq_len=cfg.seq_len, steps=cfg.steps, micro_batch_size=rows // world, grad_accum=1,
+        lr=cfg.lr, min_lr=cfg.lr * 0.1, warmup_steps=cfg.warmup, weight_decay=0.1, beta1=0.9, beta2=0.95,
+        grad_clip=1.0, dtype="auto", attn_backend="auto", device=device,
+        # one thread per proxy on CPU: `workers` proxies share the cores (and the bits do not depend
+        # on the machine's OMP_NUM_THREADS)
+        threads=1 if device == "cpu" else 0, seed=seed, ckpt_every=cfg.ckpt_every, keep_checkpoints=1,
+        resume=True, eval_every=cfg.steps, eval_batches=cfg.val_batches, eval_batch_size=cfg.batch_size,
+        dvclive=False, progress=progress, monitor_every=0, out_dir=str(out_dir))
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("proxy device cuda: no CUDA device here; use device auto or cpu")
+    return device
+
+
+def build_proxy_model(pools_dir: str | Path, cfg: ProxyConfig, seed: int = 0, *, vocab_size: int = 0):
+    """A freshly initialised proxy model (CPU, plain module) for the pools' vocabulary."""
+    from proxytrain.model import build_model
+    from proxytrain.train import TrainConfig, model_config
+
+    vocab = vocab_size or pools_vocab(pools_dir)
+    tcfg = TrainConfig(model=cfg.model_preset, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+                       seq_len=cfg.seq_len)
+    return build_model(model_config(tcfg, vocab), "cpu", seed=seed)
 
 
 def _build(cfg: ProxyConfig, vocab_size: int, seed: int):
-    import torch
-
-    from proxytrain.model import ModelConfig, build_model, make_optimizer
-
-    torch.manual_seed(seed)
-    shape = {k: getattr(cfg, k) for k in ("d_model", "n_layers", "n_heads") if getattr(cfg, k)}
-    mcfg = ModelConfig.preset(cfg.model_preset, vocab_size=vocab_size, max_seq_len=cfg.seq_len,
-                              attn_backend="sdpa", **shape)
-    model = build_model(mcfg, "cpu", seed=seed)
-    opt = make_optimizer(model, _optim_fields(cfg))
-    return model, opt
+    """``(model, None)``: kept for callers of the former loop's helper (parameter counts)."""
+    return build_proxy_model("", cfg, seed, vocab_size=vocab_size), None
 
 
-def _optim_fields(cfg: ProxyConfig) -> SimpleNamespace:
-    """The optimizer/schedule fields ``proxytrain.model.make_optimizer``/``lr_at`` read."""
-    return SimpleNamespace(lr=cfg.lr, min_lr=cfg.lr * 0.1, warmup_steps=cfg.warmup, steps=cfg.steps,
-                           weight_decay=0.1, beta1=0.9, beta2=0.95)
+def full_state_dict(model) -> dict[str, Any]:
+    """The whole model's tensors on CPU (gathered from the ranks under FSDP; every rank must call)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-
-def _per_token_loss(model, batch: dict[str, Any]):
-    from proxytrain.model import per_token_loss
-
-    return per_token_loss(model(batch["tokens"], batch["segment_ids"]), batch["tokens"], batch["segment_ids"])
-
-
-def evaluate_proxy(model, data: _Data) -> dict[str, float]:
-    """Mean loss per target token, per domain, on the shared held-out batches (``data.eval_split``)."""
-    from proxytrain.model import evaluate
-
-    losses = evaluate(model, data.val_batches(), data.domains)
-    return {d: float(losses[d]) for d in data.domains}
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
 
 # ----------------------------------------------------------------------------- training
 
 def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: ProxyConfig, *, seed: int = 0,
-                dro: Any = None, reference: Any = None, on_step: Callable[[int, float], None] | None = None,
-                progress: bool = False, eval_split: str = "val"):
-    """Train one proxy; return ``(model, result)``.
+                objective: Any = None, progress: bool = False, eval_split: str = "val",
+                work_dir: str | Path | None = None, keep_work: bool = False):
+    """Train one proxy with the trainer; return ``(model, result)``.
 
-    ``weights``: the mixture (domain order of ``pools.json``, sorted): each example's domain is drawn
-    from it. With ``dro`` (a :class:`mix.doremi.GroupDRO`) and ``reference`` (a trained model)
-    domains are drawn uniformly instead, the per-domain excess loss updates ``dro`` every step and
-    the loss is reweighted by ``dro``'s current weights; a DRO batch holds the same number of rows
-    of every domain (``batch_size`` rounded up to a multiple of the domain count), so every step
-    measures every domain's excess.
+    ``weights``: the mixture (domain order of ``pools.json``, sorted). ``objective=None`` trains on
+    it. With an ``objective`` (``mix.doremi.DROObjective``) and ``weights=None`` the batches are
+    balanced (``batch_size`` rounded up to a multiple of the domain count, equal windows of every
+    domain) and the objective reweights the loss.
     ``eval_split``: the held-out split the result's ``val_loss`` is measured on (``val`` for the
-    searches, ``eval`` for the ablation).
-    ``result``: ``{"val_loss": {domain: loss}, "train_loss", "steps", "tokens", ...}`` (seconds: logged).
+    searches, ``eval`` for the ablation). ``work_dir``: the trainer's folder (log, checkpoints:
+    a killed run with ``ckpt_every`` resumes from it); a temporary one by default, removed after
+    the run unless ``keep_work``.
+    ``result``: ``{"val_loss": {domain: loss}, "train_loss_last", "curve", "steps", "tokens", ...}``.
+    Under torchrun every rank calls it; the model it returns is this rank's (FSDP) model.
     """
+    import tempfile
+
     import torch
 
-    from mix.doremi import domain_excess_loss
-    from proxytrain.model import lr_at
+    from proxytrain.parallel import setup_distributed
+    from proxytrain.train import train
 
     cfg.validate()
-    torch.set_num_threads(1)
-    # same bits on every machine: deterministic kernels where torch has them (warn, never fail)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    data = _Data(pools_dir, cfg, seed, eval_split)
-    k = len(data.domains)
-    if dro is None:
-        w = _check_weights(weights, k)
+    domains = list(pool_domains(pools_dir))
+    k = len(domains)
+    if objective is None:
+        w = check_weights(weights, k)
+        rows = cfg.batch_size
     else:
-        if reference is None:
-            raise ValueError("DRO proxy training needs a trained reference model")
+        if weights is not None:
+            raise ValueError("a proxy with an objective draws balanced batches: pass weights=None")
         w = np.full(k, 1.0 / k)
-        reference.eval()
         # equal rows per domain every step: with fewer than one window per domain per step, a
         # domain's excess would be missing or rest on one window, and the weights would swing
         # between near one-hot states
-        per_domain = -(-cfg.batch_size // k)
-    vocab = json.loads((Path(pools_dir) / "pools.json").read_text())["vocab_size"]
-    model, opt = _build(cfg, vocab, seed)
-    sched = _optim_fields(cfg)
+        rows = -(-cfg.batch_size // k) * k
+    rank, world, _ = setup_distributed(resolve_device(cfg.device))
+    if objective is not None and (rows // k) % world:
+        raise ConfigError(f"DRO batches hold {rows // k} window(s) per domain, which {world} ranks cannot share: "
+                          f"some rank would see no token of some domain. Make the proxy batch_size a multiple "
+                          f"of {k * world} (domains x ranks)")
+    # same bits on every machine: deterministic kernels where torch has them (warn, never fail)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    source = MixtureSource(pools_dir, domains, seq_len=cfg.seq_len, seed=seed,
+                           weights=None if objective is not None else w, sampling=cfg.sampling,
+                           rank=rank, world=world)
+    val = ValidationSource(pools_dir, domains, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split)
+    val.eval_batches(cfg.batch_size, cfg.val_batches)  # an empty held-out split fails before training
+    tmp = None
+    if work_dir is None:
+        tmp = tempfile.mkdtemp(prefix="proxy-") if rank == 0 else None
+        if world > 1:
+            import torch.distributed as dist
+
+            box = [tmp]
+            dist.broadcast_object_list(box, src=0)
+            tmp = box[0]
+        work_dir = tmp
+    tcfg = train_config(cfg, vocab_size=source.vocab_size, seed=seed, out_dir=work_dir, rows=rows, world=world,
+                        progress=progress)
     t0 = time.perf_counter()
-    losses = []
-    steps = range(cfg.steps)
-    if progress:
-        from tqdm import tqdm
-        steps = tqdm(steps, desc="proxy", unit="step")
-    model.train()
-    for step in steps:
-        batch = data.batch(w) if dro is None else data.balanced_batch(per_domain)
-        tok_loss, mask = _per_token_loss(model, batch)
-        n = mask.sum().clamp(min=1)
-        if dro is None:
-            loss = (tok_loss * mask).sum() / n
-        else:
-            with torch.no_grad():
-                ref_loss, _ = _per_token_loss(reference, batch)
-            excess, present = domain_excess_loss(tok_loss, ref_loss, mask, batch["domain_id"], k)
-            dro.update(excess, present)
-            lw = dro.loss_weights(batch["domain_id"])[:, None]
-            loss = (tok_loss * mask * lw).sum() / n
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, sched)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step, losses[-1])
+    res = train(tcfg, source=source, val_source=val, objective=objective)
     train_s = time.perf_counter() - t0
+    scores = res.val
+    if not scores:  # resumed from the final checkpoint (killed before the result was written)
+        from proxytrain.model import evaluate
+        from proxytrain.parallel import all_reduce_sum, reshard_all
+
+        scores = evaluate(res.model, val.eval_batches(cfg.batch_size, cfg.val_batches), domains,
+                          reduce=all_reduce_sum)
+        reshard_all(res.model)
+    losses = _logged_losses(Path(work_dir) / "train_log.jsonl") if rank == 0 else []
     # logged, not returned: results are cached in DVC outputs, whose bytes must not depend on speed
-    log.info("proxy trained", extra={"data": {"seed": seed, "seconds": round(train_s, 3)}})
-    model.eval()
-    val = evaluate_proxy(model, data)
+    steps_done = [r for r in res.history if "event" not in r]
+    if rank == 0:
+        log.info("proxy trained", extra={"data": {"seed": seed, "seconds": round(train_s, 3),
+                                                  "tokens_per_s": round(rows * cfg.seq_len * len(steps_done)
+                                                                        / max(train_s, 1e-9), 1)}})
+    if rank == 0 and (tmp is not None or not keep_work):
+        shutil.rmtree(work_dir, ignore_errors=True)
     result = {
-        "val_loss": val, "domains": data.domains, "weights": [float(x) for x in w],
-        "seed": seed, "steps": cfg.steps, "tokens": cfg.steps * int(batch["tokens"].shape[0]) * cfg.seq_len,
-        "eval_split": eval_split,
-        "train_loss_last": float(np.mean(losses[-10:])),
+        "val_loss": {d: float(scores[d]) for d in domains}, "domains": domains, "weights": [float(x) for x in w],
+        "seed": seed, "steps": cfg.steps, "tokens": cfg.steps * rows * cfg.seq_len, "eval_split": eval_split,
+        "train_loss_last": float(np.mean(losses[-10:])) if losses else float("nan"),
         "curve": [[i, round(float(np.mean(losses[max(0, i - 4): i + 1])), 5)]
                   for i in range(0, len(losses), max(1, len(losses) // 50))],
-        "config": asdict(cfg),
+        "config": {k2: v for k2, v in asdict(cfg).items() if k2 not in PLACEMENT_FIELDS},
     }
-    return model, result
+    return res.model, result
 
 
-def _check_weights(weights: Sequence[float] | None, k: int) -> np.ndarray:
+def _logged_losses(path: Path) -> list[float]:
+    """The optimised loss of every step from the trainer's log (all attempts of a resumed run: a
+    step logged twice, before a kill and again after the resume, counts once, the last time)."""
+    by_step: dict[int, float] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if "event" not in rec and "loss" in rec:
+                by_step[int(rec["step"])] = float(rec.get("objective_loss", rec["loss"]))
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def check_weights(weights: Sequence[float] | None, k: int) -> np.ndarray:
+    """The mixture as a float array on the simplex; clear errors otherwise."""
     if weights is None:
-        raise ValueError("a proxy needs mixture weights (or a DRO callback)")
+        raise ValueError("a proxy needs mixture weights (or a DRO objective)")
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (k,):
         raise ValueError(f"mixture has {w.size} weights for {k} domains")
@@ -320,56 +411,59 @@ def _check_weights(weights: Sequence[float] | None, k: int) -> np.ndarray:
 
 
 def proxy_key(pools_fp: str, weights: Sequence[float], cfg: ProxyConfig, seed: int, tag: str = "") -> str:
-    payload = json.dumps({"pools": pools_fp, "w": [round(float(x), 10) for x in weights],
-                          "cfg": asdict(cfg), "seed": seed, "tag": tag}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+    """Cache key: pools, weights, the config fields that change results, seed, tag (and the device
+    kind when it is not the CPU: GPU runs compute in bf16)."""
+    c = {k: v for k, v in asdict(cfg).items() if k not in PLACEMENT_FIELDS}
+    payload = {"pools": pools_fp, "w": [round(float(x), 10) for x in weights], "cfg": c, "seed": seed, "tag": tag}
+    dev = resolve_device(cfg.device)
+    if dev != "cpu":
+        payload["device"] = dev
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: Any) -> None:
+    """Atomic JSON write (a killed writer never leaves a half file under the final name)."""
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
     os.replace(tmp, path)
 
 
-def _run_one(args: tuple) -> dict[str, Any]:
-    pools_dir, weights, cfg_dict, seed, out_path, eval_split = args
-    _, result = train_proxy(pools_dir, weights, ProxyConfig(**cfg_dict), seed=seed, eval_split=eval_split)
-    _write_json(Path(out_path), result)
-    return result
-
-
 def train_proxies(pools_dir: str | Path, runs: Sequence[tuple[Sequence[float], int]], cfg: ProxyConfig, *,
                   cache_dir: str | Path, workers: int = 2, progress: bool = True,
                   eval_split: str = "val") -> list[dict[str, Any]]:
-    """Train (or read back) one proxy per ``(weights, seed)``, ``workers`` processes in parallel.
+    """Train (or read back) one proxy per ``(weights, seed)``, ``workers`` at a time (see
+    :mod:`mix.dispatch`: processes on CPU cores or GPUs, or job files for a cluster).
 
     Results come back in the order of ``runs``; finished ones are read from ``cache_dir``.
     ``eval_split``: ``val`` (searches) or ``eval`` (ablation) for the results' ``val_loss``.
     """
+    from mix.dispatch import run_jobs
+
+    cfg.validate()
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     fp = pools_fingerprint(pools_dir)
     tag = "" if eval_split == "val" else f"eval_split={eval_split}"
-    paths = [cache / f"proxy-{proxy_key(fp, w, cfg, s, tag)}.json" for w, s in runs]
-    todo = [i for i, p in enumerate(paths) if not p.exists()]
-    log.info("proxy runs", extra={"data": {"total": len(runs), "cached": len(runs) - len(todo),
-                                            "to_train": len(todo), "workers": workers}})
-    if todo:
-        jobs = [(str(pools_dir), [float(x) for x in runs[i][0]], asdict(cfg), int(runs[i][1]), str(paths[i]),
-                 eval_split) for i in todo]
-        bar = None
-        if progress:
-            from tqdm import tqdm
-            bar = tqdm(total=len(jobs), desc="proxies", unit="run")
-        if workers <= 1:
-            for j in jobs:
-                _run_one(j)
-                bar and bar.update(1)
-        else:
-            import multiprocessing as mp
-
-            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-                for _ in ex.map(_run_one, jobs):
-                    bar and bar.update(1)
-        bar and bar.close()
+    jobs = [{"kind": "proxy", "key": f"proxy-{proxy_key(fp, w, cfg, s, tag)}", "pools": str(pools_dir),
+             "weights": [float(x) for x in w], "seed": int(s), "cfg": asdict(cfg), "eval_split": eval_split}
+            for w, s in runs]
+    paths = run_jobs(jobs, cache, workers=workers, progress=progress, device=cfg.device)
     return [json.loads(p.read_text()) for p in paths]
+
+
+def run_proxy_job(job: dict[str, Any], cache: Path) -> dict[str, Any]:
+    """One ``kind: proxy`` job (a mixture proxy); writes ``cache/<key>.json`` and returns the result."""
+    out = cache / f"{job['key']}.json"
+    work = cache / f"work-{job['key']}"
+    _, result = train_proxy(job["pools"], job["weights"], ProxyConfig(**job["cfg"]), seed=job["seed"],
+                            eval_split=job["eval_split"], work_dir=work, keep_work=True)
+    if _rank() == 0:
+        write_json(out, result)
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0

@@ -11,6 +11,17 @@ global-norm clipping, AdamW, and the log record (JSONL + dvclive + tqdm). Checkp
 ``ckpt_every`` steps (atomic, see ``proxytrain.checkpoint``) and auto-resume from the latest one,
 with data cursor and RNG state, so a killed run continues with exactly the same losses on CPU.
 
+Objective hook: ``train(..., objective=obj)`` lets a caller reweight the per-token loss without a
+second training loop (the mixture searches' Group-DRO proxies, ``mix.doremi``). Per micro-batch,
+``obj.token_loss(step, batch, loss_tok, mask)`` gets the batch (on the device) and the unreduced
+per-token loss ``[B, S-1]`` (zero where masked) and returns the per-token loss to optimise (same
+shape; its sum is divided by the global target-token count as usual). Under torchrun it is called
+on every rank in step, so it may all-reduce (``proxytrain.parallel.all_reduce_sum``).
+``obj.record()`` adds JSON-able numbers to the step's log record; ``obj.state_dict()`` /
+``load_state_dict()`` (JSON-able) go into the checkpoints, so a resumed run continues the
+objective's state too. The logged ``loss`` stays the plain mean (the spike guard watches it); the
+optimised one is logged as ``objective_loss``. The trainer knows nothing about mixtures.
+
 Spike guard: a non-finite loss or gradient norm, or a loss above ``spike_factor`` × the median of
 the last ``spike_window`` accepted losses, skips the batch (no optimizer step). ``spike_max_consecutive``
 spikes in a row roll back to the last checkpoint, keep the data cursor (the bad data is skipped, as
@@ -70,6 +81,19 @@ class BatchSource(Protocol):
     def next_batch(self, n: int) -> dict[str, torch.Tensor]: ...
 
     def eval_batches(self, n: int, count: int) -> list[dict[str, torch.Tensor]]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class Objective(Protocol):
+    """A reweighting of the per-token loss, with state saved in checkpoints (see the module docstring)."""
+
+    def token_loss(self, step: int, batch: dict[str, torch.Tensor], loss_tok: torch.Tensor,
+                   mask: torch.Tensor) -> torch.Tensor: ...
+
+    def record(self) -> dict[str, float]: ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -262,10 +286,12 @@ class _Logger:
 
 
 def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | None = None,
-          on_step: Callable[[int, dict[str, Any], torch.nn.Module], None] | None = None) -> TrainResult:
+          on_step: Callable[[int, dict[str, Any], torch.nn.Module], None] | None = None,
+          objective: Objective | None = None) -> TrainResult:
     """Run (or resume) a training run; ``on_step(step, record, model)`` is called after every step.
 
-    Under torchrun, ``source`` must already be this rank's share of the data.
+    Under torchrun, ``source`` must already be this rank's share of the data. ``objective``: an
+    optional per-token loss reweighting (see the module docstring).
     """
     from proxytrain import checkpoint as ckpt  # torch.distributed.checkpoint: slow import, keep --help fast
 
@@ -304,13 +330,20 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
         source.load_state_dict(extra["data"])
         guard.load_state_dict(extra["guard"])
         ckpt.set_rng_state(extra["rng"], device)
+        if objective is not None:
+            if "objective" not in extra:
+                raise ckpt.CheckpointError(f"checkpoint {latest} holds no objective state, but this run has an "
+                                           "objective: it was written by another kind of run; use a new out_dir")
+            objective.load_state_dict(extra["objective"])
         if rank == 0:
             log.info("resumed", extra={"data": {"checkpoint": str(latest), "step": step}})
 
     def save(at: int) -> None:
-        ckpt.save_checkpoint(ckpt_dir, at, model, optimizer, {
-            "data": source.state_dict(), "guard": guard.state_dict(), "rng": ckpt.rng_state(device),
-            "scheduler": {"step": at, "lr_scale": guard.lr_scale}}, keep=cfg.keep_checkpoints)
+        extra = {"data": source.state_dict(), "guard": guard.state_dict(), "rng": ckpt.rng_state(device),
+                 "scheduler": {"step": at, "lr_scale": guard.lr_scale}}
+        if objective is not None:
+            extra["objective"] = objective.state_dict()
+        ckpt.save_checkpoint(ckpt_dir, at, model, optimizer, extra, keep=cfg.keep_checkpoints)
 
     n_params = count_params(model)
     flops_tok = flops_per_token(mcfg, model, seq_len=cfg.seq_len)
@@ -349,6 +382,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
 
             # ---- forward / backward over the micro-batches
             sums = torch.zeros(2, len(domains), dtype=torch.float64, device=device)
+            obj_sum = torch.zeros((), dtype=torch.float64, device=device)
             monitor.begin(step)
             for i, b in enumerate(micro):
                 if is_distributed():
@@ -356,8 +390,11 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
                 with autocast:
                     logits = model(b["tokens"], b["segment_ids"])
                 loss_tok, mask = per_token_loss(logits, b["tokens"], b["segment_ids"])
-                (loss_tok.sum() / n_tgt).backward()
+                opt_tok = loss_tok if objective is None else objective.token_loss(step, b, loss_tok, mask)
+                (opt_tok.sum() / n_tgt).backward()
                 sums += domain_sums(loss_tok, mask, b["domain_id"], len(domains))
+                if objective is not None:
+                    obj_sum += opt_tok.detach().double().sum()
             all_reduce_sum(sums)
             loss = float(sums[0].sum() / sums[1].sum().clamp_min(1.0))
             layer_stats = monitor.end(step)  # before clipping: the raw per-layer gradient norms
@@ -374,7 +411,8 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
                 logger.event(rec)
                 history.append(rec)
                 if guard.consecutive >= cfg.spike_max_consecutive:
-                    step = _rollback(cfg, ckpt_dir, model, optimizer, guard, device, step, logger, history)
+                    step = _rollback(cfg, ckpt_dir, model, optimizer, guard, device, step, logger, history,
+                                     objective)
                 continue
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -389,6 +427,9 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             for d, name in enumerate(domains):
                 if sums[1, d] > 0:
                     rec[f"loss/{name}"] = float(sums[0, d] / sums[1, d])
+            if objective is not None:
+                rec["objective_loss"] = float(all_reduce_sum(obj_sum) / n_tgt.double())
+                rec.update(objective.record())
             step += 1
             if val_batches and cfg.eval_every > 0 and (step % cfg.eval_every == 0 or step == cfg.steps):
                 with autocast:  # evaluate in the precision the model trains in
@@ -421,7 +462,7 @@ def _val_batches(cfg: TrainConfig, val_source: BatchSource | None) -> list[dict[
 
 def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
               guard: SpikeGuard, device: torch.device, step: int, logger: _Logger,
-              history: list[dict[str, Any]]) -> int:
+              history: list[dict[str, Any]], objective: Objective | None = None) -> int:
     """Reload the latest checkpoint's model/optimizer, keep the data cursor, lower the lr."""
     from proxytrain import checkpoint as ckpt
 
@@ -436,6 +477,8 @@ def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimize
     rollbacks, scale = guard.rollbacks + 1, guard.lr_scale * cfg.spike_lr_factor
     guard.load_state_dict(extra["guard"])
     guard.rollbacks, guard.lr_scale, guard.consecutive = rollbacks, scale, 0
+    if objective is not None and "objective" in extra:
+        objective.load_state_dict(extra["objective"])
     back = int(extra["step"])
     rec = {"step": step, "event": "rollback", "to_step": back, "lr_scale": scale, "rollbacks": rollbacks}
     log.warning("rolled back after repeated loss spikes", extra={"data": rec})

@@ -6,14 +6,19 @@ import numpy as np
 import pytest
 import torch
 
-from mix.proxy import ProxyConfig, _Data
+from mix.proxy import MixtureSource, ProxyConfig, pool_domains
 from tests.mix.test_doremi import write_pools
 
 
-def _rows(data: _Data, weights, steps: int) -> list[tuple[int, bytes]]:
+def _Data(pools, cfg: ProxyConfig, seed: int, weights) -> MixtureSource:
+    return MixtureSource(pools, sorted(pool_domains(pools)), seq_len=cfg.seq_len,
+                         seed=seed, weights=weights, sampling=cfg.sampling)
+
+
+def _rows(data: MixtureSource, steps: int, batch: int = 8) -> list[tuple[int, bytes]]:
     out = []
     for _ in range(steps):
-        b = data.batch(np.asarray(weights))
+        b = data.next_batch(batch)
         out += [(int(d), t.numpy().tobytes()) for d, t in zip(b["domain_id"], b["tokens"], strict=True)]
     return out
 
@@ -22,8 +27,8 @@ def test_stratified_rows_match_the_weights_and_share_windows_across_mixtures(tmp
     pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000, "d": 3000})
     cfg = ProxyConfig(batch_size=8, seq_len=16, sampling="stratified")
     w1, w2 = [0.5, 0.3, 0.2, 0.0], [0.4, 0.35, 0.25, 0.0]
-    r1 = _rows(_Data(pools, cfg, seed=3), w1, 50)
-    r2 = _rows(_Data(pools, cfg, seed=3), w2, 50)
+    r1 = _rows(_Data(pools, cfg, 3, w1), 50)
+    r2 = _rows(_Data(pools, cfg, 3, w2), 50)
     counts = np.bincount([d for d, _ in r1], minlength=4)
     # a low-discrepancy sequence: every domain within a couple of rows of its share of 400 rows
     assert np.all(np.abs(counts - 400 * np.asarray(w1)) <= 2), counts
@@ -35,14 +40,14 @@ def test_stratified_rows_match_the_weights_and_share_windows_across_mixtures(tmp
         n = min(len(a), len(b))
         assert n > 50 and a[:n] == b[:n]
     # same seed, same weights: same batches; another seed: other windows
-    assert _rows(_Data(pools, cfg, seed=3), w1, 5) == r1[:40]
-    assert _rows(_Data(pools, cfg, seed=4), w1, 5) != r1[:40]
+    assert _rows(_Data(pools, cfg, 3, w1), 5) == r1[:40]
+    assert _rows(_Data(pools, cfg, 4, w1), 5) != r1[:40]
 
 
 def test_iid_sampling_still_available_and_bad_mode_is_an_error(tmp_path):
     pools = write_pools(tmp_path / "pools", {"a": 3000, "b": 3000})
     cfg = ProxyConfig(batch_size=4, seq_len=16, sampling="iid")
-    b = _Data(pools, cfg, seed=0).batch(np.array([0.5, 0.5]))
+    b = _Data(pools, cfg, 0, [0.5, 0.5]).next_batch(4)
     assert b["tokens"].shape == (4, 16) and b["tokens"].dtype == torch.int64
     with pytest.raises(ValueError, match="stratified"):
         ProxyConfig(sampling="sobol").validate()
