@@ -1,16 +1,18 @@
 """The corpusmix report: one self-contained HTML page (plus a Markdown twin) that answers "which
 mixture should I use, and how much better is it?" and shows the evidence behind the answer.
 
-Run as ``corpusmix report --output report.html --inputs data/ [more files or folders]`` (see
+Run as ``corpusmix report --output report.html --inputs out/ [more files or folders]`` (see
 :mod:`report.cli`), or from Python::
 
     from report.build import ReportConfig, build_report, write_report
     from report.inputs import collect_inputs
-    report = build_report(collect_inputs(["data/"]), ReportConfig())
+    report = build_report(collect_inputs(["out/"]), ReportConfig())
     write_report(report, "report.html")          # also report.md + report_files/*.png
 
-Sections, in order: the headline box (chosen mixture, its average and worst-domain validation loss
-against the natural and uniform mixtures, the difference in units of the seed spread and a plain
+Sections, in order: the headline box (the pipeline's mixture: ``mix.method``, as written by
+``corpusmix mix select``; ``report.chosen`` names another; the lowest-loss mixture only when no
+pipeline mixture is found), its average and worst-domain validation loss against the natural and
+uniform mixtures, the difference in units of the seed spread and a plain
 verdict), the mixture ablation (per-domain loss table and heatmap, seed spread, loss curves), the
 mixture weights per method, the search diagnostics (DoReMi weight trajectory, RegMix fit quality),
 training logs, the curation funnel and quality metrics (:mod:`report.curation`) and the list of
@@ -44,11 +46,13 @@ __all__ = ["ReportConfig", "build_report", "headline", "noise_verdict", "tidy_ta
 class ReportConfig:
     """``corpusmix report`` (``params.yaml`` section ``report``)."""
 
-    output: str = field(default="report.html", metadata={"help": "HTML file to write"})
-    inputs: list[str] = field(default_factory=lambda: ["data"],
+    output: str = field(default="out/report/report.html", metadata={"help": "HTML file to write"})
+    inputs: list[str] = field(default_factory=lambda: ["out"],
                               metadata={"help": "files or folders with pipeline outputs"})
     title: str = field(default="corpusmix report", metadata={"help": "page title"})
-    chosen: str = field(default="", metadata={"help": "mixture to recommend; empty: lowest mean average loss"})
+    chosen: str = field(default="", metadata={
+        "help": "ablation mixture the headline is about; empty: the pipeline's mixture (mix.method, as written "
+                "by `corpusmix mix select`), or the lowest mean average loss when no pipeline mixture is found"})
     baselines: list[str] = field(default_factory=lambda: ["natural", "uniform"],
                                  metadata={"help": "ablation mixtures the chosen one is compared to"})
     markdown: bool = field(default=True, metadata={"help": "also write <output>.md with PNGs next to it"})
@@ -125,14 +129,15 @@ class Headline:
 
 
 def headline(runs: Sequence[MixtureRuns], *, chosen: str = "", baselines: Sequence[str] = ("natural", "uniform"),
-             avg_over: Sequence[str] | None = None) -> Headline:
-    """Pick the mixture to use (``chosen`` or the lowest mean average loss) and compare it to ``baselines``."""
+             avg_over: Sequence[str] | None = None, why: str = "") -> Headline:
+    """Compare ``chosen`` (or, when empty, the lowest mean average loss) to ``baselines``; ``why``
+    says where ``chosen`` came from (default: named explicitly)."""
     by_name = {r.name: r for r in runs}
     if chosen:
         if chosen not in by_name:
             raise ReportInputError(f"chosen mixture {chosen!r} is not in the ablation; choose one of {sorted(by_name)}")
         best = by_name[chosen]
-        why = f"{chosen} was named explicitly (--chosen)."
+        why = why or f"{chosen} was named explicitly (--chosen)."
     else:
         best = min(runs, key=lambda r: float(np.mean(r.avg_per_seed)))
         n = len(best.avg_per_seed)
@@ -152,7 +157,7 @@ def headline(runs: Sequence[MixtureRuns], *, chosen: str = "", baselines: Sequen
             worst_spread=float(max(np.ptp(o.worst_per_seed), np.ptp(best.worst_per_seed))) if both_seeded else None,
             n_seeds=min(len(o.avg_per_seed), len(best.avg_per_seed)),
             domains_lower=sum(best.mean_loss[d] < o.mean_loss[d] for d in shared), n_domains=len(shared)))
-    verdict, clear, title = verdict_text(best.name, comps, len(best.avg_per_seed))
+    verdict, clear, title = verdict_text(best.name, comps, len(best.avg_per_seed), lowest=not chosen)
     if chosen and title.startswith("Lowest loss: "):
         title = "Chosen: " + title[len("Lowest loss: "):]
     return Headline(chosen=best.name, why=why, avg=float(np.mean(best.avg_per_seed)),
@@ -163,14 +168,17 @@ def headline(runs: Sequence[MixtureRuns], *, chosen: str = "", baselines: Sequen
                     weights=dict(best.weights), explicit=bool(chosen))
 
 
-def verdict_text(chosen: str, comps: Sequence[Comparison], n_seeds: int) -> tuple[str, bool, str]:
-    """A plain-language verdict, whether it is a clear recommendation, and a one-line title."""
+def verdict_text(chosen: str, comps: Sequence[Comparison], n_seeds: int, *,
+                 lowest: bool = True) -> tuple[str, bool, str]:
+    """A plain-language verdict, whether it is a clear recommendation, and a one-line title
+    (``lowest``: ``chosen`` was picked as the lowest loss, not named)."""
+    what = "has the lowest loss" if lowest else "is the chosen mixture"
     if not comps:
-        return (f"{chosen} has the lowest loss, but no baseline mixture (natural, uniform) was trained in the "
+        return (f"{chosen} {what}, but no baseline mixture (natural, uniform) was trained in the "
                 "ablation, so there is nothing to measure the gain against.", False,
                 f"Lowest loss: {chosen} (no baseline to compare with)")
     if n_seeds < 2:
-        return (f"{chosen} has the lowest loss, but with one seed per mixture the noise is unknown: train at "
+        return (f"{chosen} {what}, but with one seed per mixture the noise is unknown: train at "
                 "least 3 seeds per mixture before trusting any difference.", False,
                 f"Lowest loss: {chosen} (one seed: noise unknown)")
     parts = []
@@ -397,8 +405,25 @@ def inputs_section(inputs: ReportInputs) -> Section:
     return sec
 
 
+def pipeline_choice(inputs: ReportInputs, runs: Sequence[MixtureRuns]) -> tuple[str, str] | None:
+    """The ablation mixture the pipeline packs with, and why: the mixture file ``corpusmix mix select``
+    wrote (``provenance.selected`` = ``mix.method``), matched to an ablation run by its weights, else by
+    the method's name. None when no such file was found or no ablation run matches it."""
+    for label, m in inputs.mixtures.items():
+        sel = (m.get("provenance") or {}).get("selected")
+        if not sel:
+            continue
+        w = m.get("weights") or {}
+        for r in runs:
+            if r.weights and set(r.weights) == set(w) and all(abs(r.weights[d] - w[d]) <= 1e-9 for d in w):
+                return r.name, f"{r.name} is the pipeline's mixture (mix.method: {sel}; {label})."
+        if any(r.name == sel for r in runs):
+            return str(sel), f"{sel} is the pipeline's mixture (mix.method: {sel}; {label})."
+    return None
+
+
 def _selected_note(inputs: ReportInputs, hl: Headline) -> str:
-    """Which mixture the pipeline packs with (``corpusmix mix select`` marks it in its provenance)."""
+    """Which mixture the pipeline packs with, when the headline is about another one (``report.chosen``)."""
     for label, m in inputs.mixtures.items():
         sel = (m.get("provenance") or {}).get("selected")
         if sel:
@@ -407,6 +432,15 @@ def _selected_note(inputs: ReportInputs, hl: Headline) -> str:
                 note += f" Set mix.method: {hl.chosen} in params.yaml to use the recommended mixture."
             return note
     return ""
+
+
+def _lowest_note(runs: Sequence[MixtureRuns], hl: Headline) -> str:
+    """The lowest-loss ablation mixture, when the headline is about another one."""
+    best = min(runs, key=lambda r: float(np.mean(r.avg_per_seed)))
+    if best.name == hl.chosen:
+        return ""
+    return (f" Lowest mean average loss in the ablation: {best.name} ({fmt(float(np.mean(best.avg_per_seed)))} "
+            f"against {fmt(hl.avg)}); set mix.method: {best.name} in params.yaml to pack with it.")
 
 
 def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
@@ -423,9 +457,16 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         inputs.skipped += [(lbl, "a second ablation file; the report uses the first one found")
                            for lbl in list(inputs.ablations)[1:]]
         domains, avg_over, runs = normalise_ablation(obj, where=label)
-        hl = headline(runs, chosen=cfg.chosen, baselines=cfg.baselines, avg_over=avg_over)
+        chosen, why = cfg.chosen, ""
+        if not chosen:
+            chosen, why = pipeline_choice(inputs, runs) or ("", "")
+        hl = headline(runs, chosen=chosen, baselines=cfg.baselines, avg_over=avg_over, why=why)
         callout = headline_callout(hl)
-        callout.note += _selected_note(inputs, hl)
+        if cfg.chosen:
+            callout.note += _selected_note(inputs, hl)
+        elif not chosen:
+            callout.note += " No pipeline mixture (the output of `corpusmix mix select`) matches an ablation run."
+        callout.note += _lowest_note(runs, hl)
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
                 scaling_section(inputs.scaling), funnel_section(inputs), quality_section(inputs)):

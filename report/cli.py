@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_args(p, ReportConfig)
     # several paths after one flag reads better than a comma-separated list
     p.add_argument("--inputs", nargs="+", default=None, metavar="PATH",
-                   help="files or folders with pipeline outputs, searched recursively (default: ['data'])")
+                   help="files or folders with pipeline outputs, searched recursively (default: report.inputs in params, else ['out'])")
     p.set_defaults(func=run)
 
 

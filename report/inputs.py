@@ -125,14 +125,23 @@ def collect_inputs(paths: Iterable[str | Path]) -> ReportInputs:
             raise ReportInputError(f"input {root} does not exist; pass existing files or folders to --inputs")
         files = [root] if root.is_file() else list(_walk(root, out.skipped))
         for f in files:
-            label = str(f.relative_to(root)) if root.is_dir() else f.name
-            if root.is_dir():
-                label = f"{root.name}/{label}" if root.name else label
+            label = _label(root, f)
             try:
                 _classify(f, label, out, explicit=root.is_file())
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 out.skipped.append((str(f), f"unreadable: {type(exc).__name__}: {exc}"))
     return out
+
+
+def _label(root: Path, f: Path) -> str:
+    """A file's display label: the path as given when inputs are relative (``out/mix/mixture.json``
+    whether ``out`` or the file itself was passed), else ``<folder name>/<path inside>`` or the file name."""
+    if not root.is_absolute():
+        return f.as_posix()
+    if root.is_dir():
+        rel = str(f.relative_to(root))
+        return f"{root.name}/{rel}" if root.name else rel
+    return f.name
 
 
 def _classify(path: Path, label: str, out: ReportInputs, *, explicit: bool = False) -> None:

@@ -131,9 +131,9 @@ def _pipeline_outputs(root: Path) -> Path:
            {"domains": DOMAINS, "target": "avg", "fit": fit, "search": search,
             "runs": [{"weights": WEIGHTS["uniform"], "val_loss": dict.fromkeys(DOMAINS, 3.9), "target": 3.9,
                       "heldout": False}]})
-    _write(root / "mix" / "selected" / "mixture.json",  # what `corpusmix mix select` writes
-           {"weights": dict(zip(DOMAINS, WEIGHTS["natural"], strict=True)), "method": "natural", "params": {},
-            "provenance": {"selected": "natural", "pools": "data/pools"}})
+    _write(root / "mix" / "selected" / "mixture.json",  # what `corpusmix mix select` writes (mix.method)
+           {"weights": dict(zip(DOMAINS, WEIGHTS["regmix"], strict=True)), "method": "regmix", "params": {},
+            "provenance": {"selected": "regmix", "pools": "data/pools"}})
     pd.DataFrame({"id": ["a", "b", "c", "d"], "domain": ["code", "code", "legal", "noise"],
                   "defects": [[], ["exact_dup"], ["pii", "near_dup"], ["noise"]],
                   "lang": ["en"] * 4}).to_parquet(root / "ground_truth.parquet")
@@ -184,7 +184,7 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
     inp = collect_inputs([outputs])
     assert list(inp.stats) == [f"{outputs.name}/curated/stats.json"]
     assert len(inp.drops) == 1 and len(next(iter(inp.drops.values()))) == 300
-    assert sorted(m["method"] for m in inp.mixtures.values()) == ["doremi", "manual", "natural", "natural",
+    assert sorted(m["method"] for m in inp.mixtures.values()) == ["doremi", "manual", "natural", "regmix",
                                                                  "regmix", "uniform"]
     assert len(inp.trajectories) == 1 and len(next(iter(inp.trajectories.values()))) == 20
     # the fit is found both in its own report and inside regmix's mixture provenance
@@ -355,6 +355,26 @@ def test_domain_funnel_adds_later_drops_back_per_domain():
     assert mat.tolist() == [[9, 4, 4], [6, 3, 4], [5, 2, 4]]
 
 
+def test_headline_is_about_the_pipelines_mixture_not_the_lowest_loss(outputs: Path):
+    inputs = collect_inputs([outputs])
+    selected = inputs.mixtures[f"{outputs.name}/mix/selected/mixture.json"]
+    selected["weights"] = dict(zip(DOMAINS, WEIGHTS["natural"], strict=True))
+    selected["provenance"]["selected"] = "natural"
+    c = build_report(inputs, ReportConfig()).callout
+    assert c is not None and "natural is the pipeline's mixture (mix.method: natural; " in c.note
+    assert "Use" not in c.title and "natural" in c.title  # natural is a baseline: compared with uniform only
+    assert "Lowest mean average loss in the ablation: regmix" in c.note
+    assert "set mix.method: regmix in params.yaml to pack with it" in c.note
+    # report.chosen names another mixture: the note says what the pipeline packs with
+    c = build_report(inputs, ReportConfig(chosen="regmix")).callout
+    assert c is not None and c.title.startswith("Use: regmix")
+    assert "The pipeline currently packs with natural (mix.method; " in c.note
+    # no pipeline mixture found: the lowest loss, and the report says why
+    del inputs.mixtures[f"{outputs.name}/mix/selected/mixture.json"]
+    c = build_report(inputs, ReportConfig()).callout
+    assert c is not None and c.title.startswith("Use: regmix") and "No pipeline mixture" in c.note
+
+
 def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     page = Path(written["html"]).read_text()
     imgs = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
@@ -370,8 +390,8 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     for link in links:
         assert (Path(written["md"]).parent / link).read_bytes()[:4] == b"\x89PNG"
     assert "> **Use: regmix (2.5–2.8% lower average loss than the baselines, beyond seed noise)**" in md
-    assert "The pipeline currently packs with natural (mix.method; " in md
-    assert "Set mix.method: regmix in params.yaml to use the recommended mixture." in md
+    assert "Why regmix: regmix is the pipeline's mixture (mix.method: regmix; " in md
+    assert "Lowest mean average loss in the ablation" not in md  # the pipeline's mixture is the lowest
     assert "| normalise | 1,200 | 1,195 | 5 |" in md
 
 
