@@ -140,3 +140,24 @@ def test_null_texts_tiny_docs_and_one_long_document(tmp_path) -> None:
     assert not v["null1"]["is_duplicate"] and not v["null2"]["is_duplicate"]
     assert info["stats"]["skipped"]["empty_text"] == 3
     assert info["dropped"]["exact_duplicate"] > 0 and "near_duplicate" not in info["dropped"]
+
+
+def test_parts_with_different_columns_and_types(tmp_path, demo_rows) -> None:
+    """Parts with and without the quality column, extra columns, large_string text: same verdicts
+    as the in-memory table (missing quality ranks last)."""
+    rows = demo_rows[:300]
+    (tmp_path / "p").mkdir()
+    a = pa.Table.from_pylist(rows[:100])
+    b = pa.Table.from_pylist([{"id": r["id"], "text": r["text"], "lang": "en"} for r in rows[100:200]])
+    b = b.set_column(1, "text", b.column("text").cast(pa.large_string()))
+    c = pa.Table.from_pylist([{"id": r["id"], "text": r["text"]} for r in rows[200:]] +
+                             [{"id": "copy-of-first", "text": rows[0]["text"]}])
+    for k, t in enumerate((a, b, c)):
+        pq.write_table(t, tmp_path / "p" / f"{k:05d}-00000.parquet")
+    parts = sorted((tmp_path / "p").glob("*.parquet"))
+    _assert_same_verdicts(parts, tmp_path, DedupConfig())
+    v = {r["id"]: r for p in parts for r in pq.read_table(tmp_path / "verdicts" / f"{p.name[:5]}.parquet").to_pylist()}
+    first, copy = v[rows[0]["id"]], v["copy-of-first"]
+    # one cluster across the parts; neither has a quality score, so the smaller id represents it
+    assert first["dup_cluster"] == copy["dup_cluster"] == min(rows[0]["id"], "copy-of-first")
+    assert first["is_duplicate"] != copy["is_duplicate"]
