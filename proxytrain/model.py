@@ -28,7 +28,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from proxytrain.attention import attend, prepare_attention
-from proxytrain.ops import cross_entropy, rms_norm, rope_heads
+from proxytrain.ops import (
+    cross_entropy,
+    rms_norm,
+    rope_attention,
+    rope_attention_supported,
+    rope_heads,
+    swiglu,
+)
 
 # name -> (d_model, n_layers, n_heads); vocabulary and sequence length come from the data.
 PRESETS: dict[str, tuple[int, int, int]] = {
@@ -120,10 +127,14 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ctx: Any) -> torch.Tensor:
         b, s, _ = x.shape
         qkv = self.wqkv(x).view(b, s, self.n_heads + 2 * self.n_kv, self.head_dim)
-        # q and k rotated in one pass, v copied along: one output, one backward, no slice copies
-        qkv = rope_heads(qkv, cos, sin, self.n_heads + self.n_kv).transpose(1, 2)
-        q, k, v = qkv.split([self.n_heads, self.n_kv, self.n_kv], dim=1)
-        out = attend(q, k, v, ctx)  # [B, H, S, D]
+        if ctx.backend == "sdpa" and rope_attention_supported(qkv, self.n_heads, ctx.mask):
+            # eager CPU: RoPE and the flash kernel in one function (fewer full-size copies)
+            out = rope_attention(qkv, cos, sin, self.n_heads, ctx.mask)
+        else:
+            # q and k rotated in one pass, v copied along: one output, one backward, no slice copies
+            qkv = rope_heads(qkv, cos, sin, self.n_heads + self.n_kv).transpose(1, 2)
+            q, k, v = qkv.split([self.n_heads, self.n_kv, self.n_kv], dim=1)
+            out = attend(q, k, v, ctx)  # [B, H, S, D]
         return self.wo(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -135,8 +146,7 @@ class FeedForward(nn.Module):
         self.w2 = nn.Linear(self.hidden, cfg.d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.w13(x).chunk(2, dim=-1)
-        return self.w2(F.silu(gate) * up)
+        return self.w2(swiglu(self.w13(x)))  # silu(gate) * up, hand-written backward
 
 
 class Block(nn.Module):

@@ -16,6 +16,7 @@ generated kernels by itself, and a graph made of plain ops has no break around a
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch.autograd import Function
 
 
@@ -28,19 +29,23 @@ class _RMSNorm(Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:  # noqa: ANN001
         xf = _wide(x)
-        rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True).add_(eps))
+        # one reduction pass (no x**2 temporary): mean(x^2) = |x|^2 / d
+        rstd = torch.linalg.vector_norm(xf, dim=-1, keepdim=True).square_().div_(x.shape[-1]).add_(eps).rsqrt_()
         ctx.save_for_backward(x, weight, rstd)
-        return (xf * rstd).mul_(_wide(weight)).to(x.dtype)
+        return torch.mul(xf, rstd).mul_(_wide(weight)).to(x.dtype)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+        # y = x r w with r = (mean(x^2) + eps)^-1/2:
+        #   dx = r (g w) - x r^3 / d * sum_j(g x w),   dw = sum_rows(r g x)
+        # both row/column sums are matrix-vector products of p = g x (BLAS, one read each)
         x, weight, rstd = ctx.saved_tensors
-        xhat = _wide(x) * rstd
-        g = _wide(grad)
-        gw = (g * xhat).reshape(-1, xhat.shape[-1]).sum(0)
-        gxhat = g * _wide(weight)
-        dot = (gxhat * xhat).mean(-1, keepdim=True)
-        gx = gxhat.sub_(xhat.mul_(dot)).mul_(rstd)
+        xf, g, w = _wide(x), _wide(grad), _wide(weight)
+        d = x.shape[-1]
+        p = (g * xf).view(-1, d)
+        gw = p.t().mv(rstd.view(-1))
+        c = p.mv(w).view(rstd.shape).mul_(rstd.square()).div_(-d)  # -r^2 / d * sum_j(g x w)
+        gx = torch.mul(g, w).addcmul_(xf, c).mul_(rstd)
         return gx.to(x.dtype), gw.to(weight.dtype), None
 
 
@@ -52,16 +57,17 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: torch.Tensor) -> None:
-    """out = x rotated by (cos, sin), half-split convention; arithmetic in fp32, one rounding."""
+    """out = x rotated by (cos, sin), half-split convention; arithmetic in fp32, one rounding.
+
+    ``x``/``out`` are [B, S, H, D], ``cos``/``sin`` [S, 1, D/2]. The cosine term is one pass over
+    whole heads (a [S, 1, D] table: inner loops of D, not D/2); only the two sine terms work on halves.
+    """
     half = x.shape[-1] // 2
     wide = torch.promote_types(out.dtype, torch.float32)
     tgt = out if out.dtype == wide else torch.empty(out.shape, dtype=wide, device=out.device)
-    x1, x2 = x[..., :half], x[..., half:]
-    o1, o2 = tgt[..., :half], tgt[..., half:]
-    torch.mul(x1, cos, out=o1)
-    o1.addcmul_(x2, sin, value=-1.0)
-    torch.mul(x1, sin, out=o2)
-    o2.addcmul_(x2, cos)
+    torch.mul(x, torch.cat((cos, cos), dim=-1), out=tgt)
+    tgt[..., :half].addcmul_(x[..., half:], sin, value=-1.0)
+    tgt[..., half:].addcmul_(x[..., :half], sin)
     if tgt is not out:
         out.copy_(tgt)
 
@@ -100,6 +106,93 @@ def rope_heads(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_rot: i
         rot = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).to(qkv.dtype)
         return torch.cat((rot, qkv[:, :, n_rot:]), dim=2)
     return _RopeHeads.apply(qkv, cos, sin, n_rot)
+
+
+class _RopeAttention(Function):
+    """RoPE on q and k, then the CPU flash-attention kernel, from the fused qkv projection output.
+
+    The composite path writes a rotated copy of all of qkv (v included), and in backward the split
+    into q/k/v concatenates the three SDPA gradients into one tensor before the rotation is undone
+    in a second full-size pass. Here v is read in place and the inverse rotation writes the q/k
+    gradients straight into the qkv gradient: one full-size copy less each way. The kernel is the
+    one ``scaled_dot_product_attention`` dispatches to on CPU, called with the same arguments.
+    """
+
+    @staticmethod
+    def forward(ctx, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_heads: int,  # noqa: ANN001
+                mask: torch.Tensor | None) -> torch.Tensor:
+        b, s, _, d = qkv.shape
+        n_rot = 2 * n_heads
+        qk = torch.empty((b, s, n_rot, d), dtype=qkv.dtype, device=qkv.device)
+        _rotate(qkv[:, :, :n_rot], cos, sin, qk)
+        q, k = qk.transpose(1, 2).split(n_heads, dim=1)
+        v = qkv[:, :, n_rot:].transpose(1, 2)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, mask is None, attn_mask=mask)
+        ctx.save_for_backward(qk, qkv, out, lse, cos, sin, mask)
+        ctx.n_heads = n_heads
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+        qk, qkv, out, lse, cos, sin, mask = ctx.saved_tensors
+        h = ctx.n_heads
+        q, k = qk.transpose(1, 2).split(h, dim=1)
+        v = qkv[:, :, 2 * h:].transpose(1, 2)
+        gq, gk, gv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            grad, q, k, v, out, lse, 0.0, mask is None, attn_mask=mask)
+        gin = torch.empty_like(qkv, memory_format=torch.contiguous_format)
+        _rotate(gq.transpose(1, 2), cos, -sin, gin[:, :, :h])
+        _rotate(gk.transpose(1, 2), cos, -sin, gin[:, :, h:2 * h])
+        gin[:, :, 2 * h:] = gv.transpose(1, 2)
+        return gin, None, None, None, None
+
+
+def rope_attention_supported(qkv: torch.Tensor, n_heads: int, mask: torch.Tensor | None) -> bool:
+    """Whether ``rope_attention`` applies: eager CPU, no grouped-query heads, an additive mask (or
+    none) in the dtype of ``qkv``, no autocast (under it the composite path casts as autocast does)."""
+    return (qkv.device.type == "cpu" and qkv.shape[2] == 3 * n_heads and not torch.compiler.is_compiling()
+            and not torch.is_autocast_enabled("cpu") and (mask is None or mask.dtype == qkv.dtype)
+            and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu_backward"))
+
+
+def rope_attention(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_heads: int,
+                   mask: torch.Tensor | None) -> torch.Tensor:
+    """Causal attention of ``qkv`` [B, S, 3H, D] (q, k, v heads) with RoPE on q and k; [B, H, S, D].
+
+    ``mask``: additive [B, 1, S, S] document mask, or None for plain causal rows. Same numbers as
+    ``rope_heads`` followed by ``scaled_dot_product_attention`` (check ``rope_attention_supported``).
+    """
+    return _RopeAttention.apply(qkv, cos[:, None, :], sin[:, None, :], n_heads, mask)
+
+
+class _SwiGLU(Function):
+    @staticmethod
+    def forward(ctx, h: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        gate, up = h.chunk(2, dim=-1)
+        act = F.silu(gate)
+        ctx.save_for_backward(h, act)
+        return act.mul(up)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+        h, act = ctx.saved_tensors
+        gate, up = h.chunk(2, dim=-1)
+        # both halves written into one buffer: autograd of chunk() would concatenate two fresh ones
+        gh = torch.empty_like(h, memory_format=torch.contiguous_format)
+        g_gate, g_up = gh.chunk(2, dim=-1)
+        torch.mul(grad, act, out=g_up)
+        torch.mul(grad, up, out=g_gate)
+        torch.ops.aten.silu_backward.grad_input(g_gate, gate, grad_input=g_gate)
+        return gh
+
+
+def swiglu(h: torch.Tensor) -> torch.Tensor:
+    """``silu(gate) * up`` of ``h = [gate | up]`` (last dim split in two halves)."""
+    if torch.compiler.is_compiling():
+        gate, up = h.chunk(2, dim=-1)
+        return F.silu(gate) * up
+    return _SwiGLU.apply(h)
 
 
 class _CrossEntropy(Function):

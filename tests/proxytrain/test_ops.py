@@ -1,4 +1,4 @@
-"""Hand-written RMSNorm / RoPE / cross-entropy: values and gradients equal the composite versions."""
+"""Hand-written RMSNorm / RoPE / attention / SwiGLU / cross-entropy: values and gradients equal the composite versions."""
 
 from __future__ import annotations
 
@@ -6,8 +6,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from proxytrain.attention import attend, prepare_attention
 from proxytrain.model import apply_rope
-from proxytrain.ops import cross_entropy, rms_norm, rope_heads
+from proxytrain.ops import (
+    cross_entropy,
+    rms_norm,
+    rope_attention,
+    rope_attention_supported,
+    rope_heads,
+    swiglu,
+)
 
 
 def _grads(fn, *inputs):
@@ -105,8 +113,9 @@ def test_compiled_graphs_get_the_composite_forms_with_the_same_numbers(monkeypat
     qkv = torch.randn(2, 7, 5, 16, generator=g)
     cos, sin = torch.randn(7, 8, generator=g), torch.randn(7, 8, generator=g)
     logits, targets = torch.randn(9, 13, generator=g), torch.tensor([0, 3, -1, 12, 5, 5, -1, 1, 2])
+    h = torch.randn(3, 7, 20, generator=g)
     cases = [(lambda a, b: rms_norm(a, b, 1e-5), (x, w)), (lambda a: rope_heads(a, cos, sin, 3), (qkv,)),
-             (lambda a: cross_entropy(a, targets), (logits,))]
+             (lambda a: cross_entropy(a, targets), (logits,)), (swiglu, (h,))]
     eager = [_grads(fn, *args) for fn, args in cases]
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     for (fn, args), (out, grads) in zip(cases, eager, strict=True):
@@ -114,3 +123,55 @@ def test_compiled_graphs_get_the_composite_forms_with_the_same_numbers(monkeypat
         torch.testing.assert_close(out_c, out, atol=1e-5, rtol=1e-5)
         for a, b in zip(grads_c, grads, strict=True):
             torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("packed", [True, False])
+def test_rope_attention_equals_rope_then_sdpa(dtype, packed):
+    """The fused CPU path gives the composite path's numbers (rope_heads, split, SDPA) to the bit,
+    with a document mask (packed rows) and on plain causal rows (no mask)."""
+    g = torch.Generator().manual_seed(5)
+    b, s, h, d = 3, 16, 4, 8
+    seg = torch.tensor([[0] * 5 + [1] * 7 + [2] * 3 + [-1], [0] * 16, [0] * 9 + [-1] * 7], dtype=torch.int32)
+    ctx = prepare_attention(seg if packed else torch.zeros_like(seg), "sdpa", dtype)
+    assert (ctx.mask is None) != packed
+    qkv = torch.randn(b, s, 3 * h, d, generator=g).to(dtype)
+    ang = torch.outer(torch.arange(s, dtype=torch.float64), 1.0 / 10000 ** (torch.arange(0, d, 2) / d))
+    cos, sin = ang.cos().float(), ang.sin().float()
+    assert rope_attention_supported(qkv, h, ctx.mask)
+
+    def composite(t):
+        q, k, v = rope_heads(t, cos, sin, 2 * h).transpose(1, 2).split([h, h, h], dim=1)
+        return attend(q, k, v, ctx)
+
+    out, (grad,) = _grads(lambda t: rope_attention(t, cos, sin, h, ctx.mask), qkv)
+    out_ref, (grad_ref,) = _grads(composite, qkv)
+    assert out.shape == (b, h, s, d) and grad.dtype == dtype
+    assert torch.equal(out, out_ref) and torch.equal(grad, grad_ref)
+
+
+def test_rope_attention_is_refused_where_the_composite_path_must_run():
+    qkv = torch.zeros(1, 4, 12, 8)
+    assert rope_attention_supported(qkv, 4, None)
+    assert not rope_attention_supported(qkv[:, :, :8], 4, None)  # 4 q + 2 k + 2 v heads: grouped-query
+    assert not rope_attention_supported(qkv, 4, torch.zeros(1, 1, 4, 4, dtype=torch.bool))  # boolean mask
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not rope_attention_supported(qkv, 4, None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_swiglu_equals_silu_times_up(dtype):
+    g = torch.Generator().manual_seed(6)
+    h = (2 * torch.randn(2, 5, 2 * 24, generator=g)).to(dtype)
+
+    def composite(t):
+        gate, up = t.chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+    out, (grad,) = _grads(swiglu, h)
+    out_ref, (grad_ref,) = _grads(composite, h)
+    assert out.shape == (2, 5, 24) and grad.dtype == dtype
+    torch.testing.assert_close(out, out_ref, atol=0, rtol=0)
+    torch.testing.assert_close(grad, grad_ref, atol=1e-6, rtol=1e-6)
+    if dtype == torch.float64:
+        assert torch.autograd.gradcheck(swiglu, (h[:1, :2].detach().requires_grad_(),))
