@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datatrove.data import Document
 
-from curate import io as cio
+from curate import docio as cio
 from curate.calibrate import calibrate_steps
 from curate.steps.filters import FilterConfig, HeuristicFilter, datatrove_chain, make_filter
 from curate.steps.langid import LangIdConfig, LanguageFilter, LanguageID

@@ -60,7 +60,7 @@ def _needs(step: Any) -> bool:
 
 def sample_input(inputs: list[str], read_cfg: Any, max_docs: int) -> tuple[dict[str, list[Document]], dict[str, int]]:
     """(deterministic sample per domain, documents read per domain)."""
-    from curate import io as cio
+    from curate import docio as cio
 
     files = cio.list_input_files(inputs[0]) if len(inputs) == 1 else [
         f for p in inputs for f in cio.list_input_files(p)]
@@ -261,16 +261,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_args(p, CalibrateConfig)
 
     def _cmd(args: argparse.Namespace) -> int:
-        from curate import io as cio
-        from curate.engine_local import EngineConfig, build_steps
+        from curate.chain import ChainConfig, build_steps, section
 
-        cfg = config_from(CalibrateConfig, params=load_params(args.params, "curate.calibrate"), args=args,
+        params = load_params(args.params)  # read once, here
+        cfg = config_from(CalibrateConfig, params=section(params, "curate.calibrate"), args=args,
                           where="curate.calibrate")
         cfg.file = ""  # this command always calibrates
-        ecfg = config_from(EngineConfig, params=load_params(args.params, "curate.engine"), where="curate.engine")
-        read_cfg = config_from(cio.ReadConfig, params=load_params(args.params, "curate.read"), where="curate.read")
-        steps = build_steps(args.params, ecfg, stage="a")
-        doc = calibrate_steps(steps, inputs=[args.input], read_cfg=read_cfg, cfg=cfg)
+        chain = ChainConfig.from_params(params, params_path=str(args.params))
+        doc = calibrate_steps(build_steps(chain, stage="a"), inputs=[args.input], read_cfg=chain.read, cfg=cfg)
         if doc is None:
             raise ConfigError("no step of curate.engine.steps needs a calibration (profile web, per_domain off)")
         out = Path(args.output)

@@ -10,10 +10,8 @@ import argparse
 import importlib
 
 CURATE_MODULES: list[str] = [
-    "curate.engine_local",
-    "curate.spark_cli",  # adds --engine spark / --master to `run`; must follow curate.engine_local
-    "curate.steps_cli",
-    "curate.safety_cli",  # toxicity, decontam
+    "curate.engine_local",  # run (--engine local|spark)
+    "curate.steps_cli",  # normalize, langid, filter, toxicity, decontam
     "curate.calibrate",
     "curate.metrics",
     "curate.dedup.cli",

@@ -1,12 +1,15 @@
 """``corpusmix curate run``: the local curation engine on datatrove's ``LocalPipelineExecutor``.
 
-Chain (each part switchable in ``params.yaml`` ``curate.engine.steps``)::
+The command reads ``params.yaml`` once into a ``curate.chain.ChainConfig`` and dispatches on
+``--engine``: ``local`` (this module) or ``spark`` (``curate.spark_cli``, same chain). Chain (built
+by ``curate.chain.build_steps``; each part switchable in ``params.yaml`` ``curate.engine.steps``)::
 
-    read -> normalize -> langid (+ keep/threshold) -> filters (per-domain) -> quality (+ thresholds)
+    read -> normalize -> decontam -> langid (+ keep/threshold) -> filters -> toxicity -> quality
          -> [global] dedup -> pii -> [global] merge
 
 Stage ``a`` and stage ``b`` are datatrove pipelines of ``tasks`` tasks run by ``workers`` processes;
-each task streams its share of the input (Parquet row groups / JSONL files) through the steps and
+each task streams its share of the input (Parquet row groups / JSONL files) through the steps
+(``curate.runner.run_steps``, the runner of both engines) and
 writes ``OUT/work/<stage>/out/<rank>-<part>.parquet`` plus its drops and per-step stats. dedup is
 global: it reads stage a's output (``id``, ``text``, ``quality_ft``) once, calls
 ``curate.dedup.dedup_table`` and writes per-task verdicts, applied in stage b. The merge writes
@@ -30,7 +33,8 @@ import os
 import re
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -41,105 +45,17 @@ from datatrove.pipeline.base import PipelineStep
 
 from corpusmix.config import ConfigError, add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
-from curate import io as cio
-from curate.stats import DropSink, StepStats, merge_stats, meter, stats_document, write_task_stats
+from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
+from corpusmix.stats import write_stats as write_task_stats
+from curate import docio as cio
+from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps, section
+from curate.runner import Outcome, run_steps
+from curate.stats import count_read, drop_row
 from curate.steps.base import CurationStep
 
 log = get_logger("curate.engine_local")
 
-ALL_STEPS = ("normalize", "decontam", "langid", "filters", "toxicity", "quality", "dedup", "pii")
-STAGE_A = ("normalize", "decontam", "langid", "filters", "toxicity", "quality")
-
-
-@dataclass
-class EngineConfig:
-    steps: list[str] = field(default_factory=lambda: list(ALL_STEPS), metadata={
-        "help": f"steps to run, in chain order, from {ALL_STEPS}"})
-    tasks: int = field(default=4, metadata={"help": "datatrove tasks (units of resumable work)"})
-    workers: int = field(default=1, metadata={"help": "processes running tasks"})
-    batch_docs: int = field(default=1000, metadata={"help": "documents per output part file"})
-    quality_models_dir: str = field(default="", metadata={
-        "help": "folder with the trained quality models (empty: quality step skipped)"})
-    keep_work: bool = field(default=True, metadata={"help": "keep OUT/work after a finished run"})
-
-    def __post_init__(self) -> None:
-        bad = [s for s in self.steps if s not in ALL_STEPS]
-        if bad:
-            raise ConfigError(f"curate.engine.steps: unknown step(s) {bad}; valid: {list(ALL_STEPS)}")
-        if self.tasks < 1 or self.workers < 1 or self.batch_docs < 1:
-            raise ConfigError("curate.engine.tasks, workers and batch_docs must be >= 1")
-
-
-# -- building the chain (shared with other engines) ---------------------------------------------
-
-def build_steps(params_path: str | Path, cfg: EngineConfig | None = None, *, stage: str = "a") -> list[CurationStep]:
-    """The per-document steps of stage ``a`` (before dedup) or ``b`` (after dedup) from params."""
-    from curate.steps.filters import FilterConfig, make_filter
-    from curate.steps.langid import LangIdConfig, LanguageFilter, LanguageID
-    from curate.steps.normalize import NormalizeConfig, Normalizer
-
-    cfg = cfg or config_from(EngineConfig, params=load_params(params_path, "curate.engine"), where="curate.engine")
-    steps: list[CurationStep] = []
-    on = set(cfg.steps)
-    if stage == "a":
-        if "normalize" in on:
-            steps.append(Normalizer(config_from(NormalizeConfig, params=load_params(params_path, "curate.normalize"),
-                                                where="curate.normalize")))
-        if "decontam" in on:  # right after normalisation: every planted copy is judged, before other drops
-            from curate.steps.decontam import DecontamConfig, Decontaminator
-
-            steps.append(Decontaminator(config_from(DecontamConfig, params=load_params(params_path, "decontam"),
-                                                    where="decontam")))
-        if "langid" in on:
-            lc = config_from(LangIdConfig, params=load_params(params_path, "curate.langid"), where="curate.langid")
-            steps += [LanguageID(lc), LanguageFilter(lc)]
-        if "filters" in on:
-            steps.append(make_filter(config_from(FilterConfig, params=load_params(params_path, "curate.filters"),
-                                                 where="curate.filters")))
-        if "toxicity" in on:
-            from curate.steps.toxicity import ToxicityConfig, toxicity_steps
-
-            steps += toxicity_steps(config_from(ToxicityConfig, params=load_params(params_path, "toxicity"),
-                                                where="toxicity"))
-        if "quality" in on and cfg.quality_models_dir:
-            try:
-                from curate.steps.quality import QualityConfig, quality_filters, quality_scorers
-            except ImportError as exc:
-                raise ConfigError(f"step 'quality' is enabled but curate.steps.quality cannot be imported ({exc}); "
-                                  "remove it from curate.engine.steps") from exc
-            qc = config_from(QualityConfig, params=load_params(params_path, "quality"), where="quality")
-            if not Path(cfg.quality_models_dir).is_dir():
-                raise ConfigError(f"curate.engine.quality_models_dir {cfg.quality_models_dir!r} does not exist; "
-                                  "train the models first or set it to ''")
-            steps += quality_scorers(cfg.quality_models_dir, qc) + quality_filters(qc)
-    elif "pii" in on:
-        try:
-            from curate.steps.pii import PIIConfig, PIIRedactor
-        except ImportError as exc:
-            raise ConfigError(f"step 'pii' is enabled but curate.steps.pii cannot be imported ({exc}); "
-                              "remove it from curate.engine.steps") from exc
-        steps.append(PIIRedactor(config_from(PIIConfig, params=load_params(params_path, "pii"), where="pii")))
-    return steps
-
-
-class DedupApply(CurationStep):
-    """Applies the global dedup verdicts of this task: adds ``dup_cluster``/``is_duplicate``, drops copies."""
-
-    step_name = "dedup"
-    name = "dedup (apply verdicts)"
-    columns = ("dup_cluster", "is_duplicate")
-
-    def __init__(self, verdicts: dict[str, tuple[str, bool, str | None]]) -> None:
-        super().__init__()
-        self.verdicts = verdicts
-
-    def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        cluster, is_dup, kind = self.verdicts.get(doc.id, (doc.id, False, None))
-        doc.metadata["dup_cluster"] = cluster
-        doc.metadata["is_duplicate"] = is_dup
-        if is_dup:
-            return False, "near_duplicate" if kind == "near" else "exact_duplicate"
-        return True
+ENGINES = ("local", "spark")
 
 
 # -- one datatrove task --------------------------------------------------------------------------
@@ -157,7 +73,8 @@ class ChainTask(PipelineStep):
         self.read_cfg, self.steps, self.batch_docs = read_cfg, steps, batch_docs
         self.verdicts_dir = verdicts_dir
 
-    def _source(self, rank: int, world_size: int, sink: DropSink, st: StepStats):
+    def _source(self, rank: int, world_size: int, st: StepStats) -> Iterator[Document | Outcome]:
+        """This task's records: documents, and ``read`` outcomes for records that are none."""
         if self.stage == "a":
             units = cio.list_units([Path(p) for p in self.inputs])[rank::world_size]
         else:
@@ -166,26 +83,18 @@ class ChainTask(PipelineStep):
         reader = cio.RecordReader(self.read_cfg)
         for unit in units:
             for rec in reader.read_unit(unit):
-                st.docs_in += 1
-                if isinstance(rec, cio.Drop):
-                    st.dropped[rec.reason] += 1
-                    sink.add(rec.id, cio.READ_STEP, rec.reason, rec.domain)
-                    continue
-                st.kept += 1
-                st.bytes_in += len(rec.text.encode("utf-8"))
-                yield rec
+                yield count_read(st, rec)
 
     def run(self, data: Any = None, rank: int = 0, world_size: int = 1):
         work = Path(self.work) / self.stage
         out_dir = work / "out"
         for old in out_dir.glob(f"{rank:05d}-*.parquet"):
             old.unlink()  # leftovers of a killed attempt of this task
-        sink = DropSink()
+        drops: list[tuple[str, str, str, str]] = []
         stats: dict[str, StepStats] = {}
         t0 = time.perf_counter()
         read_name = cio.READ_STEP if self.stage == "a" else "reread"
         stats[read_name] = StepStats()
-        docs = self._source(rank, world_size, sink, stats[read_name])
         steps = list(self.steps)
         if self.verdicts_dir:
             vfile = Path(self.verdicts_dir) / f"{rank:05d}.parquet"
@@ -194,13 +103,13 @@ class ChainTask(PipelineStep):
                 t = pq.read_table(vfile).to_pylist()
                 verdicts = {r["id"]: (r["dup_cluster"], r["is_duplicate"], r["dup_kind"]) for r in t}
             steps.insert(0, DedupApply(verdicts))
-        for step in steps:
-            stats[step.step_name] = StepStats()
-            docs = meter(step, docs, stats[step.step_name], sink, rank=rank, world_size=world_size)
         part = 0
         batch: list[Document] = []
-        for doc in docs:
-            batch.append(doc)
+        for res in run_steps(steps, self._source(rank, world_size, stats[read_name]), stats=stats):
+            if not res.kept:
+                drops.append(drop_row(res))
+                continue
+            batch.append(res.doc)
             if len(batch) >= self.batch_docs:
                 cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
                 part += 1
@@ -213,7 +122,7 @@ class ChainTask(PipelineStep):
             s.check(name)
         if read_name == "reread":
             stats.pop(read_name)
-        cio.atomic_write_table(cio.drops_table(sink.rows), work / "drops" / f"{rank:05d}.parquet")
+        cio.atomic_write_table(cio.drops_table(drops), work / "drops" / f"{rank:05d}.parquet")
         write_task_stats(work / "stats" / f"{rank:05d}.json", stats)
         return
         yield  # a generator, as datatrove expects
@@ -276,7 +185,7 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
         for f in drop_files:
             dw.write_table(pq.read_table(f))
     stat_files = sorted((work / "a" / "stats").glob("*.json")) + sorted((work / "b" / "stats").glob("*.json"))
-    steps = merge_stats(stat_files, order=step_order)
+    steps = merge_stats((read_stats(f) for f in stat_files), order=step_order)
     gd = work / "dedup" / "stats.json"
     if gd.exists() and "dedup" in steps:
         steps["dedup"]["seconds"] = round(steps["dedup"]["seconds"] + json.loads(gd.read_text())
@@ -299,32 +208,34 @@ def _phase(name: str) -> None:
     log.info("phase", extra={"data": {"phase": name}})
 
 
-def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "params.yaml",
-              cfg: EngineConfig | None = None, read_cfg: cio.ReadConfig | None = None) -> dict[str, Any]:
-    """Run the whole chain; returns the stats document. Safe to re-run after a kill."""
+def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path = "params.yaml",
+              cfg: EngineConfig | None = None, read_cfg: cio.ReadConfig | None = None,
+              chain: ChainConfig | None = None) -> dict[str, Any]:
+    """Run the whole chain; returns the stats document. Safe to re-run after a kill.
+
+    ``chain`` holds the params read once by the command; without it ``params_path`` is read here
+    (``cfg``/``read_cfg`` override its ``curate.engine``/``curate.read`` sections).
+    """
     from datatrove.executor import LocalPipelineExecutor
 
-    cfg = cfg or config_from(EngineConfig, params=load_params(params_path, "curate.engine"), where="curate.engine")
-    read_cfg = read_cfg or config_from(cio.ReadConfig, params=load_params(params_path, "curate.read"),
-                                       where="curate.read")
+    chain = chain or ChainConfig.load(params_path, engine=cfg, read=read_cfg)
+    cfg, read_cfg = chain.engine, chain.read
     files = cio.list_input_files(inputs)
     cio.check_inputs(files, read_cfg)
-    steps_a = build_steps(params_path, cfg, stage="a")  # builds (and validates) every config up front
-    steps_b = build_steps(params_path, cfg, stage="b")
+    steps_a = build_steps(chain, stage="a")  # builds (and validates) every step up front
+    steps_b = build_steps(chain, stage="b")
     out, work = Path(output), Path(output) / "work"
     work.mkdir(parents=True, exist_ok=True)
     fingerprint = hashlib.sha256(json.dumps({
         "inputs": [str(f) for f in files], "engine": asdict(cfg), "read": asdict(read_cfg),
-        "params": {k: load_params(params_path, k) for k in ("curate", "dedup", "pii", "quality", "toxicity",
-                                                                  "decontam")},
-        "decontam_index": [getattr(s, "index_path", "") for s in steps_a]},
+        "params": chain.params, "decontam_index": [getattr(s, "index_path", "") for s in steps_a]},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
     fp_file = work / "fingerprint"
     if fp_file.exists() and fp_file.read_text() != fingerprint:
         raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output or "
                           f"delete {str(work)!r}")
     fp_file.write_text(fingerprint)
-    calibration = _calibrate(steps_a, files, read_cfg, params_path, out)
+    calibration = _calibrate(steps_a, files, read_cfg, chain.calibrate, out)
     # stats.json marks a finished run: it goes first and is written last, so a run killed anywhere
     # never leaves a stale marker next to half-rewritten outputs
     (out / "stats.json").unlink(missing_ok=True)
@@ -348,7 +259,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
     dedup_on = "dedup" in cfg.steps
     if dedup_on:
         _phase("dedup")
-        run_dedup(work, params_path)
+        run_dedup(work, chain.params_path)
     if dedup_on or steps_b:
         _phase("stage b")
         execute("b", [str(p) for p in _parts(work, "a")], steps_b,
@@ -356,8 +267,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
         order += (["dedup"] if dedup_on else []) + [s.step_name for s in steps_b]
         last = "b"
     _phase("merge")
-    doc = run_merge(work, out, last, order, calibration,
-                    guard_share=_calibrate_cfg(params_path).guard_share)
+    doc = run_merge(work, out, last, order, calibration, guard_share=chain.calibrate.guard_share)
     if not cfg.keep_work:
         _phase("clean-up")
         # renamed first (atomic): a kill mid-delete can never leave completion markers without
@@ -369,23 +279,18 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str = "par
     return doc
 
 
-def _calibrate_cfg(params_path: str | Path) -> Any:
-    from curate.calibrate import CalibrateConfig
-
-    return config_from(CalibrateConfig, params=load_params(params_path, "curate.calibrate"), where="curate.calibrate")
-
-
-def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadConfig, params_path: str | Path,
+def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadConfig, ccfg: Any,
                out: Path) -> dict[str, Any] | None:
     """Calibrate the steps once over the whole input (before any task) and write OUT/calibration.json.
 
     A resumed run (same fingerprint) reloads the calibration it wrote, so all tasks agree."""
+    from dataclasses import replace
+
     from curate.calibrate import calibrate_steps
 
-    ccfg = _calibrate_cfg(params_path)
     target = out / "calibration.json"
     if not ccfg.file and target.exists() and (out / "work" / ".calibrated").exists():
-        ccfg.file = str(target)
+        ccfg = replace(ccfg, file=str(target))
     doc = calibrate_steps(steps, inputs=[str(f) for f in files], read_cfg=read_cfg, cfg=ccfg)
     if doc is not None and Path(ccfg.file or "").resolve() != target.resolve():
         tmp = out / ".calibration.json.tmp"
@@ -396,18 +301,30 @@ def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadC
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    cfg = config_from(EngineConfig, params=load_params(args.params, "curate.engine"), args=args,
-                      where="curate.engine")
-    doc = run_local(inputs=args.input, output=args.output, params_path=args.params, cfg=cfg)
+    """``curate run``: params read once here; ``--engine`` picks the engine that runs the chain."""
+    params = load_params(args.params)
+    engine = config_from(EngineConfig, params=section(params, "curate.engine"), args=args, where="curate.engine")
+    chain = ChainConfig.from_params(params, engine=engine, params_path=str(args.params))
+    if args.engine == "spark":
+        from curate.spark_cli import run_with_spark
+
+        doc = run_with_spark(args, chain=chain, params=params)
+    else:
+        doc = run_local(inputs=args.input, output=args.output, chain=chain)
     print(json.dumps(doc["totals"]))
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the configured curation chain locally (datatrove)",
+    p = sub.add_parser("run", help="run the configured curation chain (datatrove locally, or Spark)",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", required=True, help="Parquet/JSONL(.gz/.zst) file or folder")
+    p.add_argument("--input", required=True, help="Parquet/JSONL(.gz/.zst) file or folder (any Spark URI with --engine spark)")
     p.add_argument("--output", required=True, help="output folder (curated/, drops.parquet, stats.json)")
     p.add_argument("--params", default="params.yaml", help="params file (sections curate.*, dedup, pii, quality)")
+    p.add_argument("--engine", choices=ENGINES, default="local",
+                   help="local: datatrove on this machine; spark: Spark (see docs/spark.md)")
+    p.add_argument("--master", default=None,
+                   help="Spark master for --engine spark: local[*], local[N,F], spark://HOST:PORT, yarn, k8s://... "
+                        "(default: params.yaml spark.master)")
     add_config_args(p, EngineConfig)
     p.set_defaults(func=_cmd)

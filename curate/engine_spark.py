@@ -3,139 +3,67 @@
 Run it with ``corpusmix curate run --engine spark --master local[*]|spark://HOST:PORT`` or submit
 ``curate/spark_submit.py`` with ``spark-submit`` (see ``docs/spark.md``). From Python::
 
+    from curate.chain import ChainConfig, build_steps
     from curate.engine_spark import SparkConfig, run_spark
-    from curate.spark_submit import chain_from_params
-    steps, dedup, after = chain_from_params("params.yaml")      # the local engine's chain builder
-    stats = run_spark(inputs=["data/raw/docs"], output="data/curated_spark", steps=steps, dedup=dedup,
-                      steps_after=after, cfg=SparkConfig(master="local[2]"))
+    chain = ChainConfig.load("params.yaml")                      # the chain of both engines
+    stats = run_spark(inputs=["data/raw/docs"], output="data/curated_spark", steps=build_steps(chain, stage="a"),
+                      dedup=chain.dedup, steps_after=build_steps(chain, stage="b"), cfg=SparkConfig(master="local[2]"))
 
-How it works (the local engine's chain: read -> stage a -> global dedup -> stage b -> merge):
+How it works (the local engine's chain: read -> stage a -> global dedup -> stage b -> merge); this
+module orchestrates, its parts live by job in ``curate.spark_session`` (session, filesystem),
+``curate.spark_models`` (model files shipped to executors) and ``curate.spark_partition`` (the
+``mapInArrow`` partition runner):
 
 1. records are read with Spark's data sources (Parquet or JSON lines, any URI Spark's
    filesystem layer reads: local, ``hdfs://``, ``s3a://``) and turned into documents or ``read``
-   drops inside the partitions by the local engine's ``curate.io.RecordReader``;
+   drops inside the partitions by the local engine's ``curate.docio.RecordReader``;
 2. the per-document steps (datatrove ``BaseFilter`` objects, see ``curate/steps/base.py``) are
-   pickled once on the driver, broadcast, unpickled ONCE per executor Python process (a module-level
-   cache keyed by the chain's hash) and applied to Arrow batches in ``mapInArrow``. Every document
-   leaves the partition either kept (with the annotators' new columns) or dropped with exactly one
-   ``(step, reason)``; each partition also emits one statistics row (docs/bytes in, kept, dropped
-   by reason, seconds per step). Statistics are rows of the output, not accumulators, so a retried
-   task cannot count twice. Each stage's result is materialised once under ``<output>/_work``;
+   pickled once on the driver, broadcast, unpickled ONCE per executor Python process and run by
+   ``curate.runner.run_steps`` (the runner of every engine) on Arrow batches in ``mapInArrow``.
+   Every document leaves the partition either kept (with the annotators' new columns) or dropped
+   with exactly one ``(step, reason)``; each partition also emits one statistics row. Each stage's
+   result is materialised once under ``<output>/_work``;
 3. model files that steps point to (fastText language ID / quality, KenLM) are shipped with
    ``SparkContext.addFile`` and the step attributes that name them are rewritten on the executor to
    the local ``SparkFiles`` copy, so steps never know where they run;
 4. global deduplication runs the dedup module's Spark shuffles (``curate.dedup.spark``) on
    ``id``/``text``/quality only; its verdicts are joined back and applied, in stage b, by the
-   local engine's own ``DedupApply`` step (same reasons and counts), followed by PII;
+   chain's ``ColumnDedupApply`` step (``curate.chain``: the local engine's ``DedupApply``, same
+   reasons and counts), followed by PII;
 5. outputs follow the local engine's contracts (``docs/formats.md``): ``curated/<domain>.parquet``
    (a Parquet folder per domain, readable by ``pyarrow.parquet.read_table``), ``drops.parquet``
-   and ``stats.json`` (``curate.stats.stats_document`` plus an ``engine`` entry with phase times).
+   and ``stats.json`` (``corpusmix.stats.stats_document`` plus an ``engine`` entry with phase times).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
-
 from corpusmix.logging import get_logger
-from curate import io as cio
+from corpusmix.stats import merge_stats, stats_document
+from curate.chain import ColumnDedupApply
+from curate.spark_models import localise_model_paths, ship_model_files
+from curate.spark_partition import (
+    DROP_REASON,
+    DROP_STEP,
+    FILE_COL,
+    PART_COL,
+    READ_STEP,
+    ROWS_KEY,
+    STATS_COL,
+    infer_output_schema,
+    make_partition_fn,
+)
+from curate.spark_session import SparkConfig, delete_path, get_session, hadoop_fs, write_text
+
+__all__ = ["SparkConfig", "get_session", "map_steps", "read_documents", "run_spark"]
 
 log = get_logger("curate.spark")
-
-#: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
-KNOWN_TYPES: dict[str, pa.DataType] = cio.ANNOTATION_TYPES
-#: file suffixes of models that are shipped to executors when a step attribute names such a file
-#: (``.bin`` also covers the decontamination step's n-gram index: shipped as a file, memory-mapped
-#: by each executor, instead of riding in the broadcast pickle of the steps)
-MODEL_SUFFIXES = (".ftz", ".bin", ".arpa", ".klm", ".binary", ".model", ".json")
-DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"
-DEFAULT_REASON = "unspecified"  # the local engine's reason for a drop without one
-ROWS_KEY, PART_COL, FILE_COL, READ_STEP = "__rows__", "_part", "_file", "read"
-
-# chains unpickled in this Python process, keyed by the hash of their pickle: a reused Spark Python
-# worker keeps its steps (and their lazily loaded models) from one task to the next.
-_PROCESS_CHAINS: dict[str, list[Any]] = {}
-
-
-@dataclass
-class SparkConfig:
-    """Spark engine settings (params.yaml section ``spark``)."""
-
-    master: str = field(default="local[*]", metadata={
-        "help": "Spark master: local[N], local[N,F] (F = attempts per task), spark://HOST:PORT, yarn, "
-                "k8s://...; ignored under spark-submit, which sets the master"})
-    app_name: str = field(default="corpusmix-curate", metadata={"help": "Spark application name"})
-    partitions: int = field(default=0, metadata={
-        "help": "repartition the input into this many partitions (0 = keep Spark's file splits)"})
-    batch_rows: int = field(default=256, metadata={"help": "documents per Arrow batch handed to the steps"})
-    driver_memory: str = field(default="2g", metadata={"help": "spark.driver.memory (local sessions only)"})
-    executor_memory: str = field(default="", metadata={"help": "spark.executor.memory ('' = Spark's default)"})
-    task_max_failures: int = field(default=4, metadata={"help": "spark.task.maxFailures (cluster masters)"})
-    shuffle_partitions: int = field(default=0, metadata={
-        "help": "spark.sql.shuffle.partitions (0 = 2 per core on local masters, Spark's default elsewhere)"})
-    model_files: list[str] = field(default_factory=list, metadata={
-        "help": "extra files to ship to executors (models named by step attributes are found automatically)"})
-    keep_work: bool = field(default=False, metadata={"help": "keep the intermediate _work/ folder"})
-    conf: dict[str, str] = field(default_factory=dict, metadata={"help": "extra Spark conf as JSON"})
-
-    def __post_init__(self) -> None:
-        from corpusmix.config import ConfigError
-
-        if self.batch_rows < 1:
-            raise ConfigError(f"spark.batch_rows must be >= 1, got {self.batch_rows}")
-        if self.partitions < 0:
-            raise ConfigError(f"spark.partitions must be >= 0, got {self.partitions}")
-
-
-# ----------------------------------------------------------------------------------------- session
-
-def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:
-    """A SparkSession for the engine (``set_master=False`` under spark-submit, which sets the master)."""
-    import sys
-
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(cfg.app_name)
-    if set_master and cfg.master:
-        builder = builder.master(cfg.master)
-    settings = {
-        "spark.sql.execution.arrow.maxRecordsPerBatch": str(cfg.batch_rows),
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.task.maxFailures": str(cfg.task_max_failures),
-        "spark.ui.showConsoleProgress": "false",
-    }
-    if cfg.shuffle_partitions:
-        settings["spark.sql.shuffle.partitions"] = str(cfg.shuffle_partitions)
-    if set_master and cfg.master.startswith("local"):
-        settings["spark.driver.memory"] = cfg.driver_memory
-        if not cfg.shuffle_partitions:  # dedup's small shuffles: 200 partitions would be 200 Python tasks
-            settings["spark.sql.shuffle.partitions"] = str(2 * _local_cores(cfg.master))
-        # a local session needs no network but loopback (works offline and in network namespaces)
-        settings["spark.driver.host"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
-        settings["spark.driver.bindAddress"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
-    if cfg.executor_memory:
-        settings["spark.executor.memory"] = cfg.executor_memory
-    settings.update({k: str(v) for k, v in cfg.conf.items()})
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    return builder.getOrCreate()
-
-
-def _local_cores(master: str) -> int:
-    """Cores of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
-    inner = master[len("local["):-1] if master.startswith("local[") else "1"
-    first = inner.split(",")[0].strip()
-    return os.cpu_count() or 1 if first == "*" else max(int(first), 1)
 
 
 # ------------------------------------------------------------------------------------------- input
@@ -144,7 +72,7 @@ def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
     """Raw records from Parquet files/folders or JSON lines (``.jsonl``, ``.jsonl.gz``; any Spark URI).
 
     Records become documents (or ``read`` drops) inside the partitions with the local engine's
-    :class:`curate.io.RecordReader`; a malformed JSON line (Spark's ``_corrupt_record``) is a
+    :class:`curate.docio.RecordReader`; a malformed JSON line (Spark's ``_corrupt_record``) is a
     ``read`` drop with reason ``malformed_json``. Adds ``_file`` (the record's file name), used
     for the ids of records without one.
     """
@@ -184,231 +112,7 @@ def read_documents(spark: Any, inputs: Sequence[str]) -> Any:
     return df.withColumn(FILE_COL, F.regexp_extract(F.input_file_name(), r"([^/]*)$", 1))
 
 
-# ------------------------------------------------------------------------------------ model files
-
-def _walk_values(obj: Any, depth: int = 0) -> Iterator[tuple[Any, str, Any]]:
-    """(owner, attribute, value) for attributes of step objects, two levels deep."""
-    if depth > 2 or not hasattr(obj, "__dict__"):
-        return
-    for name, value in list(vars(obj).items()):
-        yield obj, name, value
-        if hasattr(value, "__dict__") and not isinstance(value, type) and value.__class__.__module__.split(".")[0] in (
-                "curate", "datatrove", "corpusmix"):
-            yield from _walk_values(value, depth + 1)
-
-
-def find_model_files(steps: Sequence[Any]) -> list[str]:
-    """Absolute paths of model files that step attributes name (shipped to executors as Spark files)."""
-    found: list[str] = []
-    for step in steps:
-        for _, _, value in _walk_values(step):
-            if isinstance(value, str | PurePath) and str(value).lower().endswith(MODEL_SUFFIXES):
-                p = Path(value)
-                if p.is_file() and str(p.resolve()) not in found:
-                    found.append(str(p.resolve()))
-    return found
-
-
-def localise_model_paths(steps: Sequence[Any], shipped: dict[str, str]) -> int:
-    """On an executor: point step attributes that name a shipped model at its local SparkFiles copy."""
-    if not shipped:
-        return 0
-    from pyspark import SparkFiles
-
-    changed = 0
-    for step in steps:
-        for owner, name, value in _walk_values(step):
-            if isinstance(value, str | PurePath):
-                key = str(Path(value).resolve()) if str(value) else ""
-                if key in shipped:
-                    local = SparkFiles.get(shipped[key])
-                    if os.path.exists(local):
-                        setattr(owner, name, type(value)(local) if isinstance(value, PurePath) else local)
-                        changed += 1
-    return changed
-
-
-def _process_steps(key: str, blob: bytes, shipped: dict[str, str]) -> list[Any]:
-    steps = _PROCESS_CHAINS.get(key)
-    if steps is None:
-        steps = pickle.loads(blob)
-        localise_model_paths(steps, shipped)
-        _PROCESS_CHAINS[key] = steps
-    return steps
-
-
-# ----------------------------------------------------------------------------- per-document steps
-
-def _empty_step_stats() -> dict[str, Any]:
-    return {"docs_in": 0, "bytes_in": 0, "kept": 0, "dropped": {}, "seconds": 0.0}
-
-
-def apply_steps(steps: Sequence[Any], docs: list[Any], stats: dict[str, dict[str, Any]]
-                ) -> list[tuple[Any, str | None, str | None]]:
-    """Run ``steps`` in order on datatrove Documents; ``(doc, drop_step, drop_reason)`` per document.
-
-    Uses each step's ``filter_batch`` in chunks of its ``batch_size`` (datatrove's contract), so
-    batched scorers run batched here as well. ``stats`` is updated in place (contract of stats.json).
-    """
-    fate: dict[int, tuple[str, str]] = {}
-    alive = list(range(len(docs)))
-    for step in steps:
-        name = step.step_name
-        st = stats.setdefault(name, _empty_step_stats())
-        t0 = time.perf_counter()
-        st["docs_in"] += len(alive)
-        st["bytes_in"] += sum(len(docs[i].text.encode("utf-8")) for i in alive)
-        size = max(int(getattr(step, "batch_size", 1) or 1), 1)
-        survivors = []
-        for s in range(0, len(alive), size):
-            chunk = alive[s:s + size]
-            results = step.filter_batch([docs[i] for i in chunk])
-            for i, res in zip(chunk, results, strict=True):
-                keep, reason = (res, None) if isinstance(res, bool) else (res[0], res[1] if len(res) > 1 else None)
-                if keep:
-                    survivors.append(i)
-                else:
-                    reason = reason or DEFAULT_REASON
-                    fate[i] = (name, reason)
-                    st["dropped"][reason] = st["dropped"].get(reason, 0) + 1
-        st["kept"] += len(survivors)
-        st["seconds"] += time.perf_counter() - t0
-        alive = survivors
-    return [(d, *fate.get(i, (None, None))) for i, d in enumerate(docs)]
-
-
-def records_to_docs(rows: list[dict[str, Any]], reader: Any, *, prefix: str = "") -> tuple[list[Any], list[Any]]:
-    """Raw records -> (documents, read drops) with the local engine's ``RecordReader`` rules."""
-    from curate.io import Drop
-
-    docs, drops = [], []
-    for i, rec in enumerate(rows):
-        fname = rec.pop(FILE_COL, None) or "input"
-        corrupt = rec.pop("_corrupt_record", None)
-        fallback = f"{fname}#{prefix}{i}"
-        if corrupt is not None:
-            drops.append(Drop(fallback, "malformed_json"))
-            continue
-        res = reader.make({k: v for k, v in rec.items() if v is not None or k in ("id", "text")}, fallback)
-        (drops if isinstance(res, Drop) else docs).append(res)
-    return docs, drops
-
-
-def _to_batch(results: list[tuple[Any, str | None, str | None]], schema: pa.Schema,
-              read_drops: Sequence[Any] = ()) -> pa.RecordBatch:
-    from datatrove.data import Document
-
-    cols: dict[str, list[Any]] = {n: [] for n in schema.names}
-    results = list(results) + [(Document(text=None, id=d.id, metadata={"domain": d.domain}),  # type: ignore[arg-type]
-                                READ_STEP, d.reason) for d in read_drops]
-    for doc, step, reason in results:
-        cols["id"].append(doc.id)
-        cols["text"].append(doc.text)
-        cols[DROP_STEP].append(step)
-        cols[DROP_REASON].append(reason)
-        cols[STATS_COL].append(None)
-        for n in schema.names:
-            if n not in ("id", "text", DROP_STEP, DROP_REASON, STATS_COL):
-                v = doc.metadata.get(n)
-                cols[n].append(v)
-    return pa.RecordBatch.from_pydict(cols, schema=schema)
-
-
-def _stats_batch(stats: dict[str, Any], schema: pa.Schema) -> pa.RecordBatch:
-    cols = {n: [None] for n in schema.names}
-    cols[STATS_COL] = [json.dumps(stats)]
-    return pa.RecordBatch.from_pydict(cols, schema=schema)
-
-
-def make_partition_fn(key: str, blob_bc: Any, shipped: dict[str, str], schema: pa.Schema,
-                      step_names: list[str], read_cfg: Any, *, read: bool = True) -> Any:
-    """The ``mapInArrow`` function: Arrow batches of records in, decided/annotated documents out.
-
-    Records become documents with the local engine's ``RecordReader``; with ``read=False`` (a
-    later stage re-reading earlier output, like the local engine's ``reread``) its counts are
-    not reported.
-    """
-
-    def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        from curate.io import RecordReader
-
-        steps = _process_steps(key, blob_bc.value, shipped)
-        reader = RecordReader(read_cfg)  # one per partition: duplicate ids are found within a task
-        ctx = TaskContext.get()
-        part = f"p{ctx.partitionId()}:" if ctx is not None else ""
-        stats: dict[str, Any] = {n: _empty_step_stats() for n in [READ_STEP, *step_names]}
-        rows = 0
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            t0 = time.perf_counter()
-            records = batch.to_pylist()
-            docs, drops = records_to_docs(records, reader, prefix=f"{part}{rows}+")
-            rs = stats[READ_STEP]
-            rs["docs_in"] += len(records)
-            rs["bytes_in"] += sum(len(d.text.encode("utf-8")) for d in docs)  # as the local engine: kept only
-            rs["kept"] += len(docs)
-            for d in drops:
-                rs["dropped"][d.reason] = rs["dropped"].get(d.reason, 0) + 1
-            rs["seconds"] += time.perf_counter() - t0
-            rows += batch.num_rows
-            yield _to_batch(apply_steps(steps, docs, stats), schema, drops)
-        stats[ROWS_KEY] = rows
-        if not read:
-            stats.pop(READ_STEP)
-        yield _stats_batch(stats, schema)
-
-    return run_partition
-
-
-def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: list[dict[str, Any]],
-                        read_cfg: Any = None) -> pa.Schema:
-    """``id``, ``text``, the other input columns, ``domain``, then the columns the steps add.
-
-    Types of added columns come from docs/formats.md or, for other columns, from a run of the
-    steps on a sample of records (a column that is always null there becomes a string).
-    """
-    from curate.io import RecordReader
-
-    names = ["id", "text"] + [n for n in input_schema.names
-                              if n not in ("id", "text", FILE_COL, "_corrupt_record")]
-    if "domain" not in names:
-        names.append("domain")
-    fields = [pa.field(n, pa.string()) if n in ("id", "text", "domain") else input_schema.field(n)
-              for n in names]
-    declared: list[str] = []
-    for step in steps:
-        for c in getattr(step, "columns", ()) or ():
-            if c not in names and c not in declared:
-                declared.append(c)
-    sampled: dict[str, list[Any]] = {}
-    if sample:
-        docs, _ = records_to_docs(sample, RecordReader(read_cfg))
-        apply_steps(steps, docs, {})
-        for d in docs:
-            for k, v in d.metadata.items():
-                if k not in names:
-                    sampled.setdefault(k, []).append(v)
-    for c in list(sampled):
-        if c not in declared:
-            declared.append(c)
-    for c in declared:
-        if c in KNOWN_TYPES:
-            tp = KNOWN_TYPES[c]
-        else:
-            values = [v for v in sampled.get(c, []) if v is not None]
-            tp = pa.array(values).type if values else pa.string()
-            if pa.types.is_null(tp):
-                tp = pa.string()
-            if pa.types.is_large_string(tp):
-                tp = pa.string()
-        fields.append(pa.field(c, tp))
-    fields += [pa.field(DROP_STEP, pa.string()), pa.field(DROP_REASON, pa.string()),
-               pa.field(STATS_COL, pa.string())]
-    return pa.schema(fields)
-
+# ---------------------------------------------------------------------------------------- a stage
 
 def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequence[str] = (),
               read_cfg: Any = None, read: bool = True, sample_rows: int = 64) -> tuple[Any, list[str]]:
@@ -426,20 +130,8 @@ def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequenc
         raise ValueError(f"step names must be unique in one chain; repeated: {dup} (give each step its own step_name)")
     blob = CloudPickleSerializer().dumps(list(steps))  # before any driver-side run loads models
     key = hashlib.sha256(blob).hexdigest()[:20]
-    files = list(dict.fromkeys([*find_model_files(steps), *[str(Path(f).resolve()) if "://" not in f else f
-                                                               for f in model_files]]))
-    shipped: dict[str, str] = {}
     sc = spark.sparkContext
-    already = set(_added_files(sc))
-    for f in files:
-        base = os.path.basename(f)
-        if base in shipped.values() and shipped.get(f) != base:
-            raise ValueError(f"two model files share the name {base!r}; rename one so executors can tell them apart")
-        if base not in already:
-            sc.addFile(f)
-        shipped[f] = base
-    if shipped:
-        log.info("shipping model files to executors", extra={"data": {"files": sorted(shipped)}})
+    shipped = ship_model_files(sc, steps, model_files)
     in_schema = to_arrow_schema(df.schema)
     sample = df.limit(sample_rows).toArrow().to_pylist() if sample_rows else []
     sample_steps = pickle.loads(blob)  # a separate copy: its models stay on the driver
@@ -449,53 +141,7 @@ def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequenc
     return df.mapInArrow(fn, from_arrow_schema(out_schema)), [READ_STEP, *names] if read else names
 
 
-def _added_files(sc: Any) -> list[str]:
-    """Names of the files already added (``--files`` / ``spark.files``, earlier runs)."""
-    names = [os.path.basename(str(k)) for k in (getattr(sc, "listFiles", None) or [])]
-    names += [os.path.basename(f) for f in (sc.getConf().get("spark.files", "") or "").split(",") if f]
-    return names
-
-
 # --------------------------------------------------------------------------------------- the chain
-
-def merge_stats(parts: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Sum per-partition statistics, steps in chain order."""
-    out = {n: _empty_step_stats() for n in names}
-    for part in parts:
-        for n, st in part.items():
-            o = out.setdefault(n, _empty_step_stats())
-            for k in ("docs_in", "bytes_in", "kept"):
-                o[k] += st[k]
-            o["seconds"] += st["seconds"]
-            for r, c in st["dropped"].items():
-                o["dropped"][r] = o["dropped"].get(r, 0) + c
-    for o in out.values():
-        o["seconds"] = round(o["seconds"], 4)
-        o["dropped"] = dict(sorted(o["dropped"].items()))
-    return out
-
-
-def _hadoop_fs(spark: Any, path: str) -> tuple[Any, Any]:
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    jpath = jvm.org.apache.hadoop.fs.Path(path)
-    return jpath.getFileSystem(spark._jsc.hadoopConfiguration()), jpath  # type: ignore[attr-defined]
-
-
-def write_text(spark: Any, path: str, text: str) -> None:
-    """Write a small text file through Spark's filesystem layer (local, HDFS, S3, ...)."""
-    fs, jpath = _hadoop_fs(spark, path)
-    out = fs.create(jpath, True)
-    try:
-        out.write(bytearray(text.encode("utf-8")))
-    finally:
-        out.close()
-
-
-def delete_path(spark: Any, path: str) -> None:
-    fs, jpath = _hadoop_fs(spark, path)
-    if fs.exists(jpath):
-        fs.delete(jpath, True)
-
 
 def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup: Any = None,
               steps_after: Sequence[Any] = (), cfg: SparkConfig | None = None, read_cfg: Any = None,
@@ -568,13 +214,6 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     return doc
 
 
-def stats_document(steps: dict[str, dict[str, Any]], *, kept: int) -> dict[str, Any]:
-    """The stats.json document of the local engine (``curate.stats.stats_document``)."""
-    from curate.stats import stats_document as local_document
-
-    return local_document(steps, kept=kept)
-
-
 def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkConfig, read_cfg: Any,
            read: bool) -> tuple[Any, Any, dict[str, Any]]:
     """Run per-document steps once; (kept DataFrame, drops DataFrame, per-step stats)."""
@@ -588,7 +227,7 @@ def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkC
     part_stats = [json.loads(r[0]) for r in ann.where(F.col(STATS_COL).isNotNull()).select(STATS_COL).collect()]
     for p in part_stats:
         p.pop(ROWS_KEY, None)
-    stats = merge_stats(part_stats, names)
+    stats = merge_stats(part_stats, order=names)
     docs = ann.where(F.col(STATS_COL).isNull())
     kept = docs.where(F.col(DROP_STEP).isNull()).drop(DROP_STEP, DROP_REASON, STATS_COL)
     drops = docs.where(F.col(DROP_STEP).isNotNull()).select(
@@ -615,29 +254,6 @@ def _dedup_verdicts(spark: Any, kept: Any, dedup_cfg: Any, work: str) -> tuple[A
     return joined, time.perf_counter() - t0
 
 
-def _dedup_apply_class() -> type:
-    from curate.engine_local import DedupApply
-
-    class _ColumnDedupApply(DedupApply):
-        """The local engine's ``DedupApply`` (same columns, reasons, counts), verdicts read from columns."""
-
-        def __init__(self) -> None:
-            super().__init__({})
-
-        def filter(self, doc: Any) -> bool | tuple[bool, str]:
-            m = doc.metadata
-            cluster, is_dup, kind = m.pop("dup_cluster", None), m.pop("is_duplicate", None), m.pop("dup_kind", None)
-            self.verdicts = {} if cluster is None else {doc.id: (cluster, bool(is_dup), kind)}
-            return super().filter(doc)
-
-    return _ColumnDedupApply
-
-
-def ColumnDedupApply() -> Any:  # noqa: N802  (a factory that reads like the class it builds)
-    """A step applying dedup verdicts that were joined onto the documents as columns."""
-    return _dedup_apply_class()()
-
-
 def _write_outputs(spark: Any, kept: Any, drops: Any, output: str, work: str) -> None:
     """``curated/<domain>.parquet`` folders and ``drops.parquet``, one Spark job each.
 
@@ -656,7 +272,7 @@ def _write_outputs(spark: Any, kept: Any, drops: Any, output: str, work: str) ->
      .repartition(PART_COL).sortWithinPartitions("id")
      .write.mode("overwrite").option("compression", "zstd").partitionBy(PART_COL).parquet(staged))
     delete_path(spark, f"{output}/curated")
-    fs, root = _hadoop_fs(spark, f"{output}/curated")
+    fs, root = hadoop_fs(spark, f"{output}/curated")
     fs.mkdirs(root)
     jvm = spark._jvm  # type: ignore[attr-defined]
     for status in fs.listStatus(jvm.org.apache.hadoop.fs.Path(staged)):

@@ -132,13 +132,3 @@ def build_kenlm_tools(*, dest: str | Path | None = None, sdist: str | Path | Non
             out[tool] = target
     log.info("kenlm tools built", extra={"data": {k: str(v) for k, v in out.items()}})
     return out
-
-
-def ensure_kenlm_tools(*, build: bool = False) -> dict[str, Path]:
-    """Find the tools; build them when missing and ``build`` is true, else raise with the fix."""
-    try:
-        return find_kenlm_tools()
-    except KenLMToolsMissing:
-        if not build:
-            raise
-        return build_kenlm_tools()

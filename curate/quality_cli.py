@@ -25,6 +25,7 @@ from typing import Any
 
 from corpusmix.config import ConfigError, add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
+from curate.chain import section
 
 log = get_logger("curate.quality_cli")
 
@@ -34,28 +35,24 @@ def _run_steps(args: argparse.Namespace, steps: list[Any], step_label: str) -> i
     import pyarrow as pa
     from tqdm import tqdm
 
-    from curate.io import Drop as ReadDrop
-    from curate.io import atomic_write_table, docs_to_table, drops_table, read_documents
+    from corpusmix.stats import StepStats
+    from curate.docio import atomic_write_table, docs_to_table, drops_table, read_documents
+    from curate.runner import run_steps
+    from curate.stats import count_read, drop_row
 
     t0 = time.time()
     kept, drops = [], []
     reasons: Counter[str] = Counter()
-    n_in = 0
-    for item in tqdm(read_documents(args.input), desc=step_label, unit="doc", mininterval=2.0):
-        n_in += 1
-        if isinstance(item, ReadDrop):
-            drops.append((item.id, "read", item.reason, item.domain))
-            reasons[f"read:{item.reason}"] += 1
+    read_stats = StepStats()
+    records = (count_read(read_stats, r)
+               for r in tqdm(read_documents(args.input), desc=step_label, unit="doc", mininterval=2.0))
+    for res in run_steps(steps, records):
+        if res.kept:
+            kept.append(res.doc)
             continue
-        for step in steps:
-            res = step.filter(item)
-            if res is not True:
-                reason = res[1] if isinstance(res, tuple) else "dropped"
-                drops.append((item.id, step.step_name, reason, item.metadata.get("domain", "unknown")))
-                reasons[f"{step.step_name}:{reason}"] += 1
-                break
-        else:
-            kept.append(item)
+        drops.append(drop_row(res))
+        reasons[f"{res.step}:{res.reason}"] += 1
+    n_in = read_stats.docs_in
     table = docs_to_table(kept)
     if "pii_spans" in table.column_names:
         span_t = pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("type", pa.string())]))
@@ -79,14 +76,14 @@ def _run_steps(args: argparse.Namespace, steps: list[Any], step_label: str) -> i
 def _pii(args: argparse.Namespace) -> int:
     from curate.steps.pii import PIIConfig, PIIRedactor
 
-    cfg = config_from(PIIConfig, params=load_params(args.params, "pii"), args=args, where="params pii")
+    cfg = config_from(PIIConfig, params=section(load_params(args.params), "pii"), args=args, where="params pii")
     return _run_steps(args, [PIIRedactor(cfg)], "pii")
 
 
 def _score(args: argparse.Namespace) -> int:
     from curate.steps.quality import QualityConfig, quality_scorers
 
-    cfg = config_from(QualityConfig, params=load_params(args.params, "quality"), args=args,
+    cfg = config_from(QualityConfig, params=section(load_params(args.params), "quality"), args=args,
                       where="params quality")
     return _run_steps(args, quality_scorers(args.models, cfg), "score")
 
@@ -94,8 +91,8 @@ def _score(args: argparse.Namespace) -> int:
 def _read_texts(paths: list[str], domains: list[str] | None, redactor: Any = None,
                 memo: dict[str, str] | None = None) -> list[str]:
     """Texts of ``paths`` (of ``domains``), PII-redacted by ``redactor`` (each text once: ``memo``)."""
-    from curate.io import Drop as ReadDrop
-    from curate.io import read_documents
+    from curate.docio import Drop as ReadDrop
+    from curate.docio import read_documents
     from curate.steps.pii import redact
 
     memo = {} if memo is None else memo
@@ -120,10 +117,10 @@ def _train(args: argparse.Namespace) -> int:
     from curate.steps.pii import PIIConfig, PIIRedactor
     from curate.steps.quality import QualityConfig, train_quality_models
 
-    cfg = config_from(QualityConfig, params=load_params(args.params, "quality"), args=args,
-                      where="params quality")
+    params = load_params(args.params)  # read once, here
+    cfg = config_from(QualityConfig, params=section(params, "quality"), args=args, where="params quality")
     # the same redaction as the pipeline's PII step, so no raw value reaches a model file
-    redactor = PIIRedactor(config_from(PIIConfig, params=load_params(args.params, "pii"), where="params pii"))
+    redactor = PIIRedactor(config_from(PIIConfig, params=section(params, "pii"), where="params pii"))
     memo: dict[str, str] = {}
     ref = _read_texts(args.reference, cfg.reference_domains or None, redactor, memo)
     if not ref:

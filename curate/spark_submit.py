@@ -10,27 +10,21 @@ On the cluster (this file is the application; the master comes from ``spark-subm
 
 From Python, :func:`submit_argv` builds that argument list (a list, never a shell string) and
 :func:`build_zip` the zip; ``docs/spark.md`` covers standalone, YARN and Kubernetes masters.
-The chain (steps and their configs) comes from ``params.yaml`` through the same builder as the
-local engine (:func:`chain_from_params`), so both engines run the same step objects.
+The chain (steps and their configs) comes from ``params.yaml``, read once, through the chain
+builder of both engines (``curate.chain``), so both engines run the same step objects.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
+import os
 import sys
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-
-# spark-submit puts this file's folder (the `curate` package) first on sys.path; its modules must
-# be imported as `curate.*`, never as top-level names (curate/io.py would shadow the stdlib `io`).
-_HERE = str(Path(__file__).resolve().parent)
-sys.path[:] = [p for p in sys.path if p and str(Path(p).resolve()) != _HERE]
-
-import argparse  # noqa: E402
-import importlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import zipfile  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any
 
 #: the project's top-level packages shipped with --py-files
 PACKAGES = ("corpusmix", "curate", "mix", "proxytrain")
@@ -100,64 +94,61 @@ def submit_argv(*, master: str, inputs: Sequence[str], output: str, py_files: st
     return argv + list(extra_args)
 
 
-def chain_from_params(params: str | Path, spec: str = "", *, engine_cfg: Any = None
+def chain_from_params(params: str | Path | dict[str, Any], spec: str = "", *, engine_cfg: Any = None
                       ) -> tuple[list[Any], Any, list[Any]]:
-    """(stage-a steps, DedupConfig or None, stage-b steps) from ``params.yaml``.
+    """(stage-a steps, DedupConfig or None, stage-b steps) from params (a file, or loaded).
 
-    The default builder is the local engine's (``curate.engine_local.build_steps`` with the
-    ``curate.engine`` section deciding which steps run), so both engines run the same objects.
-    ``spec`` ``MODULE:FUNCTION`` names another builder, called with the params path and returning
-    that triple (or just a list of steps). ``engine_cfg`` (an ``EngineConfig``) overrides the
+    The default builder is the chain of both engines (``curate.chain``: ``ChainConfig`` and
+    ``build_steps``, the ``curate.engine`` section deciding which steps run). ``spec``
+    ``MODULE:FUNCTION`` names another builder, called with the params path and returning that
+    triple (or just a list of steps). ``engine_cfg`` (an ``EngineConfig``) overrides the
     ``curate.engine`` section (e.g. built from ``curate run`` flags).
     """
     if spec:
         mod, _, fn = spec.partition(":")
         if not fn:
             raise ValueError(f"--chain wants MODULE:FUNCTION, got {spec!r}")
+        if isinstance(params, dict):
+            raise ValueError("--chain builders take the params file's path; pass a path")
         built = getattr(importlib.import_module(mod), fn)(str(params))
         if isinstance(built, tuple):
             steps, dedup, after = (*built, [])[:3]
             return list(steps), dedup, list(after)
         return list(built), None, []
-    from corpusmix.config import config_from, load_params
-    from curate.dedup import DedupConfig
-    from curate.engine_local import EngineConfig, build_steps
+    from corpusmix.config import load_params
+    from curate.chain import ChainConfig, build_steps
 
-    cfg = engine_cfg or config_from(EngineConfig, params=load_params(params, "curate.engine"),
-                                    where="curate.engine")
-    dedup = (config_from(DedupConfig, params=load_params(params, "dedup"), where="dedup")
-             if "dedup" in cfg.steps else None)
-    return build_steps(params, cfg, stage="a"), dedup, build_steps(params, cfg, stage="b")
+    loaded = params if isinstance(params, dict) else load_params(params)
+    chain = ChainConfig.from_params(loaded, engine=engine_cfg,
+                                    params_path="" if isinstance(params, dict) else str(params))
+    return build_steps(chain, stage="a"), chain.dedup, build_steps(chain, stage="b")
 
 
-def _with_shipped_models(params_path: str, cfg: Any) -> str:
-    """``params_path``, or a copy naming the ``--files`` copy of the language-ID model.
+def _with_shipped_models(params: dict[str, Any], cfg: Any) -> dict[str, Any]:
+    """``params``, or a copy naming the ``--files`` copy of the language-ID model.
 
     Under spark-submit the driver imports the project from the ``--py-files`` zip, where the
     packaged ``curate/models/lid.176.ftz`` is not a file fastText can open; when the params do not
     name a model, the copy shipped with ``--files`` (``SparkFiles``) is used instead.
     """
-    import tempfile
+    import copy
 
-    import yaml
     from pyspark import SparkFiles
 
-    from corpusmix.config import load_params
+    from curate.chain import section
     from curate.engine_spark import get_session
     from curate.steps.langid import PACKAGED_MODEL
 
-    if load_params(params_path, "curate.langid").get("model_path") or PACKAGED_MODEL.is_file():
-        return params_path
+    if section(params, "curate.langid").get("model_path") or PACKAGED_MODEL.is_file():
+        return params
     get_session(cfg, set_master=False)
     shipped = Path(SparkFiles.get(PACKAGED_MODEL.name))
     if not shipped.is_file():
         raise SystemExit(f"spark_submit.py: the language-ID model is not a file inside the zip; add "
                          f"--files curate/models/{PACKAGED_MODEL.name} or set curate.langid.model_path")
-    params = load_params(params_path)
-    params.setdefault("curate", {}).setdefault("langid", {})["model_path"] = str(shipped)
-    out = Path(tempfile.mkdtemp(prefix="corpusmix-params-")) / "params.yaml"
-    out.write_text(yaml.safe_dump(params, sort_keys=False))
-    return str(out)
+    out = copy.deepcopy(params)
+    out.setdefault("curate", {}).setdefault("langid", {})["model_path"] = str(shipped)
+    return out
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -180,8 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The application run by ``spark-submit`` (the master comes from spark-submit)."""
     from corpusmix.config import config_from, load_params
     from corpusmix.logging import configure
+    from curate.chain import ChainConfig, build_steps, section
     from curate.engine_spark import SparkConfig, run_spark
-    from curate.io import ReadConfig
 
     args = parse_args(argv)
     configure()
@@ -190,16 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.input or not args.output:
         raise SystemExit("spark_submit.py: --input and --output are required (see docs/spark.md)")
-    cfg = config_from(SparkConfig, params=load_params(args.params, "spark"), args=args,
-                      where="params.yaml section spark")
-    params_path = _with_shipped_models(args.params, cfg)
-    steps, dedup, after = chain_from_params(params_path, args.chain)
-    read_cfg = config_from(ReadConfig, params=load_params(params_path, "curate.read"), where="curate.read")
-    from curate.calibrate import CalibrateConfig
-
-    ccfg = config_from(CalibrateConfig, params=load_params(params_path, "curate.calibrate"), where="curate.calibrate")
+    params = load_params(args.params)  # read once; everything below gets typed configs
+    cfg = config_from(SparkConfig, params=section(params, "spark"), args=args, where="params.yaml section spark")
+    params = _with_shipped_models(params, cfg)
+    chain = ChainConfig.from_params(params, params_path=str(args.params))
+    if args.chain:
+        steps, dedup, after = chain_from_params(args.params, args.chain)
+    else:
+        steps, dedup, after = build_steps(chain, stage="a"), chain.dedup, build_steps(chain, stage="b")
     stats = run_spark(inputs=args.input, output=args.output, steps=steps, dedup=dedup, steps_after=after,
-                      cfg=cfg, read_cfg=read_cfg, set_master=False, calibrate_cfg=ccfg)
+                      cfg=cfg, read_cfg=chain.read, set_master=False, calibrate_cfg=chain.calibrate)
     print(json.dumps(stats["totals"]))
     return 0
 

@@ -8,7 +8,8 @@ the base class counts totals, kept and dropped-by-reason.
 * An **annotator** (normaliser, language ID, scorer, PII redactor) implements ``annotate(doc)``,
   which adds metadata (new columns) or rewrites ``doc.text``. It never drops by itself; a
   per-document exception (e.g. a decoding error in a library) becomes a counted drop with reason
-  ``error:<ExceptionType>`` instead of a crash mid-run.
+  ``error:<ExceptionType>`` instead of a crash mid-run, and is logged with the document id and
+  the traceback (:func:`error_drop`), so a broken model or a bug never passes as a silent drop.
 * ``ThresholdFilter`` turns a score column into a decision: scoring is separate from deciding.
 
 Steps never know where they run: datatrove's executors and the Spark engine call the same
@@ -21,6 +22,20 @@ from abc import abstractmethod
 
 from datatrove.data import Document
 from datatrove.pipeline.filters.base_filter import BaseFilter
+
+from corpusmix.logging import get_logger
+
+log = get_logger("curate.steps")
+
+
+def error_drop(step: str, doc: Document, exc: BaseException) -> tuple[bool, str]:
+    """The drop of a document a step failed on: logged (step, id, exception, traceback), reason
+    ``error:<ExceptionType>`` (counted by the engines like any reason)."""
+    reason = f"error:{type(exc).__name__}"
+    log.warning("step failed on a document; dropped", exc_info=exc, extra={"data": {
+        "step": step, "id": doc.id, "domain": doc.metadata.get("domain"), "reason": reason,
+        "error": f"{type(exc).__name__}: {exc}"}})
+    return False, reason
 
 
 class CurationStep(BaseFilter):
@@ -46,8 +61,8 @@ class Annotator(CurationStep):
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         try:
             self.annotate(doc)
-        except Exception as exc:  # one bad document must not kill the task; it is counted
-            return False, f"error:{type(exc).__name__}"
+        except Exception as exc:  # one bad document must not kill the task; it is logged and counted
+            return error_drop(self.step_name, doc, exc)
         return True
 
 

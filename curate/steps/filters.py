@@ -396,13 +396,3 @@ def datatrove_chain(cfg: FilterConfig | None = None) -> list:
             char_duplicates_ratio=c.fineweb_char_duplicates_ratio, new_line_ratio=c.fineweb_new_line_ratio,
             language=c.language))
     return chain
-
-
-def datatrove_decide(chain: list, doc: Document) -> bool | tuple[bool, str]:
-    """Run ``doc`` through datatrove's filters in order; first drop wins (as in a pipeline)."""
-    for f in chain:
-        res = f.filter(doc)
-        ok, reason = (res if isinstance(res, tuple) else (res, None))
-        if not ok:
-            return False, reason
-    return True

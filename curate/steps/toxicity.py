@@ -30,7 +30,7 @@ from typing import Any
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError, from_dict
-from curate.steps.base import Annotator, CurationStep
+from curate.steps.base import Annotator, CurationStep, error_drop
 
 BADWORDS_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords"
 NO_SPACE_LANGS = ("ja", "th", "zh")  # written without spaces: match substrings (datatrove's C4 rule)
@@ -186,8 +186,8 @@ class ToxicityScorer(Annotator):
                     w = windows(doc.text, self.cfg.window_words)
                     wins += w
                     owners += [i] * len(w)
-            except Exception as exc:  # one bad document must not kill the task; it is counted
-                results[i] = (False, f"error:{type(exc).__name__}")
+            except Exception as exc:  # one bad document must not kill the task; it is logged and counted
+                results[i] = error_drop(self.step_name, doc, exc)
         if wins:
             best: dict[int, float] = {}
             for i, p in zip(owners, self._predict(wins), strict=True):

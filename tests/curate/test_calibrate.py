@@ -13,9 +13,10 @@ import yaml
 from datatrove.data import Document
 
 from corpusmix.paths import DEMO, ROOT
-from curate import io as cio
+from curate import docio as cio
 from curate.calibrate import CalibrateConfig, calibrate_steps, fit_filter_calibration, guard_report
-from curate.engine_local import EngineConfig, build_steps, run_local
+from curate.chain import ChainConfig, EngineConfig, build_steps
+from curate.engine_local import run_local
 from curate.steps.filters import FilterConfig, make_filter
 from curate.steps.garbage import CalibratedFilter
 
@@ -56,7 +57,7 @@ def _inputs(tmp: Path, *, files: int, seed: int = 0) -> Path:
 
 
 def _calibrate(inp: Path) -> dict:
-    steps = build_steps(PARAMS, EngineConfig(steps=["normalize", "langid", "filters"]), stage="a")
+    steps = build_steps(ChainConfig.load(PARAMS, engine=EngineConfig(steps=["normalize", "langid", "filters"])), stage="a")
     return calibrate_steps(steps, inputs=[str(inp)], read_cfg=cio.ReadConfig())
 
 
@@ -114,7 +115,7 @@ def test_pinned_calibration_is_used_as_written(tmp_path):
     cal["steps"]["filters"]["domains"]["news"]["thresholds"]["words_per_line"] = [5.0, None]  # an edit
     pinned = tmp_path / "pinned.json"
     pinned.write_text(json.dumps(cal))
-    steps = build_steps(PARAMS, EngineConfig(steps=["normalize", "langid", "filters"]), stage="a")
+    steps = build_steps(ChainConfig.load(PARAMS, engine=EngineConfig(steps=["normalize", "langid", "filters"])), stage="a")
     got = calibrate_steps(steps, inputs=[str(inp)], read_cfg=cio.ReadConfig(), cfg=CalibrateConfig(file=str(pinned)))
     assert got == cal
     assert steps[-1].domains["news"]["thresholds"]["words_per_line"] == [5.0, None]

@@ -170,7 +170,7 @@ def test_pickled_step_reopens_the_index(tmp_path: Path) -> None:
 
 
 def test_command_keeps_rows_and_marks_verdicts(tmp_path: Path) -> None:
-    from curate.safety_cli import run_safety
+    from curate.steps_cli import run_step
 
     item = pq.read_table(EVAL / "reading.parquet").to_pylist()[0]
     clean = _real_sentences(3)
@@ -178,7 +178,7 @@ def test_command_keeps_rows_and_marks_verdicts(tmp_path: Path) -> None:
             {"id": "c", "text": None}]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = DecontamConfig(eval_sets=[str(EVAL)], index_dir=str(tmp_path / "idx"))
-    counts = run_safety("decontam", inputs=tmp_path / "in.jsonl", output=tmp_path / "out.parquet", cfg=cfg)
+    counts = run_step("decontam", inputs=tmp_path / "in.jsonl", output=tmp_path / "out.parquet", cfg=cfg)
     assert counts == {"docs": 2, "read_drops": 1, "flagged": 1}
     out = {r["id"]: r for r in pq.read_table(tmp_path / "out.parquet").to_pylist()}
     assert out["a"]["decontam_keep"] and out["a"]["decontam_reason"] is None

@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusmix.config import ConfigError
-from curate.engine_local import EngineConfig, run_local
+from curate.chain import EngineConfig
+from curate.engine_local import run_local
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo"  # shipped with the repository: these tests never skip

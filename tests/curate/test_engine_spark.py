@@ -20,9 +20,12 @@ pytest.importorskip("pyspark")
 
 from datatrove.data import Document  # noqa: E402
 
+from curate.chain import EngineConfig  # noqa: E402
 from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
-from curate.engine_local import EngineConfig, run_local  # noqa: E402
-from curate.engine_spark import SparkConfig, apply_steps, find_model_files, get_session, run_spark  # noqa: E402
+from curate.engine_local import run_local  # noqa: E402
+from curate.engine_spark import SparkConfig, get_session, run_spark  # noqa: E402
+from curate.runner import run_steps  # noqa: E402
+from curate.spark_models import find_model_files  # noqa: E402
 from curate.spark_submit import chain_from_params  # noqa: E402
 from curate.steps.base import Annotator, CurationStep, ThresholdFilter  # noqa: E402
 
@@ -303,13 +306,14 @@ def test_failed_task_is_retried_with_identical_output(spark_run, raw: Path, mode
         assert (stats["steps"][name]["docs_in"], stats["steps"][name]["kept"]) == (c["docs_in"], c["kept"])
 
 
-def test_apply_steps_counts_every_document() -> None:
+def test_run_steps_counts_every_document() -> None:
     docs = [Document(text=t, id=str(i)) for i, t in enumerate(["", "abc def", "123 456 789 0"])]
     stats: dict = {}
-    res = apply_steps([AlphaRatio()], docs, stats)
-    assert [(s, r) for _, s, r in res] == [("alpha_ratio", "empty"), (None, None), ("alpha_ratio", "low_alpha")]
-    assert stats["alpha_ratio"]["docs_in"] == 3 and stats["alpha_ratio"]["kept"] == 1
-    assert stats["alpha_ratio"]["dropped"] == {"empty": 1, "low_alpha": 1}
+    res = list(run_steps([AlphaRatio()], docs, stats=stats))
+    assert [(o.doc.id, o.step, o.reason) for o in res] == [
+        ("0", "alpha_ratio", "empty"), ("1", None, None), ("2", "alpha_ratio", "low_alpha")]
+    assert stats["alpha_ratio"].docs_in == 3 and stats["alpha_ratio"].kept == 1
+    assert stats["alpha_ratio"].dropped == {"empty": 1, "low_alpha": 1}
 
 
 def test_curate_run_engine_spark_command(spark, raw: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

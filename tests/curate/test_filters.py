@@ -7,7 +7,7 @@ from datatrove.data import Document
 
 from corpusmix.paths import DEMO
 from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
-from curate.steps.filters import FilterConfig, HeuristicFilter, datatrove_chain, datatrove_decide
+from curate.steps.filters import FilterConfig, HeuristicFilter, datatrove_chain
 from curate.steps.wordsplit import WordSplitter
 
 # King James Version, Leviticus 12 (public domain), one sentence per line
@@ -29,6 +29,16 @@ LEV12 = (
 LINES = LEV12.split("\n")
 # the shared corpora when present (more coverage), else the shipped demo subset (same domain files)
 CORPORA = _SHARED_CORPORA if _SHARED_CORPORA.is_dir() else DEMO / "en"
+
+
+def datatrove_decide(chain: list, doc: Document) -> bool | tuple[bool, str]:
+    """The reference: ``doc`` through datatrove's own filters in order; first drop wins (as in a pipeline)."""
+    for f in chain:
+        res = f.filter(doc)
+        ok, reason = (res if isinstance(res, tuple) else (res, None))
+        if not ok:
+            return False, reason
+    return True
 
 
 def both(text: str, **over) -> tuple[object, object]:

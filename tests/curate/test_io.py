@@ -11,7 +11,7 @@ import pytest
 import zstandard
 
 from corpusmix.config import ConfigError
-from curate import io as cio
+from curate import docio as cio
 
 GOOD = "It is a truth universally acknowledged, that a single man in possession of a good fortune."
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curate.io import Drop, atomic_write_table, docs_to_table, read_documents
+from curate.docio import Drop, atomic_write_table, docs_to_table, read_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 ODD = ["\ud800", "\udfff", "\u200f", "\u202e", "\u200b", "\ufeff", "\x00", "\x1b[31m", "\r\n", "\u0301",
@@ -24,12 +24,12 @@ odd_text = st.lists(st.one_of(st.sampled_from(ODD), st.text(max_size=20),
 
 @pytest.fixture(scope="module")
 def steps():
-    from curate import io as cio
+    from curate import docio as cio
     from curate.calibrate import calibrate_steps
-    from curate.engine_local import build_steps
+    from curate.chain import ChainConfig, build_steps
     from curate.steps.pii import PIIConfig, PIIRedactor
 
-    chain = build_steps(ROOT / "params.yaml", stage="a")
+    chain = build_steps(ChainConfig.load(ROOT / "params.yaml"), stage="a")
     # steps that calibrate per domain do so on the shipped demo text first, as `curate run` does
     calibrate_steps(chain, inputs=[str(ROOT / "data" / "demo" / "en")], read_cfg=cio.ReadConfig())
     return chain + [PIIRedactor(PIIConfig())]
@@ -79,7 +79,7 @@ def test_huge_line_is_a_counted_drop(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     big = "word " * (13 * 1024 * 1024 // 5)
     _write_lines(path, [json.dumps({"id": "big", "text": big}).encode(), b'{"id": "ok", "text": "fine text"}'])
-    from curate.io import ReadConfig
+    from curate.docio import ReadConfig
 
     out = list(read_documents(path, ReadConfig(max_doc_bytes=8 * 1024 * 1024)))
     assert [type(o).__name__ for o in out] == ["Drop", "Document"]

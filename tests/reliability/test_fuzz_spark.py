@@ -29,9 +29,10 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 
-from curate.engine_spark import SparkConfig, get_session, read_documents, records_to_docs  # noqa: E402
-from curate.io import Drop, RecordReader  # noqa: E402
-from curate.io import read_documents as local_read  # noqa: E402
+from curate.docio import Drop, RecordReader  # noqa: E402
+from curate.docio import read_documents as local_read  # noqa: E402
+from curate.engine_spark import SparkConfig, get_session, read_documents  # noqa: E402
+from curate.spark_partition import records_to_docs  # noqa: E402
 
 from .test_fuzz import odd_text  # noqa: E402
 

@@ -1,0 +1,121 @@
+"""Running curation steps over documents: the one runner every engine and command uses.
+
+:func:`run_steps` runs a list of steps (datatrove ``BaseFilter`` objects, ``curate/steps/base.py``)
+over a stream or a batch of documents and yields one :class:`Outcome` per document: kept, or
+dropped by exactly one ``(step, reason)``; per-step :class:`~corpusmix.stats.StepStats` are counted
+on the way. Callers:
+
+* the local engine (``curate.engine_local.ChainTask``): a datatrove task's whole input, streamed;
+* the Spark engine's partition runner (``curate.spark_partition``): one Arrow batch at a time;
+* the single-step commands (``curate.steps_cli``: ``normalize``, ``langid``, ``filter``,
+  ``toxicity``, ``decontam``), with ``mark_only=True``: every step sees every document and a
+  failed document keeps its first ``(step, reason)`` instead of leaving the chain.
+
+It applies each step exactly as datatrove's ``BaseFilter.run`` does (``filter_batch`` on lazily
+pulled chunks of the step's ``batch_size``; a result is ``bool`` or ``(False, reason)``; a drop
+without a reason is ``unspecified``), so batched scorers are batched on every engine and drops come
+out in the order they are decided.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any, NamedTuple
+
+from datatrove.data import Document
+from datatrove.pipeline.filters.base_filter import get_filter_result
+
+from corpusmix.stats import StepStats
+
+#: reason of a drop whose step gave none (datatrove's ``filter`` may return a bare ``False``)
+DEFAULT_REASON = "unspecified"
+
+
+class Outcome(NamedTuple):
+    """The fate of one document: kept (``step is None``) or dropped by ``step`` for ``reason``."""
+
+    doc: Document
+    step: str | None = None
+    reason: str | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.step is None
+
+
+def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
+              stats: dict[str, StepStats] | None = None, mark_only: bool = False) -> Iterator[Outcome]:
+    """Run ``steps`` in order over ``docs``; one :class:`Outcome` per document, in decision order.
+
+    ``docs`` may hold ready-made outcomes (e.g. records the reader could not use): they pass
+    through unchanged, in their place in the stream, and no step counts them. ``stats`` (step
+    name -> StepStats) is updated in place: ``docs_in``/``bytes_in`` of what reached the step,
+    ``kept``, ``dropped`` by reason and the step's own ``seconds`` (without upstream time).
+
+    Documents are pulled lazily, so a stream is never held in memory beyond one step's batch. With
+    ``mark_only`` a failed document continues through the later steps (every step sees every
+    document) and its outcome carries the first failing step's reason.
+    """
+    stats = {} if stats is None else stats
+    names = [s.step_name for s in steps]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"step names must be unique in one chain; repeated: {repeated} "
+                         "(give each step its own step_name)")
+    decided: deque[Outcome] = deque()
+    fate: dict[int, tuple[str, str]] = {}  # mark_only: id(doc) -> first (step, reason)
+
+    def source() -> Iterator[Document]:
+        for item in docs:
+            if isinstance(item, Outcome):
+                decided.append(item)
+            else:
+                yield item
+
+    stream: Iterator[Document] = source()
+    for step in steps:
+        stream = _apply(step, stream, stats.setdefault(step.step_name, StepStats()), decided, fate, mark_only)
+    for doc in stream:
+        while decided:
+            yield decided.popleft()
+        if mark_only:
+            step_reason = fate.pop(id(doc), None)
+            yield Outcome(doc, *step_reason) if step_reason else Outcome(doc)
+        else:
+            yield Outcome(doc)
+    while decided:
+        yield decided.popleft()
+
+
+def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: deque[Outcome],
+           fate: dict[int, tuple[str, str]], mark_only: bool) -> Iterator[Document]:
+    """One step over ``upstream`` (datatrove's ``BaseFilter.run`` semantics), timed and counted."""
+    name = step.step_name
+    size = max(int(getattr(step, "batch_size", 1) or 1), 1)
+    while True:
+        batch = list(islice(upstream, size))
+        if not batch:
+            return
+        t0 = time.perf_counter()
+        st.docs_in += len(batch)
+        st.bytes_in += sum(len(d.text.encode("utf-8")) for d in batch)
+        results = step.filter_batch(batch)
+        st.seconds += time.perf_counter() - t0
+        # as datatrove: each kept document goes downstream before the next result is looked at,
+        # so drops are recorded in the order a datatrove pipeline records them
+        for doc, res in zip(batch, results, strict=True):
+            keep, reason = get_filter_result(res)
+            if keep:
+                st.kept += 1
+                yield doc
+                continue
+            reason = reason or DEFAULT_REASON
+            st.dropped[reason] += 1
+            if mark_only:
+                fate.setdefault(id(doc), (name, reason))
+                yield doc
+            else:
+                decided.append(Outcome(doc, name, reason))

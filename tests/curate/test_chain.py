@@ -1,0 +1,89 @@
+"""``curate.chain``: params read once into typed configs, the steps both engines run, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corpusmix.config import ConfigError
+from curate import engine_local
+from curate.chain import ChainConfig, ColumnDedupApply, DedupApply, EngineConfig, build_steps
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_chain_from_loaded_params_needs_no_file() -> None:
+    params = {"curate": {"engine": {"steps": ["normalize", "langid", "filters", "dedup", "pii"]},
+                         "filters": {"profile": "web"}},
+              "dedup": {"threshold": 0.7}}
+    chain = ChainConfig.from_params(params)
+    assert chain.params_path == "" and chain.dedup.threshold == 0.7 and chain.filters.profile == "web"
+    assert chain.decontam is None and chain.toxicity is None and chain.quality is None  # disabled steps
+    assert [s.step_name for s in build_steps(chain, stage="a")] == ["normalize", "langid", "langid_filter", "filters"]
+    assert [s.step_name for s in build_steps(chain, stage="b")] == ["pii"]
+    assert chain.params["dedup"] == {"threshold": 0.7} and chain.params["pii"] == {}
+
+
+def test_engine_flags_override_the_params_section() -> None:
+    chain = ChainConfig.from_params({"curate": {"engine": {"steps": ["normalize", "filters"]}}},
+                                    engine=EngineConfig(steps=["normalize"]))
+    assert chain.filters is None and [s.step_name for s in build_steps(chain)] == ["normalize"]
+
+
+def test_dedup_engine_in_params_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="dedup.engine is not read by `corpusmix curate run`"):
+        ChainConfig.from_params({"dedup": {"engine": "spark"}})
+
+
+def test_unknown_keys_of_an_enabled_step_fail() -> None:
+    with pytest.raises(ConfigError, match="gopher_min_words"):
+        ChainConfig.from_params({"curate": {"engine": {"steps": ["filters"]}, "filters": {"gopher_min_words": 3}}})
+
+
+def test_dedup_apply_from_verdicts_and_from_columns_decide_alike() -> None:
+    from datatrove.data import Document
+
+    verdicts = {"b": ("a", True, "near"), "c": ("c2", True, None)}
+    for doc_id in ("a", "b", "c"):
+        d1 = Document(text="t", id=doc_id)
+        d2 = Document(text="t", id=doc_id, metadata=dict(zip(("dup_cluster", "is_duplicate", "dup_kind"),
+                                                             verdicts[doc_id], strict=True))
+                      if doc_id in verdicts else {})
+        assert DedupApply(verdicts).filter(d1) == ColumnDedupApply().filter(d2)
+        assert d1.metadata == d2.metadata
+    assert DedupApply(verdicts).filter(Document(text="t", id="b")) == (False, "near_duplicate")
+
+
+def test_curate_run_reads_the_params_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from corpusmix.cli import main
+    from corpusmix.config import load_params
+
+    reads: list[str] = []
+
+    def counting(path: str | Path = "params.yaml", section: str | None = None) -> dict:
+        reads.append(f"{path}:{section}")
+        return load_params(path, section)
+
+    monkeypatch.setattr(engine_local, "load_params", counting)
+    params = tmp_path / "params.yaml"
+    params.write_text("curate:\n  engine:\n    steps: [normalize]\n    tasks: 1\n")
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a", "text": "hello there"}) + "\n")
+    assert main(["curate", "run", "--input", str(tmp_path / "d.jsonl"), "--output", str(tmp_path / "out"),
+                 "--params", str(params)]) == 0
+    assert reads == [f"{params}:None"]
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert list(stats["steps"]) == ["read", "normalize"] and stats["totals"]["kept"] == 1
+
+
+def test_spark_submit_script_runs_from_its_own_folder() -> None:
+    """spark-submit puts curate/ first on sys.path: no module there may shadow another (no path surgery)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, str(ROOT / "curate" / "spark_submit.py"), "--help"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "--input" in res.stdout and "--master" in res.stdout
