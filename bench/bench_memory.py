@@ -16,7 +16,11 @@ worker hides memory):
 Modes alternate within a size (stream, memory), the load average is read before each run, and
 bytes/document is the slope of peak RSS between the smallest and the largest size. ``--chain-mb``
 adds ``corpusmix curate run`` (the default chain of ``params.yaml``, 1 task, 1 worker) on a corpus of
-that size and reports its peak RSS and per-step seconds. Writes ``bench/out/bench_memory.json``.
+that size and reports its peak RSS and per-step seconds. Bad-input shapes: ``--tiny N`` runs both
+modes on N and N/10 tiny documents (3-10 real words each: bytes/document where texts are nothing),
+``--huge-mb M`` on one M-MB document plus 1,000 ordinary ones (``curate run`` itself drops
+documents over ``curate.read.max_doc_bytes``, 10 MB by default, before dedup).
+Writes ``bench/out/bench_memory.json``.
 """
 
 from __future__ import annotations
@@ -68,6 +72,42 @@ def child(mode: str, docs: str, work: str) -> None:
     print(json.dumps({"seconds": round(time.perf_counter() - t0, 1), "duplicates": dups}))
 
 
+def special(gen_dir: Path, kind: str, size: float) -> tuple[Path, dict]:
+    """A corpus of tiny documents (``size`` = count) or one huge document (``size`` MB) + 1,000 others."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from corpusmix.paths import DEMO
+
+    out = gen_dir / f"{kind}-{size:g}"
+    docs = out / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    real = pq.read_table(DEMO / "en" / "literature.parquet", columns=["text"]).column("text").to_pylist()
+    words = " ".join(real).split()
+    n_bytes, n_docs = 0, 0
+    if kind == "tiny":
+        n = int(size)
+        for p0 in range(0, n, 100_000):
+            k = min(100_000, n - p0)
+            lens = rng.integers(3, 11, size=k)
+            starts = rng.integers(0, len(words) - 11, size=k)
+            texts = [" ".join(words[s0:s0 + ln]) for s0, ln in zip(starts, lens, strict=True)]
+            n_bytes += sum(len(t.encode()) for t in texts)
+            n_docs += k
+            pq.write_table(pa.table({"id": [f"tiny-{p0 + i:08d}" for i in range(k)], "text": texts}),
+                           docs / f"{p0 // 100_000:05d}-00000.parquet", compression="zstd")
+    else:
+        body = "\n\n".join(real)
+        huge = (body * (int(size * 1e6) // len(body) + 1))[: int(size * 1e6)]
+        texts = [huge] + real[:1000]
+        n_bytes, n_docs = sum(len(t.encode()) for t in texts), len(texts)
+        pq.write_table(pa.table({"id": [f"doc-{i:05d}" for i in range(n_docs)], "text": texts}),
+                       docs / "00000-00000.parquet", compression="zstd", row_group_size=100)
+    return out, {"text_bytes": n_bytes, "docs": n_docs}
+
+
 def run_child(args: list[str], cwd: Path = ROOT) -> tuple[int, float, str]:
     """(peak RSS bytes, wall seconds, last stdout line) of a child process."""
     t0 = time.perf_counter()
@@ -97,6 +137,8 @@ def main() -> None:
     ap.add_argument("--mb", default="100,300", help="comma-separated corpus sizes (MB of text)")
     ap.add_argument("--modes", default="stream,memory")
     ap.add_argument("--chain-mb", type=float, default=0.0, help="also run the whole chain at this size")
+    ap.add_argument("--tiny", type=int, default=0, help="also N and N/10 tiny documents")
+    ap.add_argument("--huge-mb", type=float, default=0.0, help="also one document of this many MB")
     ap.add_argument("--gen-dir", type=Path, default=Path(tempfile.gettempdir()) / "corpusmix-gen")
     ap.add_argument("--source", default=None, help="gen_corpus --source (default: the shared corpora)")
     ap.add_argument("--keep", action="store_true", help="keep the generated corpora")
@@ -108,23 +150,30 @@ def main() -> None:
     sizes = [float(x) for x in a.mb.split(",")]
     modes = a.modes.split(",")
     rows = []
-    for mb in sizes:
-        gen, man = corpus(a.gen_dir, mb, a.source)
+    inputs = [(f"gen {mb:g} MB", lambda mb=mb: corpus(a.gen_dir, mb, a.source)) for mb in sizes]
+    if a.tiny:
+        inputs += [(f"tiny {n}", lambda n=n: special(a.gen_dir, "tiny", n)) for n in (a.tiny // 10, a.tiny)]
+    if a.huge_mb:
+        inputs.append((f"huge {a.huge_mb:g} MB", lambda: special(a.gen_dir, "huge", a.huge_mb)))
+    for label, make in inputs:
+        gen, man = make()
         for mode in modes:
             with tempfile.TemporaryDirectory(prefix="bench-mem-", dir=a.gen_dir) as work:
                 load = loadavg()
                 rss, wall, line = run_child([str(Path(__file__).resolve()), "--child", mode, str(gen / "docs"), work])
-                r = {"mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "mode": mode,
+                r = {"input": label, "mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "mode": mode,
                      "peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1), "loadavg": load,
                      **json.loads(line)}
                 rows.append(r)
                 print(json.dumps(r), flush=True)
     res: dict = {"bench": "memory", "runs": rows, "bytes_per_doc": {}}
-    for mode in modes:
-        rs = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["docs"])
-        if len(rs) >= 2 and rs[-1]["docs"] > rs[0]["docs"]:
-            res["bytes_per_doc"][mode] = round((rs[-1]["peak_rss_mb"] - rs[0]["peak_rss_mb"]) * 2**20
-                                               / (rs[-1]["docs"] - rs[0]["docs"]), 1)
+    for family in ("gen", "tiny"):
+        for mode in modes:
+            rs = sorted((r for r in rows if r["mode"] == mode and r["input"].startswith(family)),
+                        key=lambda r: r["docs"])
+            if len(rs) >= 2 and rs[-1]["docs"] > rs[0]["docs"]:
+                res["bytes_per_doc"][f"{family}/{mode}"] = round(
+                    (rs[-1]["peak_rss_mb"] - rs[0]["peak_rss_mb"]) * 2**20 / (rs[-1]["docs"] - rs[0]["docs"]), 1)
     if a.chain_mb:
         gen, man = corpus(a.gen_dir, a.chain_mb, a.source)
         with tempfile.TemporaryDirectory(prefix="bench-chain-", dir=a.gen_dir) as work:
@@ -141,6 +190,8 @@ def main() -> None:
 
         for mb in sizes + ([a.chain_mb] if a.chain_mb else []):
             shutil.rmtree(a.gen_dir / f"gen-{mb:g}", ignore_errors=True)
+        for d in list(a.gen_dir.glob("tiny-*")) + list(a.gen_dir.glob("huge-*")):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
