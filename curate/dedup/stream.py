@@ -16,9 +16,14 @@ the corpus' text:
    in chunks of about ``verify_mb`` MB of text;
 5. union-find over int ranks; verdicts written per task prefix of the part names.
 
-Memory: about ``MEM_BYTES_PER_DOC`` bytes per document plus the id strings (measured in
-``bench/bench_memory.py``), plus bounded batches (``batch_mb`` x workers in flight, one band pass,
-one verification chunk). Bad input is a clear error (:class:`ValueError`) before any decision.
+Memory that grows with the corpus is per-document arrays only: 84 bytes held from hashing to the
+end (exact hash 16 + its rank-order copy 16, text bytes 8 + copy 8, quality 8, rank order 8 and
+its inverse 8, flags 4, ...), about 60 more of temporaries while exact groups and components are
+resolved, and the ids (Arrow strings, plus one sorted copy while repeats are checked). Everything
+else is bounded: batches of ``batch_mb`` (``2 x workers`` in flight), one band pass of at most
+``band_max_keys`` keys (~50 bytes each), one verification chunk of ``verify_mb`` MB of text. The
+measured slope is in BENCHMARKS.md (``bench/bench_memory.py``). Bad input is a clear error
+(:class:`ValueError`) before any decision; null texts count as empty (never duplicates).
 """
 
 from __future__ import annotations
@@ -45,11 +50,6 @@ from curate.dedup.lsh import BandSpill
 from curate.dedup.minhash import hash_batch
 
 log = get_logger("curate.dedup.stream")
-
-#: numpy bytes per document held for the whole run (exact hash 16, flags 2, text bytes 8, quality 8,
-#: rank order 8 + inverse 8, root 8 + union-find parent 8, kind 1, per-row root 8), ids excluded
-MEM_BYTES_PER_DOC = 83
-
 
 @dataclass
 class StreamResult:
