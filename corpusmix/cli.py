@@ -2,7 +2,9 @@
 
 Each module listed in ``COMMAND_MODULES`` exposes ``register(subparsers)`` and adds its own
 subcommand(s) with a handler in ``set_defaults(func=...)``. A subcommand is listed here only once
-it works. Heavy dependencies are imported inside the handlers, so ``--help`` stays fast.
+it works. Heavy dependencies are imported inside the handlers, so ``--help`` stays fast. Wrong user
+input (:class:`corpusmix.config.UserError`, a missing or unreadable file) ends the command with
+one line ``corpusmix: error: ...`` and exit code 2.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import importlib
 import sys
 
 from corpusmix import __version__
-from corpusmix.config import ConfigError
+from corpusmix.config import UserError
 from corpusmix.logging import configure
 
 COMMAND_MODULES: list[str] = [
@@ -47,10 +49,29 @@ def main(argv: list[str] | None = None) -> int:
     configure(args.log_level)
     try:
         rc = args.func(args)
-    except ConfigError as exc:
-        print(f"corpusmix: error: {exc}", file=sys.stderr)
+    except USER_ERRORS as exc:
+        print(f"corpusmix: error: {error_line(exc)}", file=sys.stderr)
         return 2
     return int(rc or 0)
+
+
+# Wrong input reported as one line and exit code 2 (as argparse does for wrong flags); anything
+# else is a bug and keeps its traceback.
+USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+
+OS_ERROR_TEXT = {FileNotFoundError: "no such file or directory", NotADirectoryError: "not a directory",
+                 IsADirectoryError: "is a directory", PermissionError: "permission denied"}
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for the user: the message of a :class:`UserError`, or what and where for an OS error."""
+    msg = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError):
+        what = (exc.strerror or OS_ERROR_TEXT.get(type(exc), "")).lower()
+        where = exc.filename if exc.filename is not None else (str(exc) if not exc.strerror else "")
+        msg = f"{what}: {where}" if what and where else what or msg
+    return " ".join(str(msg).split())
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from corpusmix.config import UserError
 from curate.dedup.config import DedupConfig
 
 __all__ = ["DedupConfig", "DuplicateIdError", "dedup_table", "check_input", "DUP_KINDS"]
@@ -25,7 +26,7 @@ __all__ = ["DedupConfig", "DuplicateIdError", "dedup_table", "check_input", "DUP
 DUP_KINDS = (None, "exact", "near")
 
 
-class DuplicateIdError(ValueError):
+class DuplicateIdError(UserError):
     """Input ids are not unique."""
 
 
