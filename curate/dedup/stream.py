@@ -45,11 +45,13 @@ from tqdm import tqdm
 from corpusmix.logging import get_logger
 from curate.dedup import DUP_KINDS, DuplicateIdError
 from curate.dedup.config import DedupConfig
-from curate.dedup.local import _hash_job, batch_starts, resolve
+from curate.dedup.local import _hash_job, resolve
 from curate.dedup.lsh import BandSpill
 from curate.dedup.minhash import hash_batch
 
 log = get_logger("curate.dedup.stream")
+
+_READ_ROWS = 64  # rows decoded per Parquet read (documents may be up to curate.read.max_doc_bytes)
 
 @dataclass
 class StreamResult:
@@ -79,18 +81,26 @@ def _check_part(pf: pq.ParquetFile, path: Path) -> None:
 def _text_batches(parts: Sequence[Path], cfg: DedupConfig
                   ) -> Iterator[tuple[int, list[str | None], np.ndarray]]:
     """``(first row, texts, UTF-8 bytes)`` batches over all parts in order: at most ``batch_docs``
-    documents and about ``batch_mb`` MB each (a longer document is a batch of its own)."""
-    row = 0
+    documents and about ``batch_mb`` MB each (a longer document is a batch of its own). Parts are
+    read ``_READ_ROWS`` rows at a time, so a row group of long documents is never decoded whole."""
+    limit = max(1, int(cfg.batch_mb * 1e6))
+    texts: list[str | None] = []
+    sizes: list[int] = []
+    start = row = size = 0
     for p in parts:
-        pf = pq.ParquetFile(p)
-        for rb in pf.iter_batches(batch_size=cfg.batch_docs, columns=["text"]):
+        for rb in pq.ParquetFile(p).iter_batches(batch_size=_READ_ROWS, columns=["text"]):
             col = rb.column(0)
-            nb = pc.fill_null(pc.binary_length(col), 0).to_numpy().astype(np.int64)
-            texts = col.to_pylist()
-            starts = batch_starts(texts, cfg.batch_docs, cfg.batch_mb)
-            for s, e in zip(starts, starts[1:] + [len(texts)], strict=True):
-                yield row + s, texts[s:e], nb[s:e]
-            row += len(texts)
+            nb = pc.fill_null(pc.binary_length(col), 0).to_numpy().astype(np.int64).tolist()
+            for t, n in zip(col.to_pylist(), nb, strict=True):
+                if texts and (len(texts) >= cfg.batch_docs or size + n > limit):
+                    yield start, texts, np.array(sizes, np.int64)
+                    start, texts, sizes, size = row, [], [], 0
+                texts.append(t)
+                sizes.append(n)
+                size += n
+                row += 1
+    if texts:
+        yield start, texts, np.array(sizes, np.int64)
 
 
 def _hashed(parts: Sequence[Path], cfg: DedupConfig, n: int) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
