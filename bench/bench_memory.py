@@ -108,8 +108,8 @@ def special(gen_dir: Path, kind: str, size: float) -> tuple[Path, dict]:
     return out, {"text_bytes": n_bytes, "docs": n_docs}
 
 
-def run_child(args: list[str], cwd: Path = ROOT) -> tuple[int, float, str]:
-    """(peak RSS bytes, wall seconds, last stdout line) of a child process."""
+def run_child(args: list[str], cwd: Path = ROOT) -> tuple[int, float, str, float]:
+    """(peak RSS bytes, wall seconds, last stdout line, CPU seconds) of a child process."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen([sys.executable, *args], cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
@@ -118,17 +118,18 @@ def run_child(args: list[str], cwd: Path = ROOT) -> tuple[int, float, str]:
         lines = out.read().strip().splitlines()
     if status != 0:
         raise SystemExit(f"child {args} failed (status {status})")
-    return usage.ru_maxrss * 1024, time.perf_counter() - t0, lines[-1] if lines else ""
+    cpu = usage.ru_utime + usage.ru_stime
+    return usage.ru_maxrss * 1024, time.perf_counter() - t0, lines[-1] if lines else "", cpu
 
 
 def chain(gen: Path, work: Path) -> dict:
     params = work / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text())
-    rss, wall, _ = run_child(["-m", "corpusmix.cli", "curate", "run", "--input", str(gen / "docs"),
+    rss, wall, _, cpu = run_child(["-m", "corpusmix.cli", "curate", "run", "--input", str(gen / "docs"),
                               "--output", str(work / "out"), "--params", str(params), "--tasks", "1",
                               "--workers", "1"])
     stats = json.loads((work / "out" / "stats.json").read_text())
-    return {"peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1),
+    return {"peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
             "step_seconds": {k: v.get("seconds") for k, v in stats.get("steps", {}).items()}}
 
 
@@ -160,9 +161,10 @@ def main() -> None:
         for mode in modes:
             with tempfile.TemporaryDirectory(prefix="bench-mem-", dir=a.gen_dir) as work:
                 load = loadavg()
-                rss, wall, line = run_child([str(Path(__file__).resolve()), "--child", mode, str(gen / "docs"), work])
+                rss, wall, line, cpu = run_child([str(Path(__file__).resolve()), "--child", mode, str(gen / "docs"), work])
                 r = {"input": label, "mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "mode": mode,
-                     "peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1), "loadavg": load,
+                     "peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+                     "loadavg": load,
                      **json.loads(line)}
                 rows.append(r)
                 print(json.dumps(r), flush=True)
