@@ -168,16 +168,6 @@ def target_values(val_losses: list[dict[str, float]], target: str, domains: list
     return rows.max(axis=1)
 
 
-def split_heldout(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Random (fit, heldout) index split; at least 3 runs on each side."""
-    n_held = int(round(n * fraction))
-    n_held = min(max(n_held, 3), n - 3)
-    if n_held < 3:
-        raise ValueError(f"need >= 6 runs to hold out 3 for scoring, got {n}")
-    perm = rng.permutation(n)
-    return np.sort(perm[n_held:]), np.sort(perm[:n_held])
-
-
 class LinearModel:
     """Least squares on the weights with an intercept (tiny ridge so collinear simplex data works)."""
 
@@ -304,24 +294,6 @@ def correlations(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
         "pearson": float(stats.pearsonr(pred, true).statistic),
         "mae": float(np.abs(pred - true).mean()),
     }
-
-
-def fit_and_score(x: np.ndarray, y: np.ndarray, fit_idx: np.ndarray, held_idx: np.ndarray, *,
-                  rounds: int = 300, seed: int = 0):
-    """Fit LightGBM and linear on ``fit_idx``; score both on ``held_idx`` only.
-
-    Returns ``(lgbm_model, linear_model, report)`` with ``report = {"lightgbm": {...}, "linear":
-    {...}, "n_fit", "n_heldout"}``; the held-out runs never touch the fitting.
-    """
-    assert len(np.intersect1d(fit_idx, held_idx)) == 0, "held-out runs leaked into fitting"
-    lgbm = LGBMModel(rounds=rounds, seed=seed).fit(x[fit_idx], y[fit_idx])
-    lin = LinearModel().fit(x[fit_idx], y[fit_idx])
-    report = {
-        "lightgbm": correlations(lgbm.predict(x[held_idx]), y[held_idx]),
-        "linear": correlations(lin.predict(x[held_idx]), y[held_idx]),
-        "n_fit": int(len(fit_idx)), "n_heldout": int(len(held_idx)),
-    }
-    return lgbm, lin, report
 
 
 def kfold(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:

@@ -53,9 +53,6 @@ class PackingStats:
     docs_split: int  # documents cut into more than one chunk
     docs_split_needlessly: int  # ... although they would have fit in one row
 
-    def as_dict(self) -> dict[str, float | int]:
-        return dict(self.__dict__)
-
 
 def _check(lengths: Sequence[int] | np.ndarray, seq_len: int) -> np.ndarray:
     if seq_len < 1:
