@@ -327,15 +327,9 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
         if weights is not None:
             raise ValueError("a proxy with an objective draws balanced batches: pass weights=None")
         w = np.full(k, 1.0 / k)
-        # equal rows per domain every step: with fewer than one window per domain per step, a
-        # domain's excess would be missing or rest on one window, and the weights would swing
-        # between near one-hot states
-        rows = -(-cfg.batch_size // k) * k
     rank, world, _ = setup_distributed(resolve_device(cfg.device))
-    if objective is not None and (rows // k) % world:
-        raise ConfigError(f"DRO batches hold {rows // k} window(s) per domain, which {world} ranks cannot share: "
-                          f"some rank would see no token of some domain. Make the proxy batch_size a multiple "
-                          f"of {k * world} (domains x ranks)")
+    if objective is not None:
+        rows = dro_rows(cfg.batch_size, k, world)
     # same bits on every machine: deterministic kernels where torch has them (warn, never fail)
     torch.use_deterministic_algorithms(True, warn_only=True)
     source = MixtureSource(pools_dir, domains, seq_len=cfg.seq_len, seed=seed,
@@ -384,6 +378,23 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
         "config": {k2: v for k2, v in asdict(cfg).items() if k2 not in PLACEMENT_FIELDS},
     }
     return res.model, result
+
+
+def dro_rows(batch_size: int, k: int, world: int = 1) -> int:
+    """Rows of a balanced DRO step: ``batch_size`` rounded up to a multiple of the domain count.
+
+    Equal rows per domain every step: with fewer than one window per domain per step, a domain's
+    excess would be missing or rest on one window, and the weights would swing between near
+    one-hot states. Under torchrun each rank takes rows ``rank::world`` of a step, so every rank
+    must get rows of every domain (its share of the reference / proxy work, and of the
+    per-domain excess that is all-reduced): a clear error otherwise, before training starts.
+    """
+    rows = -(-batch_size // k) * k
+    if (rows // k) % world:
+        raise ConfigError(f"DRO batches hold {rows // k} window(s) per domain ({k} domains), which {world} ranks "
+                          f"cannot share: some rank would have no token of some domain. Make the proxy batch_size "
+                          f"a multiple of {k * world} (domains x ranks)")
+    return rows
 
 
 def _logged_losses(path: Path) -> list[float]:
