@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from corpusmix.columns import TEXT
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
 from corpusmix.pools import (  # noqa: F401  (the reading API, re-exported for proxytrain callers)
@@ -58,7 +59,7 @@ class PoolsConfig:
         "help": "last fraction of each domain's docs held out for evaluation only (split eval)"})
     workers: int = field(default=0, metadata={"help": "domain processes in parallel (0 = CPU count)"})
     batch_docs: int = field(default=512, metadata={"help": "documents per encode_batch call"})
-    text_column: str = field(default="text", metadata={"help": "column holding the document text"})
+    text_column: str = field(default=TEXT, metadata={"help": "column holding the document text"})
 
 
 # ---------------------------------------------------------------------------------------- building

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corpusmix.columns import DOMAIN, DROP_COLUMNS, REQUIRED
 from corpusmix.config import ConfigError
 
 SKIP_DIRS = {".git", ".dvc", ".venv", "__pycache__", "node_modules", ".pytest_cache"}
@@ -162,8 +163,8 @@ def _read_parquet(path: Path, label: str, out: ReportInputs) -> None:
     import pyarrow.parquet as pq
 
     names = set(pq.read_schema(path).names)
-    if {"id", "step", "reason"} <= names:
-        cols = ["id", "step", "reason"] + (["domain"] if "domain" in names else [])
+    if set(DROP_COLUMNS) <= names:
+        cols = [*DROP_COLUMNS] + ([DOMAIN] if DOMAIN in names else [])
         out.drops[label] = pq.read_table(path, columns=cols).to_pandas()
     elif {"id", "domain", "defects"} <= names:
         # the demo ground truth: documents per domain and planted defects (docs/formats.md)
@@ -176,7 +177,7 @@ def _read_parquet(path: Path, label: str, out: ReportInputs) -> None:
                 defects[str(d)] = defects.get(str(d), 0) + 1
         out.ground_truth[label] = {"docs_per_domain": dict(sorted(per_domain.items())),
                                    "defects": dict(sorted(defects.items()))}
-    elif {"id", "text", "domain"} <= names:
+    elif set(REQUIRED) <= names:
         # documents: only the domain column is read, to count them per domain for the funnel
         counts = pq.read_table(path, columns=["domain"]).column("domain").value_counts().to_pylist()
         out.documents[label] = {str(c["values"]): int(c["counts"]) for c in counts}
