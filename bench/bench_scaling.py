@@ -1,12 +1,17 @@
 """Held-out validation of the scaling-law planner (docs/scaling.md).
 
-1. Sweep: small `corpusmix train` runs (4 sizes x 3 token counts, a 3+ point lr sweep per size) on token
-   pools of the shipped demo text (data/demo/en, 7 domains, a 512-entry BPE trained here).
-2. Fit L(N, D) on every run (compute up to C_max) and the lr law.
-3. Held out: one size the fit never saw, trained at >= 4 x C_max, with the predicted lr and with
+1. Sweep: small `corpusmix train` runs (5 sizes x 3 token counts, a 3+ point lr sweep per size at the
+   second token count) on token pools of the shipped demo text (data/demo/en, 7 domains, a 512-entry
+   BPE trained here). Every run has its own full warmup + cosine schedule ending at its own D and is
+   scored by its final loss on the fixed evaluation windows; N counts every parameter (embedding table
+   included: it is 20-65 % of these models); D spans 192-576 optimizer steps, past the unigram plateau.
+2. Fit L(N, D) on every run (compute up to C_max) and the lr law; residuals per point.
+3. Checks on the fit data only: the largest fitted size left out and predicted from the others (for N
+   counted with and without the embedding table), and the seed noise of two runs repeated with seed 1.
+4. Held out: one size the fit never saw, trained at >= 4 x C_max, with the predicted lr and with
    lr/2 and 2 lr (a 3-point lr sweep around the prediction); prediction error and interval coverage.
-4. Stability: the constants refitted from the grid (8 best starts, no warm start) on 3 bootstrap resamples.
-5. Cost: CPU and wall seconds of every run, the load average during the benchmark.
+5. Stability: the constants refitted from the grid (8 best starts, no warm start) on 3 bootstrap resamples.
+6. Cost: CPU and wall seconds of every run, the load average sampled during the benchmark.
 
     python bench/bench_scaling.py --work /tmp/scale-bench            # ~30-40 min on 2 busy cores
 
@@ -18,20 +23,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from proxytrain.scaling_fit import FitConfig, _constants, _fit_theta, fit_scaling, predict, usable_points
-from proxytrain.scaling_sweep import (
-    SweepConfig,
-    data_fingerprint,
-    non_embedding_params,
-    run_one,
-    run_sweep,
-)
+from proxytrain.scaling_fit import FitConfig, _constants, _fit_theta, fit_scaling, law, predict, usable_points
+from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, model_params, run_one, run_sweep
+
+SIZES = ["8x2", "16x2", "24x2", "32x2", "48x2"]
+TOKENS = [196608, 294912, 589824]  # 192, 288, 576 steps of 8 x 128 tokens
 
 
 def prepare(work: Path, source: str, vocab: int) -> tuple[str, str]:
@@ -46,6 +49,38 @@ def prepare(work: Path, source: str, vocab: int) -> tuple[str, str]:
     return str(tok), str(pools)
 
 
+class LoadSampler:
+    """The 1-minute load average every ``every`` seconds while the benchmark runs (the machine is shared)."""
+
+    def __init__(self, every: float = 30.0) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, args=(every,), daemon=True)
+        self._t.start()
+
+    def _loop(self, every: float) -> None:
+        while not self._stop.is_set():
+            self.samples.append(os.getloadavg()[0])
+            self._stop.wait(every)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._t.join()
+        a = np.array(self.samples)
+        return {"mean": round(float(a.mean()), 2), "min": round(float(a.min()), 2), "max": round(float(a.max()), 2),
+                "samples": len(a)}
+
+
+def leave_largest_out(runs: list[dict], params: str) -> dict:
+    """Fit without the largest size, predict that size's runs: an extrapolation check on the fit data only."""
+    big = max(r["N_total"] for r in runs)
+    fit = fit_scaling([r for r in runs if r["N_total"] != big], FitConfig(bootstrap=0, params_count=params))
+    pts, _ = usable_points([{**r, "N": r[f"N_{params}"]} for r in runs if r["N_total"] == big])
+    errs = [100 * (float(law(fit["constants"], n, d)) - loss) / loss for n, d, loss in pts]
+    return {"params": params, "signed_error_pct": [round(e, 2) for e in errs],
+            "max_abs_error_pct": round(max(abs(e) for e in errs), 2), "constants": fit["constants"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/scale-bench")
@@ -53,51 +88,73 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--bootstrap", type=int, default=100)
-    ap.add_argument("--heldout-size", default="64x2")
-    ap.add_argument("--heldout-tokens", type=int, default=294912)
+    ap.add_argument("--heldout-size", default="96x2")
+    ap.add_argument("--heldout-tokens", type=int, default=737280)
+    ap.add_argument("--heldout-seed", type=int, default=0, help="init and data seed of the held-out runs")
     args = ap.parse_args()
     work = Path(args.work)
-    load0, t0 = os.getloadavg(), time.perf_counter()
+    load, load0, t0 = LoadSampler(), os.getloadavg(), time.perf_counter()
     tok, pools = prepare(work, args.source, args.vocab)
-    cfg = SweepConfig(data=pools, tokenizer=tok, out=str(work / "sweep"), head_dim=8,
-                      sizes=["16x2", "24x2", "32x2", "48x2"], tokens=[32768, 65536, 131072], lr=6e-3,
-                      workers=args.workers)
+    cfg = SweepConfig(data=pools, tokenizer=tok, out=str(work / "sweep"), head_dim=8, sizes=SIZES, tokens=TOKENS,
+                      lr=1e-2, lr_tokens=TOKENS[1], lr_extend=1, workers=args.workers, params_count="total")
     sweep = run_sweep(cfg)
-    fit = fit_scaling(sweep["runs"], FitConfig(bootstrap=args.bootstrap))
+    runs = sweep["runs"]
+    fit = fit_scaling(runs, FitConfig(bootstrap=args.bootstrap))
+    fp = data_fingerprint(cfg)
 
+    # ---- checks on the fit data only: extrapolation to the largest fitted size, seed noise
+    lolo = [leave_largest_out(runs, p) for p in ("total", "non_embedding")]
     # ---- held out: a bigger size at >= 4 x C_max, lr from the law and a 3-point sweep around it
     vocab = int(json.loads((Path(pools) / "pools.json").read_text())["vocab_size"])
-    n_h = non_embedding_params(args.heldout_size, cfg.head_dim, vocab, cfg.seq_len)
-    d_h = args.heldout_tokens
+    counts = model_params(args.heldout_size, cfg.head_dim, vocab, cfg.seq_len)
+    n_h, d_h = counts["total"], args.heldout_tokens
     ratio = 6 * n_h * d_h / fit["C_max"]
+    if ratio < 4:
+        raise SystemExit(f"held-out compute is {ratio:.2f} x C_max: raise --heldout-tokens to reach >= 4x")
     pred = predict(fit, n=n_h, d=d_h)
     lr_pred = pred["lr"]
-    fp = data_fingerprint(cfg)
-    lrs = [lr_pred / 2, lr_pred, lr_pred * 2]
-    with ThreadPoolExecutor(max_workers=args.workers) as ex:
-        held = list(ex.map(lambda lr: run_one(cfg, args.heldout_size, d_h, lr, n_params=n_h, fingerprint=fp), lrs))
+    held_cfg = SweepConfig(**{**cfg.__dict__, "seed": args.heldout_seed})
+    noise_cfg = SweepConfig(**{**cfg.__dict__, "seed": 1})
+    # seed noise: phase-2 runs (each size's best lr) at the smallest D, repeated with another init and data seed
+    noise_jobs = [(s, TOKENS[0], sweep["sizes"][s]["best_lr"] or cfg.lr) for s in ("16x2", "48x2")]
+    jobs = [(held_cfg, args.heldout_size, d_h, lr, n_h) for lr in (lr_pred / 2, lr_pred, lr_pred * 2)]
+    jobs += [(noise_cfg, s, d, lr, sweep["sizes"][s]["N"]) for s, d, lr in noise_jobs]
+    with ThreadPoolExecutor(max_workers=args.workers + 1) as ex:  # the 3 held-out runs at once
+        done = list(ex.map(lambda j: run_one(j[0], *j[1:4], n_params=j[4], fingerprint=fp), jobs))
+    held, rep = done[:3], done[3:]
+    noise = []
+    for (s, d, lr), r in zip(noise_jobs, rep, strict=True):
+        r0 = next(x for x in runs if x["size"] == s and x["D"] == d and x["lr"] == lr)
+        noise.append({"size": s, "D": d, "lr": lr, "loss_seed0": r0["loss"], "loss_seed1": r["loss"],
+                      "diff_pct": 100 * abs(r["loss"] - r0["loss"]) / r0["loss"], "cpu_s": r["cpu_s"]})
     true = held[1]["loss"]
     ok = [h for h in held if h["status"] == "ok"]
     best = min(ok, key=lambda h: h["loss"]) if ok else None
     lo, hi = pred["interval"]
 
     # ---- stability: full refits (whole grid of starts) on 3 bootstrap resamples of the runs
-    pts, _ = usable_points(sweep["runs"])
+    pts, _ = usable_points(runs)
     stab = []
     for seed in (1, 2, 3):
         rng = np.random.default_rng(seed)
         sample = pts[rng.integers(0, len(pts), len(pts))]
         c = _constants(_fit_theta(sample, 1e-3, 8)[0])
-        c["pred_heldout"] = float(c["E"] + c["A"] / n_h ** c["alpha"] + c["B"] / d_h ** c["beta"])
+        c["pred_heldout"] = float(law(c, n_h, d_h))
         stab.append({"seed": seed, **c})
 
     heldout_cost = {"cpu_s": round(sum(h["cpu_s"] for h in held), 1), "wall_s": round(sum(h["wall_s"] for h in held), 1)}
     out = {
         "data": {"source": args.source, "vocab": vocab, "pools_tokens": json.loads((Path(pools) / "pools.json")
                                                                                   .read_text())["domains"]},
+        "design": {"sizes": SIZES, "tokens": TOKENS, "params_count": "total", "lr_centre": cfg.lr,
+                   "lr_tokens": cfg.lr_tokens, "batch": [cfg.batch_size, cfg.seq_len]},
         "sizes": sweep["sizes"], "constants": fit["constants"], "intervals": fit["intervals"],
-        "rmse_log": fit["rmse_log"], "lr_law": fit["lr_law"], "C_max": fit["C_max"], "notes": fit["notes"],
-        "heldout": {"size": args.heldout_size, "N": n_h, "D": d_h, "compute_ratio": ratio,
+        "rmse_log": fit["rmse_log"], "points": fit["points"],
+        "log_residuals": [round(r, 5) for r in fit["log_residuals"]], "lr_law": fit["lr_law"],
+        "lr_optima": [{k: o[k] for k in ("N", "lr", "how", "edge")} for o in fit["lr_optima"]],
+        "C_max": fit["C_max"], "notes": fit["notes"], "leave_largest_size_out": lolo, "seed_noise": noise,
+        "heldout": {"size": args.heldout_size, "N": n_h, "N_non_embedding": counts["non_embedding"], "D": d_h,
+                    "seed": args.heldout_seed, "compute_ratio": ratio,
                     "predicted": pred["loss"], "interval": pred["interval"], "true_at_lr_pred": true,
                     "error_pct": 100 * abs(pred["loss"] - true) / true if true else None,
                     "inside_interval": bool(true is not None and lo <= true <= hi),
@@ -106,10 +163,13 @@ def main() -> None:
                     "loss_gap_lr_pred_vs_best_pct": 100 * (true - best["loss"]) / best["loss"] if best else None,
                     "error_vs_best_pct": 100 * abs(pred["loss"] - best["loss"]) / best["loss"] if best else None},
         "stability": stab,
-        "cost": {"sweep": sweep["cost"], "heldout": heldout_cost, "bench_wall_s": round(time.perf_counter() - t0, 1),
-                 "loadavg_start": load0, "loadavg_end": os.getloadavg()},
+        "cost": {"sweep": sweep["cost"], "heldout": heldout_cost,
+                 "noise_cpu_s": round(sum(n["cpu_s"] for n in noise), 1),
+                 "bench_wall_s": round(time.perf_counter() - t0, 1),
+                 "loadavg_start": load0, "loadavg_end": os.getloadavg(), "loadavg_1min_sampled": load.stop()},
     }
-    (work / "bench_scaling.json").write_text(json.dumps(out, indent=1))
+    name = "bench_scaling.json" if args.heldout_seed == 0 else f"bench_scaling_seed{args.heldout_seed}.json"
+    (work / name).write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 
 

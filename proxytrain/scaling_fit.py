@@ -69,6 +69,8 @@ class FitConfig:
     seed: int = field(default=0, metadata={"help": "bootstrap seed"})
     target: str = field(default="all", metadata={"help": "validation loss fitted: all (every domain's tokens) "
                                                           "or a domain name"})
+    params_count: str = field(default="", metadata={"help": "N fitted: empty = the sweep's count, or total / "
+                                                      "non_embedding (runs record both counts)"})
 
     def validate(self) -> None:
         if not 0 < self.confidence < 1:
@@ -77,6 +79,8 @@ class FitConfig:
             raise FitError(f"min_runs must be >= {N_FREE + 1} (the law has {N_FREE} free parameters)")
         if self.huber_delta <= 0 or self.starts < 1:
             raise FitError("huber_delta must be > 0 and starts >= 1")
+        if self.params_count not in ("", "total", "non_embedding"):
+            raise FitError(f"params_count must be empty, total or non_embedding, got {self.params_count!r}")
 
 
 # ----------------------------------------------------------------------------- input checks
@@ -253,7 +257,7 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     """Fit L(N, D), bootstrap it, and fit the lr law; the JSON-able result ``predict`` reads."""
     cfg = cfg or FitConfig()
     cfg.validate()
-    runs = _retarget(runs, cfg.target)
+    runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
     pts, drops = usable_points(runs)
     notes = check_points(pts, drops, cfg)
     theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts)
@@ -308,6 +312,19 @@ def _retarget(runs: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
     if target not in have:
         raise FitError(f"no run has a validation loss for {target!r}; scale.fit.target must be all or one of {have}")
     return [{**r, "loss": (r.get("val") or {}).get(target)} for r in runs]
+
+
+def _renumber(runs: list[dict[str, Any]], params: str) -> list[dict[str, Any]]:
+    """Use ``N_total`` or ``N_non_embedding`` as N (``params``); empty keeps each run's N."""
+    if not params:
+        return runs
+    key = f"N_{params}"
+    missing = sum(key not in r for r in runs)
+    if missing:
+        raise FitError(f"{missing} of {len(runs)} runs have no {key}: they come from a sweep that recorded one "
+                       "count only; re-run `corpusmix scale sweep` (cached runs are read back, not retrained) "
+                       "or leave scale.fit.params_count empty")
+    return [{**r, "N": r[key]} for r in runs]
 
 
 def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray) -> tuple[list[dict[str, float]], int]:

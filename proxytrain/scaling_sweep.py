@@ -17,7 +17,11 @@ A run is ``python -m corpusmix.cli train --params <run>/params.yaml``: the train
 the full run trains on. Its folder is ``out/cache/<key>`` where the key hashes the train config and the
 data's fingerprint; ``result.json`` marks it finished (a re-run reads it back), an unfinished run resumes
 from its checkpoint. A run's D (tokens) is steps x batch x seq_len; its N is the non-embedding
-parameter count. Runs with N >= ``torchrun_above`` train under torchrun with ``nproc`` ranks (FSDP2).
+parameter count by default (``params_count``: total = with the embedding table, see docs/scaling.md), and
+every run records both counts (``N_total``, ``N_non_embedding``). Every run has its own warmup + cosine
+schedule ending at its own D (Hoffmann et al. 2022: a schedule longer than the run biases its loss up),
+and only its final validation loss, on the fixed evaluation windows of the pools' val split, is used.
+Runs with N >= ``torchrun_above`` train under torchrun with ``nproc`` ranks (FSDP2).
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ class SweepConfig:
     workers: int = field(default=2, metadata={"help": "runs in parallel (one CPU thread each)"})
     torchrun_above: int = field(default=0, metadata={"help": "N from which a run uses torchrun (0 = never)"})
     nproc: int = field(default=2, metadata={"help": "ranks of a torchrun run"})
+    params_count: str = field(default="total", metadata={
+        "help": "N of the law: total (embedding table included) or non_embedding (Kaplan et al.)"})
 
     def validate(self) -> None:
         if not self.data:
@@ -86,6 +92,11 @@ class SweepConfig:
             raise ConfigError(f"every token count must be >= batch_size x seq_len = {self.batch_size * self.seq_len}")
         if self.lr <= 0 or not self.lr_factors or min(self.lr_factors) <= 0:
             raise ConfigError("lr and every lr_factor must be > 0")
+        if self.params_count not in PARAM_COUNTS:
+            raise ConfigError(f"params_count must be one of {PARAM_COUNTS}, got {self.params_count!r}")
+
+
+PARAM_COUNTS = ("total", "non_embedding")
 
 
 def parse_size(size: str, head_dim: int) -> tuple[int, int, int]:
@@ -100,14 +111,21 @@ def parse_size(size: str, head_dim: int) -> tuple[int, int, int]:
     return d, n_layers, d // head_dim
 
 
-def non_embedding_params(size: str, head_dim: int, vocab_size: int, seq_len: int) -> int:
-    """N of a size, counted on a meta-device model (no memory, no init)."""
+def model_params(size: str, head_dim: int, vocab_size: int, seq_len: int) -> dict[str, int]:
+    """``{"non_embedding": ..., "total": ...}`` parameters of a size, counted on a meta-device model."""
     from proxytrain.model import ModelConfig, build_model, count_params
 
     d, n_layers, heads = parse_size(size, head_dim)
     mcfg = ModelConfig.preset("tiny", vocab_size=vocab_size, max_seq_len=seq_len, d_model=d, n_layers=n_layers,
                               n_heads=heads)
-    return count_params(build_model(mcfg, materialize=False), non_embedding=True)
+    model = build_model(mcfg, materialize=False)
+    return {"non_embedding": count_params(model, non_embedding=True),
+            "total": count_params(model, non_embedding=False)}
+
+
+def non_embedding_params(size: str, head_dim: int, vocab_size: int, seq_len: int) -> int:
+    """Non-embedding N of a size, counted on a meta-device model (no memory, no init)."""
+    return model_params(size, head_dim, vocab_size, seq_len)["non_embedding"]
 
 
 def data_fingerprint(cfg: SweepConfig) -> str:
@@ -193,10 +211,17 @@ def _outcome(rc: int, rdir: Path, target: str) -> dict[str, Any]:
             "val": val, "train_loss_last": summary.get("last_loss")}
 
 
-def _run_many(cfg: SweepConfig, jobs: list[tuple[str, int, float]], sizes_n: dict[str, int], fp: str
+def _run_many(cfg: SweepConfig, jobs: list[tuple[str, int, float]], counts: dict[str, dict[str, int]], fp: str
               ) -> list[dict[str, Any]]:
+    def one(job: tuple[str, int, float]) -> dict[str, Any]:
+        c = counts[job[0]]
+        r = run_one(cfg, *job, n_params=c[cfg.params_count], fingerprint=fp)
+        # a cached result may predate (or differ in) the count: N always follows this sweep's params_count
+        return {**r, "N": c[cfg.params_count], "N_total": c["total"], "N_non_embedding": c["non_embedding"],
+                "params_count": cfg.params_count}
+
     with ThreadPoolExecutor(max_workers=max(1, cfg.workers)) as ex:
-        return list(ex.map(lambda j: run_one(cfg, *j, n_params=sizes_n[j[0]], fingerprint=fp), jobs))
+        return list(ex.map(one, jobs))
 
 
 def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
@@ -206,7 +231,8 @@ def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
     cfg.validate()
     vocab = int(json.loads((Path(cfg.data) / "pools.json").read_text())["vocab_size"])
     fp = data_fingerprint(cfg)
-    sizes_n = {s: non_embedding_params(s, cfg.head_dim, vocab, cfg.seq_len) for s in cfg.sizes}
+    counts = {s: model_params(s, cfg.head_dim, vocab, cfg.seq_len) for s in cfg.sizes}
+    sizes_n = {s: c[cfg.params_count] for s, c in counts.items()}
     tokens = sorted(set(cfg.tokens))
     d_lr = cfg.lr_tokens or tokens[len(tokens) // 2]
     t0 = time.perf_counter()
@@ -217,7 +243,7 @@ def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
         jobs = [(s, d_lr, lr) for s in cfg.sizes for lr in lrs[s] if lr not in tried[s]]
         if not jobs:
             break
-        runs += _run_many(cfg, jobs, sizes_n, fp)
+        runs += _run_many(cfg, jobs, counts, fp)
         for s, _, lr in jobs:
             tried[s].add(lr)
         for s in cfg.sizes:
@@ -237,13 +263,15 @@ def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
         log.warning("no usable lr sweep (fewer than 3 finished runs): phase 2 uses the centre lr",
                     extra={"data": {"sizes": missing}})
     jobs = [(s, d, best_lr.get(s, cfg.lr)) for s in cfg.sizes for d in tokens if d != d_lr]
-    runs += _run_many(cfg, jobs, sizes_n, fp)
+    runs += _run_many(cfg, jobs, counts, fp)
     cost = {"runs": len(runs), "wall_s": round(time.perf_counter() - t0, 1),
             "cpu_s_runs": round(sum(r["cpu_s"] for r in runs if "cpu_s" in r), 1),
             "run_wall_s": round(sum(r["wall_s"] for r in runs), 1), "workers": cfg.workers,
             "status": {st: sum(r["status"] == st for r in runs) for st in ("ok", "diverged", "failed")},
             "loadavg_end": list(os.getloadavg())}
-    result = {"config": asdict(cfg), "sizes": {s: {"N": n, "best_lr": best_lr.get(s)} for s, n in sizes_n.items()},
+    result = {"config": asdict(cfg), "params_count": cfg.params_count,
+              "sizes": {s: {"N": sizes_n[s], "N_total": c["total"], "N_non_embedding": c["non_embedding"],
+                            "best_lr": best_lr.get(s)} for s, c in counts.items()},
               "lr_tokens": d_lr, "runs": runs, "cost": cost}
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)

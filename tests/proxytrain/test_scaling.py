@@ -250,3 +250,57 @@ def test_report_section_from_fit_and_prediction(fit, tmp_path):
     tables = {b.title: b for b in sec.blocks if isinstance(b, Table)}
     assert [r[0] for r in tables["Fitted constants"].rows] == ["E", "A", "B", "alpha", "beta"]
     assert tables["Prediction"].rows[0][2] == pytest.approx(1e13)
+
+
+# ----------------------------------------------------------------------------- synthetic runs from a known law
+
+TRUE = {"E": 3.1, "A": 180.0, "B": 2400.0, "alpha": 0.45, "beta": 0.5}  # made up, in the sweep's range of losses
+
+
+def _synthetic(noise: float, seed: int = 0) -> list[dict]:
+    """The benchmark's design (5 sizes x 4 token counts) scored by a known law, with log-normal noise."""
+    rng = np.random.default_rng(seed)
+    return [{"N": n, "D": d, "lr": 1e-2, "status": "ok", "batch_size": 8, "seq_len": 128,
+             "loss": float(law(TRUE, n, d) * math.exp(noise * rng.standard_normal()))}
+            for n in (6184, 16464, 26232, 43168, 80112) for d in (196608, 294912, 393216, 589824)]
+
+
+def test_noise_free_runs_recover_the_constants():
+    fit = fit_scaling(_synthetic(0.0), FitConfig(bootstrap=0, starts=2))
+    for k, v in TRUE.items():
+        assert fit["constants"][k] == pytest.approx(v, rel=1e-3), k
+    assert fit["rmse_log"] < 1e-6
+
+
+def test_noisy_runs_predict_a_run_at_4x_the_compute_within_its_interval():
+    runs = _synthetic(0.003, seed=1)  # 0.3 % loss noise, the seed noise measured on the real runs
+    fit = fit_scaling(runs, FitConfig(bootstrap=8, starts=2))
+    n, d = 271_000, 737_280  # the benchmark's held-out run: 4.2 x C_max
+    assert 6 * n * d / fit["C_max"] > 4
+    p = predict(fit, n=n, d=d)
+    true = float(law(TRUE, n, d))
+    assert abs(p["loss"] - true) / true < 0.01
+    assert p["interval"][0] < true < p["interval"][1]
+    assert fit["constants"]["alpha"] == pytest.approx(TRUE["alpha"], abs=0.15)
+
+
+def test_n_is_counted_as_the_fit_asks():
+    runs = [{**r, "N_total": r["N"], "N_non_embedding": r["N"] // 2} for r in _synthetic(0.0)]
+    total = fit_scaling(runs, FitConfig(bootstrap=0, starts=1, params_count="total"))
+    nonemb = fit_scaling(runs, FitConfig(bootstrap=0, starts=1, params_count="non_embedding"))
+    assert total["N_range"] == [6184, 80112] and nonemb["N_range"] == [3092, 40056]
+    with pytest.raises(FitError, match="no N_total"):
+        fit_scaling(_synthetic(0.0), FitConfig(bootstrap=0, params_count="total"))
+    with pytest.raises(FitError, match="total or non_embedding"):
+        fit_scaling(runs, FitConfig(bootstrap=0, params_count="all"))
+
+
+def test_total_and_non_embedding_counts_and_bad_count_name(tmp_path):
+    from corpusmix.config import ConfigError
+    from proxytrain.scaling_sweep import model_params
+
+    c = model_params("32x2", 8, 512, 128)
+    assert c["total"] - c["non_embedding"] == 512 * 32  # the tied embedding table, counted once
+    (tmp_path / "pools.json").write_text("{}")
+    with pytest.raises(ConfigError, match="params_count must be one of"):
+        SweepConfig(data=str(tmp_path), params_count="embedding").validate()
