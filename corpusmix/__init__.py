@@ -1,7 +1,7 @@
 """corpusmix: curate, mix and pack text corpora for LLM pretraining, and train on them.
 
-The command line lives in :mod:`corpusmix.cli`; the work lives in the three rooms
-``curate`` (curation), ``mix`` (mixture search) and ``proxytrain`` (tokenizer, packing, trainer).
+This package is the bottom layer shared by the rooms ``curate``, ``proxytrain``, ``mix`` and
+``report``: the file contracts, config, logging and the command line (docs/architecture.md).
 """
 
 __version__ = "0.1.0"
