@@ -474,3 +474,13 @@ def test_page_renders_in_headless_chromium(written: dict[str, str], tmp_path: Pa
     # the headline box (background #f1f8f2) is styled and sits in the first screenful
     box = np.all(np.abs(rgb[:900] - [0xF1, 0xF8, 0xF2]) <= 2, axis=2)
     assert box.mean() > 0.1
+
+
+def test_relative_inputs_are_labelled_by_their_path_whether_folder_or_file(tmp_path: Path, monkeypatch):
+    # the pipeline passes exact files (dvc.yaml); a hand run passes their folder: same labels, so the
+    # funnel pairs the same stats, drops and documents either way
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "out" / "curate" / "stats.json", STATS)
+    by_folder = collect_inputs(["out"])
+    by_file = collect_inputs(["out/curate/stats.json"])
+    assert list(by_folder.stats) == list(by_file.stats) == ["out/curate/stats.json"]
