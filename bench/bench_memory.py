@@ -148,7 +148,7 @@ def main() -> None:
     if a.child:
         child(*a.child)
         return
-    sizes = [float(x) for x in a.mb.split(",")]
+    sizes = [float(x) for x in a.mb.split(",") if x]
     modes = a.modes.split(",")
     rows = []
     inputs = [(f"gen {mb:g} MB", lambda mb=mb: corpus(a.gen_dir, mb, a.source)) for mb in sizes]

@@ -21,7 +21,8 @@ end (exact hash 16 + its rank-order copy 16, text bytes 8 + copy 8, quality 8, r
 its inverse 8, flags 4, ...), about 60 more of temporaries while exact groups and components are
 resolved, and the ids (Arrow strings, plus one sorted copy while repeats are checked). Everything
 else is bounded: batches of ``batch_mb`` (``2 x workers`` in flight), one band pass of at most
-``band_max_keys`` keys (~50 bytes each), one verification chunk of ``verify_mb`` MB of text. The
+``band_max_keys`` keys (~50 bytes each), one verification chunk of ``verify_mb`` MB of text (its shingle sets and
+sort temporaries are ~8x that). The
 measured slope is in BENCHMARKS.md (``bench/bench_memory.py``). Bad input is a clear error
 (:class:`ValueError`) before any decision; null texts count as empty (never duplicates).
 """
@@ -203,7 +204,7 @@ class _TextFetcher:
         return [out[int(r)] for r in rows]
 
 
-def dedup_parts(parts: Sequence[str | Path], cfg: DedupConfig, *, verify_mb: float = 64.0,
+def dedup_parts(parts: Sequence[str | Path], cfg: DedupConfig, *, verify_mb: float = 16.0,
                 band_max_keys: int = 8_000_000) -> StreamResult:
     """Dedup the rows of Parquet ``parts`` (concatenated in the given order) in bounded memory."""
     parts = [Path(p) for p in parts]
