@@ -30,9 +30,9 @@ REAL = ["code", "legal", "literature", "news"]
 def main() -> None:
     from corpusmix.paths import DEMO
     from mix.ablation import ablation_seeds, run_ablation
-    from mix.cli import PRESETS
     from mix.doremi import DoReMiConfig, run_doremi
     from mix.mixture import natural_mixture, uniform_mixture
+    from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains
     from mix.regmix import RegMixConfig, run_regmix
     from mix.replication import build_replication_pools

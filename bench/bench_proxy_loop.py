@@ -104,10 +104,7 @@ def bench(args: argparse.Namespace) -> None:
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    try:
-        from mix.presets import PRESETS
-    except ImportError:  # before the presets moved out of mix/cli.py
-        from mix.cli import PRESETS
+    from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxy
     from tests.mix.test_doremi import write_pools
 

@@ -42,8 +42,8 @@ def pools(tmp_path_factory) -> Path:
 
 
 def test_replication_with_learnable_garbage(pools: Path, tmp_path: Path):
-    from mix.cli import PRESETS
     from mix.doremi import DoReMiConfig, run_doremi
+    from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains
     from mix.regmix import RegMixConfig, run_regmix
     from mix.targets import TargetConfig, resolve_targets
