@@ -11,7 +11,8 @@ average seen during the run::
 
     python bench/bench_trainer_cpu.py                      # tiny and small presets
     python bench/bench_trainer_cpu.py --presets tiny --rounds 9 --steps 2 --threads 1
-    python bench/bench_trainer_cpu.py --compile            # both models torch.compile'd per block
+    python bench/bench_trainer_cpu.py --compile both       # both models torch.compile'd per block
+    python bench/bench_trainer_cpu.py --compile ours       # ours compiled (train.compile), reference eager
 
 The reference follows nanoGPT's model.py: learned positions, LayerNorm, fused c_attn, GELU MLP
 of 4·d, tied head, ``scaled_dot_product_attention(is_causal=True)``.
@@ -107,19 +108,19 @@ def _time_ref(model, opt, batches) -> tuple[float, float]:
 
 
 def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: int,
-          compile: bool = False) -> dict:
+          compile: str = "none") -> dict:
     cfg = ModelConfig.preset(preset, vocab_size=vocab, max_seq_len=seq, attn_backend="sdpa")
     ours = build_model(cfg, "cpu", seed=0)
     ref = RefGPT(vocab, seq, cfg.d_model, cfg.n_layers, cfg.n_heads)
-    if compile:  # per block, as proxytrain.parallel does (and nanoGPT's whole-model compile would)
-        for blk in [*ours.layers, *ref.blocks]:
-            blk.compile()
+    # per block, as proxytrain.parallel does (and nanoGPT's whole-model compile would)
+    for blk in [*(ours.layers if compile in ("ours", "both") else []), *(ref.blocks if compile == "both" else [])]:
+        blk.compile()
     src = SyntheticSource(vocab_size=vocab, seq_len=seq, seed=1)
     batches = [src.next_batch(batch) for _ in range(steps)]
     o_opt, r_opt = make_optimizer(ours, TrainConfig()), _ref_opt(ref)
     load0 = os.getloadavg()[0]
-    _time_ours(ours, o_opt, batches[:2])  # warm-up both (and compile)
-    _time_ref(ref, r_opt, batches[:2])
+    warm_ours = _time_ours(ours, o_opt, batches[:2])[0]  # warm-up both (and compile)
+    warm_ref = _time_ref(ref, r_opt, batches[:2])[0]
     t_ours, t_ref = [], []
     for r in range(rounds):
         # alternate which one goes first, so drift within a round does not favour either
@@ -148,6 +149,7 @@ def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: 
             "cpu_ratio_median": statistics.median(cpu_ratios), "cpu_ratio_min": min(cpu_ratios),
             "cpu_ratio_max": max(cpu_ratios), "rounds": rounds,
             "steps_per_round": steps, "threads": torch.get_num_threads(), "compile": compile,
+            "warmup_s_ours": warm_ours, "warmup_s_ref": warm_ref,
             "loadavg_1m_start": load0, "loadavg_1m_end": os.getloadavg()[0]}
 
 
@@ -160,7 +162,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=4, help="optimizer steps per timed block")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per preset")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")
-    ap.add_argument("--compile", action="store_true", help="torch.compile each block of both models")
+    ap.add_argument("--compile", default="none", choices=["none", "ours", "both"],
+                    help="torch.compile each block: of neither model, of ours only, of both")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
