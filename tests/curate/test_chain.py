@@ -60,7 +60,8 @@ def test_dedup_apply_from_verdicts_and_from_columns_decide_alike() -> None:
 
 
 def test_curate_run_reads_the_params_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from corpusmix.cli import main
+    import argparse
+
     from corpusmix.config import load_params
 
     reads: list[str] = []
@@ -73,8 +74,11 @@ def test_curate_run_reads_the_params_file_once(tmp_path: Path, monkeypatch: pyte
     params = tmp_path / "params.yaml"
     params.write_text("curate:\n  engine:\n    steps: [normalize]\n    tasks: 1\n")
     (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a", "text": "hello there"}) + "\n")
-    assert main(["curate", "run", "--input", str(tmp_path / "d.jsonl"), "--output", str(tmp_path / "out"),
-                 "--params", str(params)]) == 0
+    parser = argparse.ArgumentParser()
+    engine_local.register(parser.add_subparsers())  # the `curate run` command itself
+    args = parser.parse_args(["run", "--input", str(tmp_path / "d.jsonl"), "--output", str(tmp_path / "out"),
+                              "--params", str(params)])
+    assert args.func(args) == 0
     assert reads == [f"{params}:None"]
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert list(stats["steps"]) == ["read", "normalize"] and stats["totals"]["kept"] == 1
