@@ -443,6 +443,23 @@ def _lowest_note(runs: Sequence[MixtureRuns], hl: Headline) -> str:
             f"against {fmt(hl.avg)}); set mix.method: {best.name} in params.yaml to pack with it.")
 
 
+def headline_for(inputs: ReportInputs, runs: Sequence[MixtureRuns], cfg: ReportConfig,
+                 avg_over: Sequence[str] | None = None) -> tuple[Headline, Callout]:
+    """The headline and its box: about ``report.chosen`` when set, else the pipeline's mixture
+    (:func:`pipeline_choice`), else (no pipeline mixture found) the lowest mean average loss."""
+    chosen, why = cfg.chosen, ""
+    if not chosen:
+        chosen, why = pipeline_choice(inputs, runs) or ("", "")
+    hl = headline(runs, chosen=chosen, baselines=cfg.baselines, avg_over=avg_over, why=why)
+    callout = headline_callout(hl)
+    if cfg.chosen:
+        callout.note += _selected_note(inputs, hl)
+    elif not chosen:
+        callout.note += " No pipeline mixture (the output of `corpusmix mix select`) matches an ablation run."
+    callout.note += _lowest_note(runs, hl)
+    return hl, callout
+
+
 def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
     """Assemble the report (callout, tables, figures) from the collected inputs."""
     if inputs.is_empty():
@@ -457,16 +474,7 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         inputs.skipped += [(lbl, "a second ablation file; the report uses the first one found")
                            for lbl in list(inputs.ablations)[1:]]
         domains, avg_over, runs = normalise_ablation(obj, where=label)
-        chosen, why = cfg.chosen, ""
-        if not chosen:
-            chosen, why = pipeline_choice(inputs, runs) or ("", "")
-        hl = headline(runs, chosen=chosen, baselines=cfg.baselines, avg_over=avg_over, why=why)
-        callout = headline_callout(hl)
-        if cfg.chosen:
-            callout.note += _selected_note(inputs, hl)
-        elif not chosen:
-            callout.note += " No pipeline mixture (the output of `corpusmix mix select`) matches an ablation run."
-        callout.note += _lowest_note(runs, hl)
+        hl, callout = headline_for(inputs, runs, cfg, avg_over)
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
                 scaling_section(inputs.scaling), funnel_section(inputs), quality_section(inputs)):

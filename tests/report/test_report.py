@@ -22,7 +22,7 @@ import pytest
 from corpusmix.cli import main
 from mix.ablation import compare
 from mix.cli import write_trajectory
-from report.build import ReportConfig, build_report, headline, tidy_tables, write_report
+from report.build import ReportConfig, build_report, headline, headline_for, tidy_tables, write_report
 from report.curation import domain_funnel
 from report.figures import group_reasons
 from report.inputs import ReportInputError, collect_inputs, normalise_ablation
@@ -357,22 +357,23 @@ def test_domain_funnel_adds_later_drops_back_per_domain():
 
 def test_headline_is_about_the_pipelines_mixture_not_the_lowest_loss(outputs: Path):
     inputs = collect_inputs([outputs])
+    runs = normalise_ablation(next(iter(inputs.ablations.values())))[2]
     selected = inputs.mixtures[f"{outputs.name}/mix/selected/mixture.json"]
     selected["weights"] = dict(zip(DOMAINS, WEIGHTS["natural"], strict=True))
     selected["provenance"]["selected"] = "natural"
-    c = build_report(inputs, ReportConfig()).callout
-    assert c is not None and "natural is the pipeline's mixture (mix.method: natural; " in c.note
+    _, c = headline_for(inputs, runs, ReportConfig())
+    assert "natural is the pipeline's mixture (mix.method: natural; " in c.note
     assert "Use" not in c.title and "natural" in c.title  # natural is a baseline: compared with uniform only
     assert "Lowest mean average loss in the ablation: regmix" in c.note
     assert "set mix.method: regmix in params.yaml to pack with it" in c.note
     # report.chosen names another mixture: the note says what the pipeline packs with
-    c = build_report(inputs, ReportConfig(chosen="regmix")).callout
-    assert c is not None and c.title.startswith("Use: regmix")
+    _, c = headline_for(inputs, runs, ReportConfig(chosen="regmix"))
+    assert c.title.startswith("Use: regmix")
     assert "The pipeline currently packs with natural (mix.method; " in c.note
     # no pipeline mixture found: the lowest loss, and the report says why
     del inputs.mixtures[f"{outputs.name}/mix/selected/mixture.json"]
-    c = build_report(inputs, ReportConfig()).callout
-    assert c is not None and c.title.startswith("Use: regmix") and "No pipeline mixture" in c.note
+    _, c = headline_for(inputs, runs, ReportConfig())
+    assert c.title.startswith("Use: regmix") and "No pipeline mixture" in c.note
 
 
 def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
