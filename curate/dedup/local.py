@@ -104,14 +104,15 @@ def dedup_ranked(texts: Sequence[str | None], cfg: DedupConfig) -> DedupResult:
 
 def resolve(exact: np.ndarray, nonempty: np.ndarray, has_shingles: np.ndarray, spill: BandSpill,
             text_of: Callable[[np.ndarray], list[str]], cfg: DedupConfig, *, remap: np.ndarray | None = None,
-            text_bytes: np.ndarray | None = None, verify_mb: float = 0.0,
-            band_max_keys: int = 0) -> DedupResult:
+            text_bytes: np.ndarray | None = None, verify_mb: float = 0.0, band_max_keys: int = 0,
+            verifier: Callable[[np.ndarray], np.ndarray] | None = None) -> DedupResult:
     """Decisions from the hashes of all documents (arrays in rank order) and their spilled band keys.
 
     ``remap[doc]`` turns the document numbers of the spill into ranks (identity when None). With
     ``text_bytes`` and ``verify_mb``, candidate pairs are verified in chunks whose texts stay near
     ``verify_mb`` MB (``text_of`` is called once per chunk); ``band_max_keys`` bounds the keys of one
-    band held at once (see :meth:`BandSpill.candidate_pairs`). Neither changes a decision.
+    band held at once (see :meth:`BandSpill.candidate_pairs`). ``verifier`` (pairs -> the pairs at
+    or above the threshold) replaces the text-based verification. None of these changes a decision.
     """
     n = exact.shape[0]
     bands, rows = cfg.bands_rows()
@@ -123,7 +124,9 @@ def resolve(exact: np.ndarray, nonempty: np.ndarray, has_shingles: np.ndarray, s
         pairs = spill.candidate_pairs(max_bucket_pairs=cfg.max_bucket_pairs, keep=eligible, remap=remap,
                                       max_keys=band_max_keys)
         n_candidates = len(pairs)
-        if cfg.verify:
+        if cfg.verify and verifier is not None:
+            pairs = verifier(pairs)
+        elif cfg.verify:
             kept = [verify_pairs(chunk, text_of, ngram=cfg.ngram, threshold=cfg.threshold)[0]
                     for chunk in pair_chunks(pairs, text_bytes, verify_mb)]
             pairs = np.concatenate(kept) if kept else pairs

@@ -12,8 +12,9 @@ the corpus' text:
 2. rank order (quality desc, id asc) from the ids and qualities; exact groups by sorting hashes;
 3. candidate pairs band by band from the spill, each band grouped in passes of at most
    ``band_max_keys`` keys (external grouping by key residue);
-4. verification re-reads only the texts of candidate documents, from the row groups that hold them,
-   in chunks of about ``verify_mb`` MB of text;
+4. verification: the shingle sets of candidate documents are built in ONE pass over the parts in
+   row order (only row groups holding a candidate are read, each once, ``verify_mb`` MB of text at
+   a time) and spilled beside the band keys; pairs are then verified chunk by chunk from the spill;
 5. union-find over int ranks; verdicts written per task prefix of the part names.
 
 Memory that grows with the corpus is per-document arrays only: 84 bytes held from hashing to the
@@ -46,9 +47,10 @@ from tqdm import tqdm
 from corpusmix.logging import get_logger
 from curate.dedup import DUP_KINDS, DuplicateIdError
 from curate.dedup.config import DedupConfig
-from curate.dedup.local import _hash_job, resolve
+from curate.dedup.local import _hash_job, pair_chunks, resolve
 from curate.dedup.lsh import BandSpill
 from curate.dedup.minhash import hash_batch
+from curate.dedup.verify import pair_jaccard, shingle_sets
 
 log = get_logger("curate.dedup.stream")
 
@@ -181,8 +183,9 @@ def _rank_order(ids: pa.ChunkedArray, quality: np.ndarray) -> np.ndarray:
 class _TextFetcher:
     """Texts of given rows, re-read from the row groups of the parts that hold them."""
 
-    def __init__(self, parts: Sequence[Path], part_rows: list[int]) -> None:
+    def __init__(self, parts: Sequence[Path], part_rows: list[int], nbytes: np.ndarray) -> None:
         self.parts = list(parts)
+        self.nbytes = nbytes
         self.starts = np.concatenate(([0], np.cumsum(part_rows))).astype(np.int64)
 
     def __call__(self, rows: np.ndarray) -> list[str]:
@@ -204,7 +207,66 @@ class _TextFetcher:
         return [out[int(r)] for r in rows]
 
 
-def dedup_parts(parts: Sequence[str | Path], cfg: DedupConfig, *, verify_mb: float = 16.0,
+class _ShingleStore:
+    """Sorted unique shingle hashes of the candidate documents, spilled to one file.
+
+    Built in ONE pass over the parts in row order (each row group holding a candidate is read once,
+    ``verify_mb`` MB of text at a time), then read back per chunk of pairs with ``pread``: memory is
+    one chunk, whatever the number of candidates. Same shingle sets, so the same Jaccard, as
+    :func:`curate.dedup.verify.verify_pairs`."""
+
+    def __init__(self, folder: Path, docs: np.ndarray, rows: np.ndarray, fetch: _TextFetcher, *, ngram: int,
+                 verify_mb: float) -> None:
+        self.docs = docs  # sorted ranks of the candidate documents
+        by_row = np.argsort(rows, kind="stable")
+        self.start = np.zeros(docs.size, np.int64)
+        self.size = np.zeros(docs.size, np.int64)
+        self.path = folder / "shingles.bin"
+        limit = max(1, int(verify_mb * 1e6))
+        pos = 0
+        with open(self.path, "wb") as f:
+            i = 0
+            while i < by_row.size:  # groups of consecutive rows, about verify_mb MB of text each
+                j, size = i, 0
+                while j < by_row.size and (j == i or size < limit):
+                    size += int(fetch.nbytes[rows[by_row[j]]])
+                    j += 1
+                sel = by_row[i:j]
+                flat, off = shingle_sets(fetch(rows[sel]), ngram)
+                self.start[sel] = pos + off[:-1]
+                self.size[sel] = np.diff(off)
+                f.write(np.ascontiguousarray(flat, np.uint64).tobytes())
+                pos += flat.size
+                i = j
+
+    def sets(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Flat shingle sets and offsets of ``docs`` (ranks, sorted unique)."""
+        k = np.searchsorted(self.docs, docs)
+        sizes = self.size[k]
+        offsets = np.zeros(docs.size + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        flat = np.empty(int(offsets[-1]), np.uint64)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            for i, (st, n) in enumerate(zip(self.start[k].tolist(), sizes.tolist(), strict=True)):
+                if n:
+                    flat[offsets[i]:offsets[i + 1]] = np.frombuffer(os.pread(fd, 8 * n, 8 * st), np.uint64)
+        finally:
+            os.close(fd)
+        return flat, offsets
+
+    def verify(self, pairs: np.ndarray, threshold: float, text_bytes: np.ndarray, verify_mb: float) -> np.ndarray:
+        kept = []
+        for chunk in pair_chunks(pairs, text_bytes, verify_mb):
+            docs = np.unique(chunk)
+            flat, offsets = self.sets(docs)
+            local = np.searchsorted(docs, chunk)
+            jac = pair_jaccard(local, flat, offsets, np.arange(docs.size))
+            kept.append(chunk[jac >= threshold])
+        return np.concatenate(kept) if kept else pairs
+
+
+def dedup_parts(parts: Sequence[str | Path], cfg: DedupConfig, *, verify_mb: float = 8.0,
                 band_max_keys: int = 8_000_000) -> StreamResult:
     """Dedup the rows of Parquet ``parts`` (concatenated in the given order) in bounded memory."""
     parts = [Path(p) for p in parts]
@@ -223,10 +285,18 @@ def dedup_parts(parts: Sequence[str | Path], cfg: DedupConfig, *, verify_mb: flo
         order = _rank_order(ids, quality)
         rank_of = np.empty(n, np.int64)
         rank_of[order] = np.arange(n)
-        fetch = _TextFetcher(parts, part_rows)
+        fetch = _TextFetcher(parts, part_rows, nbytes)
+        bytes_r = nbytes[order]
+
+        def verifier(pairs: np.ndarray) -> np.ndarray:
+            docs = np.unique(pairs)
+            store = _ShingleStore(spill.folder, docs, order[docs], fetch, ngram=cfg.ngram, verify_mb=verify_mb)
+            return store.verify(pairs, cfg.threshold, bytes_r, verify_mb)
+
         res = resolve(exact[order], nonempty[order], has_sh[order], spill,
                       lambda docs: _in_rank_order(fetch, order, docs), cfg,
-                      remap=rank_of, text_bytes=nbytes[order], verify_mb=verify_mb, band_max_keys=band_max_keys)
+                      remap=rank_of, text_bytes=bytes_r, verify_mb=verify_mb, band_max_keys=band_max_keys,
+                      verifier=verifier)
     root_row = order[res.root[rank_of]]
     kind = res.kind[rank_of]
     return StreamResult(ids=ids, root_row=root_row, kind=kind, part_rows=part_rows,
