@@ -259,7 +259,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     dedup_on = "dedup" in cfg.steps
     if dedup_on:
         _phase("dedup")
-        run_dedup(work, chain.params_path)
+        run_dedup(work, _frozen_params(work, chain))
     if dedup_on or steps_b:
         _phase("stage b")
         execute("b", [str(p) for p in _parts(work, "a")], steps_b,
@@ -277,6 +277,20 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
         shutil.rmtree(trash)
     log.info("curate run done", extra={"data": {"seconds": round(time.perf_counter() - t0, 2), **doc["totals"]}})
     return doc
+
+
+def _frozen_params(work: Path, chain: ChainConfig) -> str:
+    """The chain's params as read at the command's edge, written once into the work folder.
+
+    The global dedup stage reads its ``dedup`` section from this file, never from the user's params
+    file again: the stage sees the values the run was fingerprinted with, even if that file changed."""
+    import yaml
+
+    path = work / "params.yaml"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(chain.params, sort_keys=True))
+    tmp.replace(path)
+    return str(path)
 
 
 def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadConfig, ccfg: Any,

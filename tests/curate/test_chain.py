@@ -91,3 +91,18 @@ def test_spark_submit_script_runs_from_its_own_folder() -> None:
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "--input" in res.stdout and "--master" in res.stdout
+
+
+def test_local_run_from_loaded_params_dedups_with_the_values_read_at_the_edge(tmp_path: Path) -> None:
+    """No params file at all: the dedup stage reads the section frozen in the work folder."""
+    text = "The quick brown fox jumps over the lazy dog near the quiet river bank today."
+    rows = [{"id": "a", "text": text}, {"id": "b", "text": text}, {"id": "c", "text": "Something else entirely here."}]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    chain = ChainConfig.from_params({"curate": {"engine": {"steps": ["normalize", "dedup"], "tasks": 1}},
+                                     "dedup": {"threshold": 0.9, "near": False}})
+    doc = engine_local.run_local(inputs=tmp_path / "d.jsonl", output=tmp_path / "out", chain=chain)
+    assert doc["steps"]["dedup"]["dropped"] == {"exact_duplicate": 1} and doc["totals"]["kept"] == 2
+    import yaml
+
+    frozen = yaml.safe_load((tmp_path / "out" / "work" / "params.yaml").read_text())
+    assert frozen["dedup"] == {"threshold": 0.9, "near": False}
