@@ -19,9 +19,9 @@ global: it reads stage a's output (``id``, ``text``, ``quality_ft``) once, calls
 
 Resumable: datatrove's completion markers skip finished tasks, outputs are renamed into place,
 and global stages write a ``.done`` marker; re-running after a kill continues where it stopped.
-On a cluster, the same ``ChainTask`` runs under datatrove's ``SlurmPipelineExecutor``
-(``from datatrove.executor import SlurmPipelineExecutor``; pass ``pipeline=[ChainTask(...)]``,
-``tasks``, ``partition``, ``time``, ``logging_dir``) followed by the global stages.
+On a Slurm cluster the same ``ChainTask`` could run under datatrove's ``SlurmPipelineExecutor``
+(``pipeline=[ChainTask(...)]``, ``tasks``, ``partition``, ``time``, ``logging_dir``) followed by the
+global stages; that path is not wired or tested (docs/full-scale.md).
 """
 
 from __future__ import annotations
