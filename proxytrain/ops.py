@@ -1,10 +1,12 @@
-"""Hand-written forward/backward pairs for the model's elementwise parts (RMSNorm, RoPE, cross-entropy).
+"""Hand-written forward/backward pairs for the model's non-matmul parts (RMSNorm, RoPE, SwiGLU,
+RoPE + attention on CPU, cross-entropy).
 
 Why: on CPU a proxy-sized model spends about half of a step outside the matmuls, and there the cost
 is the number of kernels and full-size temporaries, not FLOPs. Autograd of the composite versions
 records every intermediate op: RMSNorm's ``pow/mean/rsqrt/mul`` chain has ~15 backward kernels,
 RoPE's slices and ``cat`` allocate a zero-filled tensor per slice in backward, and the loss on
-``logits[:, :-1]`` copies the [B, S, V] logits and zero-fills them again in backward. Each function
+``logits[:, :-1]`` copies the [B, S, V] logits and zero-fills them again in backward, ``chunk`` and
+``split`` concatenate fresh gradient tensors in backward. Each function
 here saves only what its backward needs and writes each result once. Numerics follow the composite
 versions (statistics and rotations in fp32, results in the input dtype); ``tests/proxytrain/test_ops.py``
 checks values and gradients against them.
