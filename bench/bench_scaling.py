@@ -4,8 +4,9 @@
    second token count) on token pools of the shipped demo text (data/demo/en, 7 domains, a 512-entry
    BPE trained here). Every run has its own full warmup + cosine schedule ending at its own D and is
    scored by its final loss on the fixed evaluation windows; N counts every parameter (embedding table
-   included: it is 20-65 % of these models); D spans 192-576 optimizer steps, past the unigram plateau.
-2. Fit L(N, D) on every run (compute up to C_max) and the lr law; residuals per point.
+   included: it is 20-65 % of these models); D spans 192-576 optimizer steps.
+2. Fit L(N, D) on the runs with D >= --min-tokens (the 192-step runs are still on the early loss plateau,
+   where size makes no difference; see docs/scaling.md) and the lr law; residuals per point.
 3. Checks on the fit data only: the largest fitted size left out and predicted from the others (for N
    counted with and without the embedding table), and the seed noise of two runs repeated with seed 1.
 4. Held out: one size the fit never saw, trained at >= 4 x C_max, with the predicted lr and with
@@ -30,7 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-from proxytrain.scaling_fit import FitConfig, _constants, _fit_theta, fit_scaling, law, predict, usable_points
+from proxytrain.scaling_fit import (
+    FitConfig,
+    FitError,
+    _constants,
+    _fit_theta,
+    fit_scaling,
+    law,
+    predict,
+    usable_points,
+)
 from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, model_params, run_one, run_sweep
 
 SIZES = ["8x2", "16x2", "24x2", "32x2", "48x2"]
@@ -71,13 +81,17 @@ class LoadSampler:
                 "samples": len(a)}
 
 
-def leave_largest_out(runs: list[dict], params: str) -> dict:
+def leave_largest_out(runs: list[dict], params: str, min_tokens: int) -> dict:
     """Fit without the largest size, predict that size's runs: an extrapolation check on the fit data only."""
     big = max(r["N_total"] for r in runs)
-    fit = fit_scaling([r for r in runs if r["N_total"] != big], FitConfig(bootstrap=0, params_count=params))
-    pts, _ = usable_points([{**r, "N": r[f"N_{params}"]} for r in runs if r["N_total"] == big])
+    try:
+        fit = fit_scaling([r for r in runs if r["N_total"] != big],
+                          FitConfig(bootstrap=0, params_count=params, min_tokens=min_tokens))
+    except FitError as exc:
+        return {"params": params, "min_tokens": min_tokens, "error": str(exc)}
+    pts, _ = usable_points([{**r, "N": r[f"N_{params}"]} for r in runs if r["N_total"] == big], min_tokens)
     errs = [100 * (float(law(fit["constants"], n, d)) - loss) / loss for n, d, loss in pts]
-    return {"params": params, "signed_error_pct": [round(e, 2) for e in errs],
+    return {"params": params, "min_tokens": min_tokens, "signed_error_pct": [round(e, 2) for e in errs],
             "max_abs_error_pct": round(max(abs(e) for e in errs), 2), "constants": fit["constants"]}
 
 
@@ -90,6 +104,8 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=100)
     ap.add_argument("--heldout-size", default="96x2")
     ap.add_argument("--heldout-tokens", type=int, default=737280)
+    ap.add_argument("--min-tokens", type=int, default=TOKENS[1],
+                    help="fit only runs with D >= this (the 192-step runs are still on the loss plateau)")
     ap.add_argument("--heldout-seed", type=int, default=0, help="init and data seed of the held-out runs")
     args = ap.parse_args()
     work = Path(args.work)
@@ -99,11 +115,11 @@ def main() -> None:
                       lr=1e-2, lr_tokens=TOKENS[1], lr_extend=1, workers=args.workers, params_count="total")
     sweep = run_sweep(cfg)
     runs = sweep["runs"]
-    fit = fit_scaling(runs, FitConfig(bootstrap=args.bootstrap))
+    fit = fit_scaling(runs, FitConfig(bootstrap=args.bootstrap, min_tokens=args.min_tokens))
     fp = data_fingerprint(cfg)
 
     # ---- checks on the fit data only: extrapolation to the largest fitted size, seed noise
-    lolo = [leave_largest_out(runs, p) for p in ("total", "non_embedding")]
+    lolo = [leave_largest_out(runs, p, m) for p in ("total", "non_embedding") for m in (0, args.min_tokens)]
     # ---- held out: a bigger size at >= 4 x C_max, lr from the law and a 3-point sweep around it
     vocab = int(json.loads((Path(pools) / "pools.json").read_text())["vocab_size"])
     counts = model_params(args.heldout_size, cfg.head_dim, vocab, cfg.seq_len)
@@ -133,7 +149,7 @@ def main() -> None:
     lo, hi = pred["interval"]
 
     # ---- stability: full refits (whole grid of starts) on 3 bootstrap resamples of the runs
-    pts, _ = usable_points(runs)
+    pts, _ = usable_points(runs, args.min_tokens)
     stab = []
     for seed in (1, 2, 3):
         rng = np.random.default_rng(seed)
@@ -146,7 +162,7 @@ def main() -> None:
     out = {
         "data": {"source": args.source, "vocab": vocab, "pools_tokens": json.loads((Path(pools) / "pools.json")
                                                                                   .read_text())["domains"]},
-        "design": {"sizes": SIZES, "tokens": TOKENS, "params_count": "total", "lr_centre": cfg.lr,
+        "design": {"sizes": SIZES, "tokens": TOKENS, "min_tokens": args.min_tokens, "params_count": "total", "lr_centre": cfg.lr,
                    "lr_tokens": cfg.lr_tokens, "batch": [cfg.batch_size, cfg.seq_len]},
         "sizes": sweep["sizes"], "constants": fit["constants"], "intervals": fit["intervals"],
         "rmse_log": fit["rmse_log"], "points": fit["points"],

@@ -69,6 +69,8 @@ class FitConfig:
     seed: int = field(default=0, metadata={"help": "bootstrap seed"})
     target: str = field(default="all", metadata={"help": "validation loss fitted: all (every domain's tokens) "
                                                           "or a domain name"})
+    min_tokens: int = field(default=0, metadata={"help": "fit only runs with D >= this (runs still on the early "
+                                                         "loss plateau follow no power law; counted as dropped)"})
     params_count: str = field(default="", metadata={"help": "N fitted: empty = the sweep's count, or total / "
                                                       "non_embedding (runs record both counts)"})
 
@@ -85,13 +87,15 @@ class FitConfig:
 
 # ----------------------------------------------------------------------------- input checks
 
-def usable_points(runs: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, int]]:
+def usable_points(runs: list[dict[str, Any]], min_tokens: int = 0) -> tuple[np.ndarray, dict[str, int]]:
     """``[[N, D, loss], ...]`` (the best lr per (N, D)) and the count of dropped runs by reason."""
     drops: Counter[str] = Counter()
     best: dict[tuple[int, int], float] = {}
     for r in runs:
         loss = r.get("loss")
-        if r.get("status", "ok") != "ok":
+        if int(r.get("D", 0)) < min_tokens:
+            drops["below_min_tokens"] += 1  # by design (scale.fit.min_tokens), not a bad run
+        elif r.get("status", "ok") != "ok":
             drops[str(r.get("status"))] += 1
         elif loss is None or not math.isfinite(float(loss)):
             drops["non_finite_loss"] += 1
@@ -109,7 +113,7 @@ def usable_points(runs: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, int
 def check_points(pts: np.ndarray, drops: dict[str, int], cfg: FitConfig) -> list[str]:
     """Raise FitError when the law is not identifiable; return warnings for weak support."""
     notes = []
-    bad = {k: v for k, v in drops.items() if k != "worse_lr_same_point"}
+    bad = {k: v for k, v in drops.items() if k not in ("worse_lr_same_point", "below_min_tokens")}
     if bad:
         notes.append(f"dropped runs: {bad} (diverged or failed runs are not fitted; see their logs)")
     n_sizes, n_tokens = len(set(pts[:, 0])), len(set(pts[:, 1]))
@@ -258,7 +262,7 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     cfg = cfg or FitConfig()
     cfg.validate()
     runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
-    pts, drops = usable_points(runs)
+    pts, drops = usable_points(runs, cfg.min_tokens)
     notes = check_points(pts, drops, cfg)
     theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts)
     const = _constants(theta)

@@ -304,3 +304,12 @@ def test_total_and_non_embedding_counts_and_bad_count_name(tmp_path):
     (tmp_path / "pools.json").write_text("{}")
     with pytest.raises(ConfigError, match="params_count must be one of"):
         SweepConfig(data=str(tmp_path), params_count="embedding").validate()
+
+
+def test_runs_below_min_tokens_are_left_out_and_counted():
+    runs = _synthetic(0.0) + [{"N": 6184, "D": 98304, "lr": 1e-2, "status": "ok", "loss": 5.4}]
+    pts, drops = usable_points(runs, min_tokens=196608)
+    assert len(pts) == 20 and drops == {"below_min_tokens": 1}
+    fit = fit_scaling(runs, FitConfig(bootstrap=0, starts=1, min_tokens=196608))
+    assert fit["drops"] == {"below_min_tokens": 1} and fit["D_range"][0] == 196608
+    assert not any("dropped runs" in n for n in fit["notes"])  # left out by design, not a bad run
