@@ -53,6 +53,12 @@ included; the reasons):
   slows the early swing, which moves the garbage phase into the averaged window) and a reference
   trained longer (``reference_factor`` > 1, a floor estimate in the spirit of RHO-LOSS's
   irreducible-loss model: the garbage excess stays large for longer).
+- *Seed spread, diagnosed* (``bench/bench_doremi_noise.py``, docs/mix.md): a one-batch excess
+  estimate is noisy enough (0.05-0.09 nats step to step) that the exponentiated-gradient update,
+  which sums it over steps, explains the spread; but 1.75x the tokens per domain did not reduce it
+  (the favoured domain's excess noise stayed) and eta 0.5 made it worse: every domain's excess
+  stays at 0.2-0.3 nats, i.e. the short reference is far from converged and the excess is mostly
+  the proxy's weight-driven lag behind it. The 0.05 range target is not met at micro scale.
 - eta = 1 and c = 1e-3 are explicit params (the paper's values; the original repository's code
   default for c is 1e-4 while its scripts pass 1e-3).
 - The proxy and the reference are tiny (the ``tiny`` preset of :mod:`proxytrain.model`,
