@@ -215,10 +215,11 @@ class SpikeGuard:
 def _param_norm(model: torch.nn.Module) -> float:
     from torch.distributed.tensor import DTensor
 
-    sq = torch.zeros((), dtype=torch.float64, device=next(model.parameters()).device)
-    for p in model.parameters():
-        t = p.to_local() if isinstance(p, DTensor) else p
-        sq += t.detach().double().pow(2).sum()
+    local = [(p.to_local() if isinstance(p, DTensor) else p).detach() for p in model.parameters()]
+    # one fused kernel for the per-tensor norms (no fp64 copy of every parameter each step), then
+    # their squares summed in fp64 (and over ranks: each holds its shards)
+    norms = torch._foreach_norm(local)
+    sq = torch.stack(norms).double().pow(2).sum()
     return float(all_reduce_sum(sq).sqrt())
 
 
