@@ -27,9 +27,9 @@ REAL = ["code", "legal", "literature", "news"]
 
 
 def main() -> None:
+    from corpusmix.mixture import natural_mixture
     from corpusmix.paths import DEMO
     from mix.doremi import DoReMiConfig, DROObjective, GroupDRO
-    from mix.mixture import natural_mixture
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxy
     from mix.replication import build_replication_pools

@@ -67,9 +67,9 @@ def main() -> None:
                     help="RegMix M override (0 = the preset's); the report extrapolates to the preset's M")
     args = ap.parse_args()
 
-    from mix.cli import PRESETS
+    from corpusmix.mixture import natural_mixture
     from mix.doremi import DoReMiConfig, run_doremi
-    from mix.mixture import natural_mixture
+    from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxy
     from mix.regmix import RegMixConfig, run_regmix
 

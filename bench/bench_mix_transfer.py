@@ -34,10 +34,10 @@ def non_embedding_params(cfg, vocab: int) -> int:
 def main() -> None:
     from scipy import stats
 
+    from corpusmix.mixture import natural_mixture, uniform_mixture
     from corpusmix.paths import DEMO
     from mix.ablation import ABLATION_SEED0
-    from mix.cli import PRESETS
-    from mix.mixture import natural_mixture, uniform_mixture
+    from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxies
     from mix.regmix import sample_mixtures
     from mix.replication import build_replication_pools

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_packing import prepare_pools
 
-    from mix.mixture import natural_mixture
+    from corpusmix.mixture import natural_mixture
     from proxytrain.model import ModelConfig, build_model
     from proxytrain.pack import PackConfig, pack
     from proxytrain.shards import ShardDataset

@@ -285,7 +285,7 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     import time
     from pathlib import Path
 
-    from mix.mixture import natural_mixture
+    from corpusmix.mixture import natural_mixture
     from mix.proxy import pool_domains, pools_fingerprint, proxy_key
 
     cfg.validate()

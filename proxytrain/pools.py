@@ -272,10 +272,6 @@ class PoolSampler:
                 "segment_ids": torch.from_numpy(np.stack([r["segment_ids"] for r in rows])),
                 "domain_id": torch.tensor([int(r["domain_id"]) for r in rows], dtype=torch.int64)}
 
-    # old private names of check_nonempty / stack, kept for callers that still use them
-    _check_nonempty = check_nonempty
-    _stack = stack
-
     # --- public sampling API
     def sample(self, domain: str | int, batch_size: int) -> dict[str, Any]:
         """A batch of ``batch_size`` random windows from one domain."""

@@ -30,9 +30,6 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Old import paths kept while callers move to the new ones; each only re-exports the new module.
 TRANSITIONAL = {
-    "mix.report_curation": "report.curation",
-    "mix.report_inputs": "report.inputs",
-    "mix.report_render": "report.render",
     "mix.report_scaling": "report.scaling",
 }
 

@@ -158,8 +158,8 @@ def test_run_writes_calibration_guard_and_domain_table(tmp_path):
 
 
 def test_report_shows_domain_table_and_guard_in_red():
-    from mix.report_curation import _domain_decisions
-    from mix.report_render import html_table, md_table
+    from report.curation import _domain_decisions
+    from report.render import html_table, md_table
 
     st = guard_report([("noise", "filters", "garbage:word_salad", 299)], {"noise": 300, "news": 500}, share=0.3)
     tables = _domain_decisions(st, "run")

@@ -140,7 +140,7 @@ def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):
     import json
 
     from corpusmix.cli import main
-    from mix.mixture import load_mixture
+    from corpusmix.mixture import load_mixture
 
     pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
     out = tmp_path / "out" / "mixture.json"

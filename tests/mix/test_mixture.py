@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mix.mixture import (
+from corpusmix.mixture import (
     MixtureError,
     load_mixture,
     natural_mixture,

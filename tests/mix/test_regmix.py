@@ -136,7 +136,7 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     import json
 
     from corpusmix.cli import main
-    from mix.mixture import load_mixture
+    from corpusmix.mixture import load_mixture
     from tests.mix.test_doremi import write_pools
 
     pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusmix.config import ConfigError
+from corpusmix.mixture import MixtureError
 from corpusmix.paths import DEMO
-from mix.mixture import MixtureError
 from proxytrain.pack import PackConfig, pack
 
 CORPORA = DEMO / "en"  # shipped with the repository: never skips

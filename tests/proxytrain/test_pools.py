@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from corpusmix.config import ConfigError
+from corpusmix.mixture import MixtureError
 from corpusmix.paths import DEMO
-from mix.mixture import MixtureError
 from proxytrain.pools import (
     PoolDataset,
     PoolSampler,
