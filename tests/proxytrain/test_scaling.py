@@ -234,9 +234,9 @@ def test_cli_fit_predict_and_errors(tmp_path, capsys):
 
 
 def test_report_section_from_fit_and_prediction(fit, tmp_path):
-    from mix.report_inputs import collect_inputs
-    from mix.report_render import Figure, Table
-    from mix.report_scaling import scaling_section
+    from report.inputs import collect_inputs
+    from report.render import Figure, Table
+    from report.scaling import scaling_section
 
     (tmp_path / "scale" / "cache").mkdir(parents=True)
     (tmp_path / "scale" / "fit.json").write_text(json.dumps(fit))
