@@ -28,10 +28,6 @@ ALLOWED: dict[str, set[str]] = {
     "mix": {"corpusmix", "proxytrain", "mix"},
     "report": {"corpusmix", "proxytrain", "mix", "report"},
 }
-# Old import paths kept while callers move to the new ones; each only re-exports the new module.
-TRANSITIONAL = {
-    "mix.report_scaling": "report.scaling",
-}
 
 
 def _module_name(path: Path) -> str:
@@ -104,8 +100,6 @@ def _violations() -> tuple[list[str], list[str], dict[str, set[str]]]:
     edges: dict[str, set[str]] = defaultdict(set)
     privates = _private_members()
     for name, path in SOURCES.items():
-        if name in TRANSITIONAL:
-            continue
         room = _room(name)
         assert room is not None
         rel = path.relative_to(ROOT)
@@ -178,10 +172,3 @@ def test_no_cycle_between_rooms() -> None:
 
 def test_no_private_member_of_another_room() -> None:
     assert not _unexpected(PRIVATE), "\n".join(PRIVATE)
-
-
-@pytest.mark.parametrize("old,new", sorted(TRANSITIONAL.items()))
-def test_transitional_paths_only_re_export(old: str, new: str) -> None:
-    import importlib
-
-    assert importlib.import_module(old) is importlib.import_module(new)
