@@ -43,6 +43,7 @@ from typing import Any
 
 from datatrove.data import Document
 
+from corpusmix.columns import LABELS
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
 from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT
@@ -158,7 +159,8 @@ def _gaps(text: str, span: tuple[int, int], covered: list[tuple[int, int]]) -> l
 
 
 # string columns that hold labels, not free text: never redacted (``domain`` names output files)
-_STRUCTURAL = frozenset({"domain", "lang", "ppl_bucket", "pii_counts", "dup_cluster", "contam_benchmarks"})
+# label columns (fixed sets of names, not free text) are left as they are: corpusmix.columns.LABELS
+_STRUCTURAL = frozenset(LABELS)
 
 
 class PIIRedactor(Annotator):
