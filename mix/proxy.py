@@ -101,14 +101,16 @@ def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
         raise ConfigError(
             f"{p} not found: --input must be a token-pools folder (build one with `corpusmix tokenize pools`)")
     meta, pools = open_pools(pools_dir)
-    doms = {d: int(np.diff(pool.token_range(split))[0]) for d, pool in pools.items()}
-    empty = sorted(d for d, n in doms.items() if n <= 0)
+    empty = sorted(d for d, pool in pools.items() if int(np.diff(pool.token_range("train"))[0]) <= 0)
     if empty:
         raise ConfigError(f"domain(s) {empty} have no tokens in {p}; drop them from the pools "
-                         "(or add data) before a mixture search")
+                          "(or add data) before a mixture search")
+    doms = {d: int(np.diff(pool.token_range(split))[0]) for d, pool in pools.items()}
     # A domain that curation nearly emptied (1-2 documents) has no document left for the
     # search-validation or the evaluation split although the pools were built with both: it can be
     # neither searched nor judged, so it is left out of the search (weight 0 in every mixture), loudly.
+    # Decided on document counts before any split's tokens are checked, so the train, val and eval
+    # views of the same pools leave out the same domains.
     short = sorted(d for d, pool in pools.items()
                    if (meta.get("val_fraction", 0) > 0 and pool.val_docs == 0)
                    or (meta.get("eval_fraction", 0) > 0 and pool.eval_docs == 0))
@@ -117,6 +119,10 @@ def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
                     "search-validation / evaluation splits", extra={"data": {
                         "domains": {d: pools[d].docs for d in short}}})
         doms = {d: n for d, n in doms.items() if d not in short}
+    empty = sorted(d for d, n in doms.items() if n <= 0)
+    if empty:
+        raise ConfigError(f"domain(s) {empty} have no tokens in the {split} split of {p}; rebuild the pools "
+                          "with that split (corpusmix tokenize pools) before a mixture search")
     if len(doms) < 2:
         raise ConfigError(f"a mixture search needs at least 2 domains, {p} has {sorted(doms)}")
     return doms

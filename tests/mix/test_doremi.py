@@ -254,3 +254,12 @@ def test_domain_too_small_for_the_splits_is_left_out_of_the_search(tmp_path):
     assert rc == 0
     weights = json.loads(out.read_text())["weights"]
     assert sorted(weights) == ["a", "b"] and abs(sum(weights.values()) - 1) < 1e-9
+    # every split's view leaves out the same domain (the ablation reads the evaluation split)
+    assert sorted(pool_domains(pools, split="val")) == sorted(pool_domains(pools, split="eval")) == ["a", "b"]
+    abl = tmp_path / "ablation.json"
+    i = FAST.index("--steps")
+    fast = FAST[:i] + FAST[i + 2:]  # the ablation has no DoReMi --steps
+    rc = main(["mix", "ablation", "--input", str(pools), "--output", str(abl), "--cache", str(tmp_path / "ca"),
+               "--mixture", "natural", "--mixture", f"doremi={out}", "--seeds", "1", *fast])
+    assert rc == 0
+    assert sorted(json.loads(abl.read_text())["domains"]) == ["a", "b"]
