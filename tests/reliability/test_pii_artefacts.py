@@ -80,10 +80,11 @@ def _params(work: Path) -> None:
         sec.update({k: v for k, v in values.items() if k in sec or section in ("train", "pack", "pools")})
     params["demo_data"].update(source_dir=str(work / "src"), output="data/raw")
     mix = params.setdefault("mix", {})
-    mix.update(method="doremi", preset="pii_test")
-    mix.setdefault("presets", {})["pii_test"] = {
-        "proxy": {"model_preset": "tiny", "d_model": 32, "n_layers": 1, "n_heads": 2, "steps": 4, "batch_size": 2,
-                  "seq_len": 32, "warmup": 1, "val_batches": 1}, "doremi": {"steps": 4}}
+    mix.update(method="doremi", preset="tiny")
+    # explicit keys win over the preset (mix/presets.py): a very small proxy
+    mix["proxy"] = {"model_preset": "tiny", "d_model": 32, "n_layers": 1, "n_heads": 2, "steps": 4, "batch_size": 2,
+                    "seq_len": 32, "warmup": 1, "val_batches": 1}
+    mix.setdefault("doremi", {})["steps"] = 4
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
