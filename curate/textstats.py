@@ -25,6 +25,10 @@ import re
 import zlib
 from collections import Counter
 from functools import lru_cache
+from itertools import repeat
+from typing import Any
+
+import numpy as np
 
 _EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
@@ -84,6 +88,8 @@ def _is_dict_token(tok: str, words: frozenset[str], short: frozenset[str]) -> bo
 
 
 _DICT_CACHE: dict[str, dict[str, bool]] = {}
+#: token -> (length, has a letter, lower-cased): real text is Zipfian, most tokens are seen before
+_TOKEN_PROPS: dict[str, tuple[int, bool, str]] = {}
 
 
 def dict_share(tokens: list[str], lang: str) -> float | None:
@@ -111,10 +117,21 @@ def dict_share(tokens: list[str], lang: str) -> float | None:
 
 
 def char_entropy(text: str) -> float:
+    """Shannon entropy (bits) of the characters of ``text``.
+
+    The terms are summed in the order of each character's first occurrence (a ``Counter``'s
+    order), so the float result is the same whichever way the counts are taken: ASCII text is
+    counted with ``numpy.bincount`` (about 20x faster than a ``Counter`` over characters)."""
     if not text:
         return 0.0
     n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+    if text.isascii():
+        counts = np.bincount(np.frombuffer(text.encode("ascii"), np.uint8), minlength=128).tolist()
+        present = sorted((text.find(chr(b)), c) for b, c in enumerate(counts) if c)
+        values: Any = [c for _, c in present]
+    else:
+        values = Counter(text).values()
+    return -sum(c / n * math.log2(c / n) for c in values)
 
 
 class WordOrderModel:
@@ -132,6 +149,7 @@ class WordOrderModel:
         self.index = {w: i for i, w in enumerate(self.vocab)}
         self.other = len(self.vocab)
         self.pmi = pmi
+        self._pmi = np.asarray(pmi, dtype=np.float64)
 
     @classmethod
     def fit(cls, texts: list[str], *, k: int = 300, smoothing: float = 0.5) -> WordOrderModel:
@@ -166,14 +184,14 @@ class WordOrderModel:
         """(mean PMI or None under ``min_pairs``, number of scored pairs)."""
         idx = self.index
         o = self.other
-        ids = [idx.get(w, o) for w in _WORD.findall(text[:MAX_ORDER_CHARS].lower())]
-        pmi = self.pmi
-        total = 0.0
-        n = 0
-        for a, b in zip(ids, ids[1:], strict=False):
-            if a != o or b != o:
-                total += pmi[a][b]
-                n += 1
+        ids = np.fromiter(map(idx.get, _WORD.findall(text[:MAX_ORDER_CHARS].lower()), repeat(o)), np.intp)
+        a, b = ids[:-1], ids[1:]
+        scored = (a != o) | (b != o)
+        n = int(scored.sum())
+        if not n:
+            return None, 0
+        # cumsum adds left to right, as a Python loop would: the same float, bit for bit
+        total = float(np.cumsum(self._pmi[a[scored], b[scored]])[-1])
         return (total / n if n >= min_pairs else None), n
 
     def to_dict(self) -> dict:
@@ -196,7 +214,8 @@ def segments(text: str, *, short_only: bool = True) -> list[str]:
     the short ones (2-50 characters), the candidates for boilerplate."""
     out = []
     for seg in _SEGMENT_SPLIT.split(text[:COMPRESS_PREFIX]):
-        seg = _SPACES.sub(" ", seg).strip().lower()
+        # str.split() and re's \s agree on every code point: the same as _SPACES.sub(" ", seg).strip()
+        seg = " ".join(seg.split()).lower()
         if len(seg) >= 2 and (not short_only or len(seg) <= SHORT_SEGMENT):
             out.append(seg)
     return out
@@ -214,12 +233,18 @@ def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[f
 
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
               frequent_segments: frozenset[str] | None = None) -> dict[str, float | None]:
-    """All statistics of one document (None where undefined, e.g. no dictionary for ``lang``)."""
+    """All statistics of one document (None where undefined, e.g. no dictionary for ``lang``).
+
+    Token statistics are computed over the document's DISTINCT tokens weighted by their counts
+    (one ``Counter`` at C speed, then one Python pass over a few hundred distinct tokens instead
+    of several passes over every token); every such statistic is a ratio of integer sums, so the
+    values are exactly those of a pass over every token (tests/curate/test_textstats.py)."""
     tokens = text.split()
     n = len(tokens)
     lines = [ln for ln in text.split("\n") if ln.strip()]
     n_lines = len(lines) or 1
-    raw = text.encode("utf-8")[:COMPRESS_PREFIX]
+    # the first COMPRESS_PREFIX characters encode to at least COMPRESS_PREFIX bytes: same prefix
+    raw = text[:COMPRESS_PREFIX].encode("utf-8")[:COMPRESS_PREFIX]
     out: dict[str, float | None] = {
         "n_words": float(n),
         "n_chars": float(len(text)),
@@ -233,9 +258,35 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
         return out
-    out["mean_word_len"] = sum(map(len, tokens)) / n
-    out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
-    out["dict_share"] = dict_share(tokens, lang) if lang else None
+    d = dictionary(lang) if lang else None
+    dcache = _DICT_CACHE.setdefault(lang, {}) if d is not None else {}
+    if len(dcache) > 1_000_000:  # bounded on huge vocabularies
+        dcache.clear()
+    if len(_TOKEN_PROPS) > 1_000_000:
+        _TOKEN_PROPS.clear()
+    total = alpha = hits = 0
+    lowered: Counter[str] = Counter()  # lower-cased tokens of 3+ characters -> count
+    distinct: set[str] = set()
+    for t, c in Counter(tokens).items():
+        props = _TOKEN_PROPS.get(t)
+        if props is None:
+            props = _TOKEN_PROPS[t] = (len(t), any(ch.isalpha() for ch in t), t.lower())
+        size, has_alpha, low = props
+        total += size * c
+        if has_alpha:
+            alpha += c
+        if d is not None:
+            v = dcache.get(t)
+            if v is None:
+                v = dcache[t] = _is_dict_token(t, *d)
+            if v:
+                hits += size * c
+        distinct.add(low)
+        if size > 2:
+            lowered[low] += c
+    out["mean_word_len"] = total / n
+    out["alpha_share"] = alpha / n
+    out["dict_share"] = hits / total if d is not None else None
     seen: set[str] = set()
     dup_chars = 0
     for ln in lines:
@@ -246,15 +297,14 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
             seen.add(s)
     out["dup_line_share"] = dup_chars / max(1, sum(len(ln.strip()) for ln in lines))
     # share of the text's characters taken by its most frequent word (of 3+ chars): keyword spam
-    counts = Counter(t.lower() for t in tokens if len(t) > 2)
-    if counts:
-        w, c = max(counts.items(), key=lambda x: (x[1] * len(x[0]), x[0]))
-        out["top_word_share"] = c * len(w) / max(1, sum(len(t) for t in tokens))
+    if lowered:
+        w, c = max(lowered.items(), key=lambda x: (x[1] * len(x[0]), x[0]))
+        out["top_word_share"] = c * len(w) / max(1, total)
     else:
         out["top_word_share"] = 0.0
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
     # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)
-    out["vocab_richness"] = len({t.lower() for t in tokens}) / math.sqrt(n) if n >= 30 else None
+    out["vocab_richness"] = len(distinct) / math.sqrt(n) if n >= 30 else None
     out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
     if frequent_segments is not None:
         out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)

@@ -97,15 +97,28 @@ def ft_text(text: str, max_chars: int = 20000) -> str:
     return " ".join(_TOKEN.findall(text[:max_chars].lower()))
 
 
+_NONSPACING: dict[int, None] | None = None  # every code point of category Mn -> deleted
+
+
 def _strip_accents(s: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn")
+    """NFD, then every nonspacing mark (category Mn) removed; ASCII has none, the rest is one
+    ``str.translate`` over a table of all Mn code points (built once) instead of a per-character
+    ``unicodedata.category`` call."""
+    global _NONSPACING
+    s = unicodedata.normalize("NFD", s)
+    if s.isascii():
+        return s
+    if _NONSPACING is None:
+        _NONSPACING = {c: None for c in range(0x110000) if unicodedata.category(chr(c)) == "Mn"}
+    return s.translate(_NONSPACING)
 
 
 def lm_lines(text: str, max_chars: int = 20000) -> list[str]:
     """CCNet-style KenLM input: per non-empty line, lowercased, accents stripped, digits -> 0."""
     out = []
-    for line in _strip_accents(text[:max_chars].lower()).splitlines():
-        toks = _TOKEN.findall(_DIGIT.sub("0", line))
+    # digits are never line breaks: one substitution over the text equals one per line
+    for line in _DIGIT.sub("0", _strip_accents(text[:max_chars].lower())).splitlines():
+        toks = _TOKEN.findall(line)
         if toks:
             out.append(" ".join(toks))
     return out

@@ -103,6 +103,56 @@ def badword_pattern(words: list[str], lang: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(?:{alt})(?!\w)")
 
 
+_RUN = re.compile(r"\w+")
+
+
+class BadwordCounter:
+    r"""Counts the matches of :func:`badword_pattern` over a text, screening the list first.
+
+    One alternation of ~400 words scans text at Python ``re`` speed (~1.5 MB/s). A match of a
+    listed word is bounded by ``(?<!\w)``/``(?!\w)``, and inside the word every ``\w+`` run is
+    bounded by the word's own non-word characters, so each run of the word is a maximal ``\w+``
+    run of the text, and the word is a substring of it. Words failing that match nowhere, and
+    alternatives that match nowhere never change which one matches first: the count is that of
+    the alternation of the remaining words alone (same order). Almost all texts keep none and
+    cost one ``findall`` of word runs over their distinct whitespace tokens (every run of a text
+    lies inside one token). Languages written without spaces match substrings: whole pattern.
+    """
+
+    def __init__(self, words: list[str], lang: str) -> None:
+        self.words, self.lang = list(words), lang
+        self.pattern = badword_pattern(self.words, lang)
+        self.runs = [frozenset(_RUN.findall(w)) for w in self.words]
+        self.by_run: dict[str, list[int]] = {}
+        self.always: list[int] = []  # words without a word character: the substring test only
+        for i, w in enumerate(self.words):
+            m = _RUN.search(w)
+            if m:
+                self.by_run.setdefault(m.group(), []).append(i)
+            else:
+                self.always.append(i)
+        self._subsets: dict[tuple[int, ...], re.Pattern[str]] = {}
+
+    def count(self, text: str) -> int:
+        """Matches of ``badword_pattern(words, lang)`` in ``text`` (already lower-cased)."""
+        if self.lang in NO_SPACE_LANGS:
+            return sum(1 for _ in self.pattern.finditer(text))
+        runs = set(_RUN.findall(" ".join(set(text.split()))))
+        by_run, words = self.by_run, self.words
+        cand = sorted(i for r in runs if r in by_run for i in by_run[r]
+                      if self.runs[i] <= runs and words[i] in text)
+        cand += [i for i in self.always if words[i] in text]
+        if not cand:
+            return 0
+        key = tuple(sorted(cand))
+        pat = self._subsets.get(key)
+        if pat is None:
+            if len(self._subsets) > 4096:
+                self._subsets.clear()
+            pat = self._subsets[key] = badword_pattern([words[i] for i in key], self.lang)
+        return sum(1 for _ in pat.finditer(text))
+
+
 def windows(text: str, size: int) -> list[str]:
     """Whole lines packed into windows of at most ``size`` words; longer lines are split by words."""
     out: list[str] = []
@@ -136,7 +186,7 @@ class ToxicityScorer(Annotator):
         self.cfg = cfg
         self.batch_size = cfg.batch_size
         self.lists = load_badwords(cfg.badwords_dir)
-        self._patterns: dict[str, re.Pattern[str]] = {}
+        self._patterns: dict[str, BadwordCounter] = {}
         self._model: Any = None
 
     def __getstate__(self) -> dict:
@@ -163,10 +213,10 @@ class ToxicityScorer(Annotator):
         words = self.lists.get(lang)
         if words is None:
             return None
-        pat = self._patterns.get(lang)
-        if pat is None:
-            pat = self._patterns[lang] = badword_pattern(words, lang)
-        return sum(1 for _ in pat.finditer(text.lower()))
+        counter = self._patterns.get(lang)
+        if counter is None:
+            counter = self._patterns[lang] = BadwordCounter(words, lang)
+        return counter.count(text.lower())
 
     def annotate(self, doc: Document) -> None:
         res = self.filter_batch([doc])[0]

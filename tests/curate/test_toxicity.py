@@ -138,3 +138,28 @@ def test_independent_list_inserted_in_real_sentences() -> None:
     _score(ToxicityConfig(), dirty + clean)
     mean = [sum(d.metadata["toxicity"] for d in ds) / len(ds) for ds in (dirty, clean)]
     assert mean[0] > mean[1] + 0.02, mean  # measured: 0.156 vs 0.121 (a weak signal, reported as such)
+
+
+def test_badword_counter_equals_the_whole_alternation() -> None:
+    """The screened count is the whole pattern's count, on demo text with list entries planted
+    (plain, with suffixes and punctuation, multi-word entries, the emoji entry)."""
+    from curate.steps.toxicity import BadwordCounter, badword_pattern, load_badwords
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    texts = [t for f in sorted((demo / "en").glob("*.parquet")) + sorted((demo / "foreign").glob("*.parquet"))
+             for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()[::9]]
+    lists = load_badwords()
+    rng = random.Random(0)
+    for lang in ("en", "de", "ru", "ja"):
+        words = lists[lang]
+        planted = []
+        for k in range(40):
+            ws = rng.choice(texts).split() or ["x"]
+            for _ in range(4):
+                ws.insert(rng.randrange(len(ws) + 1), rng.choice(words) + rng.choice(["", ".", "s", "-x", "'", "_"]))
+            planted.append((" " if k % 2 else "\n").join(ws))
+        pat, counter = badword_pattern(words, lang), BadwordCounter(words, lang)
+        got = [counter.count(t.lower()) for t in texts + planted]
+        want = [sum(1 for _ in pat.finditer(t.lower())) for t in texts + planted]
+        assert got == want, lang
+        assert sum(want[len(texts):]) >= 40  # the planted entries are found

@@ -1,0 +1,168 @@
+"""Benchmark: the whole default curation chain per core, a baseline commit against the working tree.
+
+    git worktree add /tmp/base 284cafe
+    python bench/gen_corpus.py --out /tmp/gen100 --mb 100
+    python bench/bench_chain_throughput.py --input /tmp/gen100/docs --base /tmp/base \
+        --models out/models [--mb 20] [--rounds 2]
+
+Both sides run ``corpusmix curate run`` (the local engine, ``--tasks 1 --workers 1``: one process,
+one core) on the same input, each as a fresh subprocess of the same interpreter with ``PYTHONPATH``
+pointing at its own tree and its own ``params.yaml`` (the chain of ``curate.engine.steps``:
+normalize, decontam, langid, filters, toxicity, quality with ``--models``, dedup, pii), alternating
+base/ours in every round. ``--mb`` takes the first documents of the input up to that many MB of
+text (a slice written once next to the outputs); 0 takes everything.
+
+Per run it records the CPU seconds of the process (user + system; with one worker, the core's
+time), the wall seconds, and each step's own seconds from ``stats.json``. It prints MB/s per core
+for the whole chain (input MB / CPU seconds) and for each step (the step's input MB / its
+seconds), the ratios ours/base, and ``/proc/loadavg`` before each run.
+
+Decisions must be identical: for every run it hashes the kept output (every row of
+``curated/*.parquet``, all columns, in file order) and ``drops.parquet`` (id, step, reason,
+domain); all runs of both sides must give the same two hashes, else it says which differ and
+exits 1. Results go to ``bench/out/bench_chain_throughput.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def make_slice(src: Path, mb: float, dest: Path) -> Path:
+    """The first documents of ``src`` (file order, row order) up to ``mb`` MB of UTF-8 text."""
+    out = dest / f"slice_{mb:g}mb" / "docs"
+    if (out / "part-00000.parquet").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    files = sorted(src.glob("*.parquet")) if src.is_dir() else [src]
+    budget, tables = mb * 1e6, []
+    for f in files:
+        t = pq.read_table(f)
+        sizes = [len(s.encode()) for s in t.column("text").to_pylist()]
+        take = 0
+        while take < len(sizes) and budget > 0:
+            budget -= sizes[take]
+            take += 1
+        tables.append(t.slice(0, take))
+        if budget <= 0:
+            break
+    tmp = out / "part-00000.parquet.tmp"
+    pq.write_table(pa.concat_tables(tables), tmp, compression="zstd", row_group_size=1000)
+    tmp.rename(out / "part-00000.parquet")
+    return out
+
+
+def table_hash(path: Path, columns: list[str] | None = None) -> str:
+    """sha256 over the rows of Parquet files (all columns or ``columns``), in file and row order."""
+    h = hashlib.sha256()
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    for f in files:
+        t = pq.read_table(f, columns=columns)
+        h.update(f.name.encode())
+        h.update(json.dumps(t.schema.names).encode())
+        for row in t.to_pylist():
+            h.update(json.dumps(row, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-c", "from corpusmix.cli import main; import sys; sys.exit(main())",
+           "curate", "run", "--input", str(inp), "--output", str(out), "--params", str(tree / "params.yaml"),
+           "--quality-models-dir", str(models), "--tasks", "1", "--workers", "1"]
+    load = loadavg()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"curate run failed in {tree} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    stats = json.loads((out / "stats.json").read_text())
+    steps = {name: {"mb_in": s["bytes_in"] / 1e6, "seconds": s["seconds"]}
+             for name, s in stats["steps"].items() if s.get("seconds")}
+    return {"cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "wall": wall, "load": load,
+            "steps": steps, "kept_hash": table_hash(out / "curated"),
+            "drops_hash": table_hash(out / "drops.parquet", ["id", "step", "reason", "domain"]),
+            "kept": stats["totals"].get("kept")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--input", required=True, type=Path, help="folder of Parquet documents (gen_corpus.py docs/)")
+    ap.add_argument("--base", required=True, type=Path, help="work tree of the baseline commit")
+    ap.add_argument("--ours", type=Path, default=ROOT, help="work tree measured against it (default: this one)")
+    ap.add_argument("--models", required=True, type=Path, help="quality models folder (train-quality output)")
+    ap.add_argument("--mb", type=float, default=0.0, help="first MB of text of the input (0 = all)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench_chain_throughput")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    inp = make_slice(args.input, args.mb, args.work) if args.mb else args.input
+    mb = sum(len(s.encode()) for f in sorted(inp.glob("*.parquet"))
+             for s in pq.read_table(f, columns=["text"]).column("text").to_pylist()) / 1e6
+    print(f"input {inp}: {mb:.1f} MB of text", flush=True)
+    sides = {"base": args.base.resolve(), "ours": args.ours.resolve()}
+    runs: dict[str, list[dict]] = {"base": [], "ours": []}
+    for r in range(args.rounds):
+        for name in (("base", "ours") if r % 2 == 0 else ("ours", "base")):
+            res = run_once(sides[name], inp, args.models.resolve(), args.work / f"out_{name}_{r}")
+            runs[name].append(res)
+            print(f"round {r} {name}: {mb / res['cpu']:.3f} MB/s per core ({res['cpu']:.1f} CPU-s, "
+                  f"wall {res['wall']:.1f} s, load {res['load']}, kept {res['kept']}, "
+                  f"hashes {res['kept_hash']}/{res['drops_hash']})", flush=True)
+    summary: dict = {"mb": round(mb, 2), "rounds": args.rounds, "input": str(inp), "runs": runs}
+    cpu = {k: sum(x["cpu"] for x in v) for k, v in runs.items()}
+    chain = {k: mb * args.rounds / cpu[k] for k in runs}
+    summary["chain_mb_per_s_per_core"] = {k: round(v, 3) for k, v in chain.items()}
+    summary["chain_ratio"] = round(chain["ours"] / chain["base"], 3)
+    per_step: dict = {}
+    names = list(dict.fromkeys(n for v in runs.values() for x in v for n in x["steps"]))
+    print(f"\n{'step':18s} {'base MB/s':>10s} {'ours MB/s':>10s} {'ratio':>7s}   (s/MB of chain input: base, ours)")
+    for n in names:
+        rate, share = {}, {}
+        for k, v in runs.items():
+            secs = sum(x["steps"].get(n, {}).get("seconds", 0.0) for x in v)
+            mbs = sum(x["steps"].get(n, {}).get("mb_in", 0.0) for x in v)
+            rate[k] = mbs / secs if secs else float("nan")
+            share[k] = secs / (mb * args.rounds)
+        per_step[n] = {"mb_per_s": {k: round(x, 3) for k, x in rate.items()},
+                       "s_per_chain_mb": {k: round(x, 4) for k, x in share.items()},
+                       "ratio": round(rate["ours"] / rate["base"], 3) if rate["base"] == rate["base"] else None}
+        print(f"{n:18s} {rate['base']:10.3f} {rate['ours']:10.3f} {per_step[n]['ratio'] or 0:7.2f}   "
+              f"({share['base']:.3f}, {share['ours']:.3f})")
+    summary["steps"] = per_step
+    print(f"{'whole chain':18s} {chain['base']:10.3f} {chain['ours']:10.3f} {summary['chain_ratio']:7.2f}   "
+          f"({args.rounds / chain['base'] / args.rounds:.3f}, {1 / chain['ours']:.3f} CPU-s/MB)")
+    hashes = {(x["kept_hash"], x["drops_hash"]) for v in runs.values() for x in v}
+    summary["identical_decisions"] = len(hashes) == 1
+    summary["loadavg_end"] = loadavg()
+    print(f"identical decisions (kept output and drops, every run): {summary['identical_decisions']}")
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_chain_throughput.json").write_text(json.dumps(summary, indent=1))
+    if not summary["identical_decisions"]:
+        print(f"DECISIONS DIFFER: {sorted(hashes)}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The fast document statistics equal, bit for bit, the straightforward per-token definitions.
+
+``reference_stats`` below is the plain implementation the filters were calibrated and tested with
+(one Python pass per statistic over every token); ``curate.textstats.doc_stats`` computes the
+same values over distinct tokens, with numpy for character counts and word-pair sums. Decisions
+of the ``auto`` filter depend on these floats, so they must be identical, not close.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate import textstats as ts
+
+DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
+_SPACES = re.compile(r"\s+")
+
+
+def reference_entropy(text: str) -> float:
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+def reference_pairs(model: ts.WordOrderModel, text: str, min_pairs: int = 12) -> tuple[float | None, int]:
+    ids = [model.index.get(w, model.other) for w in ts._WORD.findall(text[:ts.MAX_ORDER_CHARS].lower())]
+    total, n, o = 0.0, 0, model.other
+    for a, b in zip(ids, ids[1:], strict=False):
+        if a != o or b != o:
+            total += model.pmi[a][b]
+            n += 1
+    return (total / n if n >= min_pairs else None), n
+
+
+def reference_segments(text: str, short_only: bool = True) -> list[str]:
+    out = []
+    for seg in ts._SEGMENT_SPLIT.split(text[:ts.COMPRESS_PREFIX]):
+        seg = _SPACES.sub(" ", seg).strip().lower()
+        if len(seg) >= 2 and (not short_only or len(seg) <= ts.SHORT_SEGMENT):
+            out.append(seg)
+    return out
+
+
+def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None,
+                    frequent: frozenset[str] | None) -> dict:
+    tokens = text.split()
+    n = len(tokens)
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    n_lines = len(lines) or 1
+    raw = text.encode("utf-8")[:ts.COMPRESS_PREFIX]
+    out: dict = {"n_words": float(n), "n_chars": float(len(text)), "n_lines": float(len(lines)),
+                 "words_per_line": n / n_lines,
+                 "line_punct_share": sum(ln.rstrip().endswith(ts._TERMINAL) for ln in lines) / n_lines,
+                 "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
+                 "char_entropy": reference_entropy(text[:ts.COMPRESS_PREFIX])}
+    if n == 0:
+        out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
+                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
+        return out
+    out["mean_word_len"] = sum(map(len, tokens)) / n
+    out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
+    d = ts.dictionary(lang) if lang else None
+    if d is None:
+        out["dict_share"] = None
+    else:
+        hits = sum(len(t) for t in tokens if ts._is_dict_token(t, *d))
+        out["dict_share"] = hits / sum(map(len, tokens))
+    seen: set[str] = set()
+    dup = 0
+    for ln in lines:
+        s = ln.strip()
+        if s in seen:
+            dup += len(s)
+        else:
+            seen.add(s)
+    out["dup_line_share"] = dup / max(1, sum(len(ln.strip()) for ln in lines))
+    counts = Counter(t.lower() for t in tokens if len(t) > 2)
+    if counts:
+        w, c = max(counts.items(), key=lambda x: (x[1] * len(x[0]), x[0]))
+        out["top_word_share"] = c * len(w) / max(1, sum(len(t) for t in tokens))
+    else:
+        out["top_word_share"] = 0.0
+    out["vocab_richness"] = len({t.lower() for t in tokens}) / math.sqrt(n) if n >= 30 else None
+    out["word_order"], out["word_pairs"] = reference_pairs(order, text) if order is not None else (None, 0)
+    if frequent is not None:
+        segs = reference_segments(text, short_only=False)
+        total = sum(map(len, segs))
+        share = sum(len(s) for s in segs if len(s) <= ts.SHORT_SEGMENT and s in frequent) / total if total else 0.0
+        out["boilerplate_share"], out["n_segments"] = share, float(len(segs) if total else 0)
+    return out
+
+
+def _texts() -> list[tuple[str, str]]:
+    rows = []
+    for f in sorted((DEMO / "en").glob("*.parquet")) + sorted((DEMO / "foreign").glob("*.parquet")):
+        t = pq.read_table(f, columns=["text", "lang"]).to_pylist()
+        rows += [(r["text"], r["lang"]) for r in t[::7]]  # every 7th document of every file: ~1,000 texts
+    edge = ["", " ", "\n\n\n", "a", "Ünïcödé  text\twith\u00a0spaces\u2003and İstanbul ǅ", "x " * 40,
+            "menu · home | about » contact\n" * 12, "½ ² ³ 12,5 café\r\ncafé", "\x1c\x1dword\x1e\x1f",
+            "line one.\nline one.\nline two!\n" * 5, "The of the and of a to in " * 30]
+    return rows + [(e, "en") for e in edge] + [(e, "xx") for e in edge[:4]]
+
+
+@pytest.fixture(scope="module")
+def model_and_segments() -> tuple[ts.WordOrderModel, frozenset[str]]:
+    texts = [t for t, _ in _texts()]
+    model = ts.WordOrderModel.from_dict(ts.WordOrderModel.fit(texts[::3], k=100).to_dict())
+    df: Counter[str] = Counter(s for t in texts for s in set(ts.segments(t)))
+    return model, frozenset(s for s, n in df.items() if n >= 3)
+
+
+def test_doc_stats_identical_to_reference(model_and_segments) -> None:
+    model, frequent = model_and_segments
+    texts = _texts()
+    assert len(texts) > 800
+    for text, lang in texts:
+        for order, freq in ((model, frequent), (None, None)):
+            got = ts.doc_stats(text, lang, order, freq)
+            want = reference_stats(text, lang, order, freq)
+            assert got == want, (text[:80], {k: (got.get(k), want.get(k)) for k in want if got.get(k) != want.get(k)})
+
+
+def test_pieces_identical(model_and_segments) -> None:
+    model, _ = model_and_segments
+    for text, _ in _texts():
+        assert ts.char_entropy(text) == reference_entropy(text)
+        assert model.score_pairs(text) == reference_pairs(model, text)
+        assert ts.segments(text, short_only=False) == reference_segments(text, short_only=False)
+
+
+def test_whitespace_split_matches_regex() -> None:
+    # segments() relies on str.split() and re's \s agreeing on every code point
+    space = re.compile(r"\s")
+    assert [c for c in range(sys.maxunicode + 1) if bool(space.match(chr(c))) != chr(c).isspace()] == []
