@@ -62,8 +62,12 @@ class WordHasher:
         return h
 
     def words(self, text: str) -> list[int]:
-        cache, word = self.cache, self.word
-        return [cache.get(w) or word(w) for w in WORD.findall(text.lower())]
+        ws = WORD.findall(text.lower())
+        out = list(map(self.cache.get, ws))  # one C-level pass; only unseen words reach Python
+        if None in out:
+            word = self.word
+            out = [h if h is not None else word(w) for h, w in zip(out, ws, strict=True)]
+        return out
 
 
 def ngram_hashes(word_hashes: np.ndarray, n: int, owner: np.ndarray | None = None) -> np.ndarray:

@@ -153,25 +153,88 @@ class BadwordCounter:
         return sum(1 for _ in pat.finditer(text))
 
 
-def windows(text: str, size: int) -> list[str]:
-    """Whole lines packed into windows of at most ``size`` words; longer lines are split by words."""
-    out: list[str] = []
+def window_words(text: str, size: int) -> list[list[str]]:
+    """The words of each window of :func:`windows` (a window is ``" ".join`` of its words)."""
+    out: list[list[str]] = []
     cur: list[str] = []
     for line in text.splitlines():
         words = line.split()
         while len(words) > size:
             if cur:
-                out.append(" ".join(cur))
+                out.append(cur)
                 cur = []
-            out.append(" ".join(words[:size]))
+            out.append(words[:size])
             words = words[size:]
         if len(cur) + len(words) > size and cur:
-            out.append(" ".join(cur))
+            out.append(cur)
             cur = []
         cur += words
     if cur or not out:
-        out.append(" ".join(cur))
+        out.append(cur)
     return out
+
+
+def windows(text: str, size: int) -> list[str]:
+    """Whole lines packed into windows of at most ``size`` words; longer lines are split by words."""
+    return [" ".join(w) for w in window_words(text, size)]
+
+
+class WindowFeatures:
+    """``vectorizer.transform(windows)`` of a fitted word-unigram sklearn vectorizer, built from a
+    cache of each whitespace word's feature ids.
+
+    A window is its words joined by single spaces, and the analyzer (lower-case, ``token_pattern``,
+    stop words, unigrams) never reads across a space: a window's features are the concatenation of
+    its words' features. The count matrix is built as ``CountVectorizer._count_vocab`` builds it
+    (CSR, ``intc`` counts, sorted indices) and goes through the vectorizer's own tf-idf transform,
+    so the matrix and the model's probabilities are the same; each distinct word is analysed once
+    instead of once per occurrence. Other analyzers (n-grams, char, callables) use ``transform``.
+    """
+
+    def __init__(self, vectorizer: Any) -> None:
+        self.vec = vectorizer
+        p = vectorizer.get_params()
+        self.exact = (p.get("analyzer") == "word" and tuple(p.get("ngram_range") or ()) == (1, 1)
+                      and p.get("preprocessor") is None and p.get("tokenizer") is None and not p.get("binary")
+                      and hasattr(vectorizer, "_tfidf"))
+        self.analyze = vectorizer.build_analyzer()
+        self.vocab = vectorizer.vocabulary_
+        self.cache: dict[str, tuple[int, ...]] = {}
+
+    def transform(self, windows_words: list[list[str]]) -> Any:
+        if not self.exact:
+            return self.vec.transform([" ".join(w) for w in windows_words])
+        import numpy as np
+        import scipy.sparse as sp
+
+        cache, vocab, analyze = self.cache, self.vocab, self.analyze
+        if len(cache) > 1_000_000:
+            cache.clear()
+        j: list[int] = []
+        values: list[int] = []
+        indptr = [0]
+        for words in windows_words:
+            counter: dict[int, int] = {}
+            for w in words:
+                ids = cache.get(w)
+                if ids is None:
+                    ids = cache[w] = tuple(vocab[t] for t in analyze(w) if t in vocab)
+                for i in ids:
+                    counter[i] = counter.get(i, 0) + 1
+            j.extend(counter)
+            values.extend(counter.values())
+            indptr.append(len(j))
+        x = sp.csr_array((np.asarray(values, dtype=np.intc), np.asarray(j, dtype=np.int32),
+                          np.asarray(indptr, dtype=np.int32)), shape=(len(indptr) - 1, len(vocab)),
+                         dtype=self.vec.dtype)
+        x.sort_indices()
+        try:  # what CountVectorizer.transform returns (a sparse matrix or array, per sklearn's config)
+            from sklearn.feature_extraction.text import _align_api_if_sparse
+
+            x = _align_api_if_sparse(x)
+        except ImportError:
+            pass
+        return self.vec._tfidf.transform(x, copy=False)
 
 
 class ToxicityScorer(Annotator):
@@ -195,16 +258,16 @@ class ToxicityScorer(Annotator):
         state["_patterns"] = {}
         return state
 
-    def _predict(self, texts: list[str]) -> list[float]:
+    def _predict(self, windows_words: list[list[str]]) -> list[float]:
         if self._model is None:
             try:  # the package loads its vectorizer and model (inside the wheel) at import
                 from profanity_check import profanity_check as pc
             except ImportError as exc:
                 raise ConfigError("toxicity.model 'alt-profanity-check' needs `pip install alt-profanity-check` "
                                   "(or set toxicity.model: none)") from exc
-            self._model = (pc.vectorizer, pc.model)
-        vec, model = self._model
-        return model.predict_proba(vec.transform(texts))[:, 1].tolist()
+            self._model = (WindowFeatures(pc.vectorizer), pc.model)
+        features, model = self._model
+        return model.predict_proba(features.transform(windows_words))[:, 1].tolist()
 
     def _lang(self, doc: Document) -> str:
         return doc.metadata.get("lang") or self.cfg.default_language
@@ -225,7 +288,7 @@ class ToxicityScorer(Annotator):
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
         results: list[bool | tuple[bool, str]] = [True] * len(batch)
-        wins: list[str] = []
+        wins: list[list[str]] = []
         owners: list[int] = []
         for i, doc in enumerate(batch):
             try:
@@ -233,7 +296,7 @@ class ToxicityScorer(Annotator):
                 doc.metadata["badwords"] = self.count_badwords(doc.text, lang)
                 doc.metadata["toxicity"] = None
                 if self.cfg.model != "none" and lang in self.cfg.model_languages:
-                    w = windows(doc.text, self.cfg.window_words)
+                    w = window_words(doc.text, self.cfg.window_words)
                     wins += w
                     owners += [i] * len(w)
             except Exception as exc:  # one bad document must not kill the task; it is logged and counted

@@ -163,3 +163,24 @@ def test_badword_counter_equals_the_whole_alternation() -> None:
         want = [sum(1 for _ in pat.finditer(t.lower())) for t in texts + planted]
         assert got == want, lang
         assert sum(want[len(texts):]) >= 40  # the planted entries are found
+
+
+def test_window_features_equal_the_vectorizer() -> None:
+    """The cached per-word features give the vectorizer's own matrix and the model's probabilities,
+    bit for bit, on demo windows (prose, code, foreign scripts, empty windows)."""
+    import numpy as np
+    from profanity_check import profanity_check as pc
+
+    from curate.steps.toxicity import WindowFeatures, window_words, windows
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo"
+    texts = [t for f in sorted((demo / "en").glob("*.parquet")) + sorted((demo / "foreign").glob("*.parquet"))
+             for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()[::25]]
+    texts += ["", "   \n\n", "FUCK you ΟΔΟΣ ΣΟΦΟΣ İstanbul don't self.name co-operate", "a\u2028b\x1cc"]
+    ww = [w for t in texts for w in window_words(t, 24)]
+    assert [" ".join(w) for w in ww] == [w for t in texts for w in windows(t, 24)]
+    feats = WindowFeatures(pc.vectorizer)
+    assert feats.exact
+    got, want = feats.transform(ww), pc.vectorizer.transform([" ".join(w) for w in ww])
+    assert got.shape == want.shape and (got != want).nnz == 0
+    assert np.array_equal(pc.model.predict_proba(got), pc.model.predict_proba(want))
