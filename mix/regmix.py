@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-REGRESSORS = ("hybrid", "lightgbm", "linear")
+REGRESSORS = ("hybrid", "lightgbm", "linear", "domainwise")
 SEARCH_REGRESSORS = ("auto", *REGRESSORS)
 
 
@@ -73,7 +73,8 @@ class RegMixConfig:
                 "(at most num_proxies // 3 folds are used)"})
     regressor: str = field(default="auto", metadata={
         "help": "regressor of the search: auto (best out-of-fold Spearman) | hybrid (LightGBM boosted "
-                "from a log-linear init score) | lightgbm (raw weights, as the paper) | linear"})
+                "from a log-linear init score) | lightgbm (raw weights, as the paper) | linear | domainwise "
+                "(one log-linear fit per target domain's own loss, reduced like the target)"})
     target: str = field(default="avg", metadata={"help": "avg | worst | <domain name>"})
     target_domains: list[str] = field(
         default_factory=list, metadata={"help": "domains avg/worst are taken over (empty = all)"})
@@ -166,6 +167,25 @@ def target_values(val_losses: list[dict[str, float]], target: str, domains: list
     if target == "avg":
         return rows.mean(axis=1)
     return rows.max(axis=1)
+
+
+def target_matrix(val_losses: list[dict[str, float]], target: str, domains: list[str]) -> tuple[np.ndarray, str]:
+    """Per-domain losses ``[runs, T]`` the target is reduced from, and the reduction: ``mean``
+    (``avg``), ``max`` (``worst``), or one domain's column (``single``). ``target_values`` is this
+    matrix reduced."""
+    if target not in ("avg", "worst") and target not in domains:
+        raise ValueError(f"regmix target must be 'avg', 'worst' or one of {domains}, got {target!r}")
+    cols = domains if target in ("avg", "worst") else [target]
+    rows = np.array([[run[d] for d in cols] for run in val_losses], dtype=np.float64)
+    return rows, {"avg": "mean", "worst": "max"}.get(target, "single")
+
+
+def reduce_rows(rows: np.ndarray, reduce: str) -> np.ndarray:
+    if reduce == "max":
+        return rows.max(axis=1)
+    if reduce in ("mean", "single"):
+        return rows.mean(axis=1)
+    raise ValueError(f"unknown reduction {reduce!r}; choose mean, max or single")
 
 
 class LinearModel:
@@ -271,8 +291,38 @@ class LGBMModel:
         return pred + self.base.predict(x) if self.base is not None else pred
 
 
-def make_regressor(name: str, *, rounds: int = 300, seed: int = 0):
-    """A fresh, unfitted regressor by name (``REGRESSORS``)."""
+class DomainwiseModel:
+    """One :class:`LogLinearModel` per target domain, each fitted on that domain's own loss; the
+    prediction is the per-domain predictions reduced like the target (mean for ``avg``, max for
+    ``worst``).
+
+    Why: a run gives one loss per target domain, and each of them falls mainly with the log of
+    its own domain's share (data-mixing-law form). Fitting the averaged target throws that
+    structure away; with a few dozen runs over 8 domains the per-domain fits carry T times the
+    observations into the same number of coefficients per fit. Fitted on ``ys [runs, T]``
+    (:func:`target_matrix`); with a plain target vector it is a single log-linear fit.
+    """
+
+    def __init__(self, reduce: str = "mean") -> None:
+        self.reduce = reduce
+        self.models: list[LogLinearModel] = []
+
+    def fit(self, x: np.ndarray, ys: np.ndarray) -> DomainwiseModel:
+        ys = np.asarray(ys, dtype=np.float64)
+        ys = ys[:, None] if ys.ndim == 1 else ys
+        self.models = [LogLinearModel().fit(x, ys[:, j]) for j in range(ys.shape[1])]
+        return self
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        assert self.models, "fit() first"
+        return reduce_rows(np.column_stack([m.predict(x) for m in self.models]), self.reduce)
+
+
+def make_regressor(name: str, *, rounds: int = 300, seed: int = 0, reduce: str = "mean"):
+    """A fresh, unfitted regressor by name (``REGRESSORS``); ``domainwise`` is fitted on the
+    per-domain loss matrix (:func:`fit_regressor`), the others on the target vector."""
+    if name == "domainwise":
+        return DomainwiseModel(reduce)
     if name == "hybrid":
         return LGBMModel(rounds=rounds, seed=seed, init="loglinear")
     if name == "lightgbm":
@@ -280,6 +330,14 @@ def make_regressor(name: str, *, rounds: int = 300, seed: int = 0):
     if name == "linear":
         return LinearModel()
     raise ValueError(f"unknown regressor {name!r}; choose one of {REGRESSORS}")
+
+
+def fit_regressor(name: str, x: np.ndarray, y: np.ndarray, ys: np.ndarray | None = None, *,
+                  reduce: str = "mean", rounds: int = 300, seed: int = 0):
+    """Fit regressor ``name`` on runs ``x``: the target vector ``y``, or for ``domainwise`` the
+    per-domain losses ``ys`` (``y`` when none are given)."""
+    model = make_regressor(name, rounds=rounds, seed=seed, reduce=reduce)
+    return model.fit(x, ys if (name == "domainwise" and ys is not None) else y)
 
 
 def correlations(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
@@ -305,17 +363,21 @@ def kfold(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:
     return fold
 
 
-def cross_validate(x: np.ndarray, y: np.ndarray, fold: np.ndarray, *, rounds: int = 300, seed: int = 0):
+def cross_validate(x: np.ndarray, y: np.ndarray, fold: np.ndarray, *, rounds: int = 300, seed: int = 0,
+                   ys: np.ndarray | None = None, reduce: str = "mean"):
     """Out-of-fold predictions of every regressor: run ``i`` is predicted by a model fitted on the
-    other folds only (never on ``i``; nothing stops early). Returns ``(report, oof)`` with
-    Spearman/Pearson/MAE of each regressor over all runs' held-out predictions."""
+    other folds only (never on ``i``; nothing stops early). ``ys``/``reduce``: the per-domain
+    losses the target is reduced from (:func:`target_matrix`; ``domainwise`` fits them). Returns
+    ``(report, oof)`` with Spearman/Pearson/MAE of each regressor over all runs' held-out
+    predictions."""
     oof = {name: np.empty(len(y)) for name in REGRESSORS}
     for f in np.unique(fold):
         fit_idx, held_idx = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         assert len(np.intersect1d(fit_idx, held_idx)) == 0, "held-out runs leaked into fitting"
         for name in REGRESSORS:
-            oof[name][held_idx] = make_regressor(name, rounds=rounds, seed=seed).fit(
-                x[fit_idx], y[fit_idx]).predict(x[held_idx])
+            oof[name][held_idx] = fit_regressor(
+                name, x[fit_idx], y[fit_idx], None if ys is None else ys[fit_idx], reduce=reduce,
+                rounds=rounds, seed=seed).predict(x[held_idx])
     n_folds = int(len(np.unique(fold)))
     report = {name: correlations(oof[name], y) for name in REGRESSORS}
     report.update({"folds": n_folds, "n_runs": int(len(y)), "n_heldout": int(len(y)),
@@ -394,14 +456,15 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
                             workers=cfg.workers)
     losses = [r["val_loss"] for r in results]
     y = target_values(losses, cfg.target, tgt_domains)
+    ys, reduce = target_matrix(losses, cfg.target, tgt_domains)
     # at least 3 runs per fold (fewer folds for small M)
     fold = kfold(len(x), min(cfg.cv_folds, len(x) // 3), np.random.default_rng(seed + 1))
-    fit, oof = cross_validate(x, y, fold, rounds=cfg.lgbm_rounds, seed=seed)
+    fit, oof = cross_validate(x, y, fold, rounds=cfg.lgbm_rounds, seed=seed, ys=ys, reduce=reduce)
     chosen = choose_regressor(fit, cfg.regressor)
     fit["regressor"] = chosen
     fit["regressor_setting"] = cfg.regressor
     # the final regressor uses every run: the out-of-fold scores above measure how well this works
-    final = make_regressor(chosen, rounds=cfg.lgbm_rounds, seed=seed).fit(x, y)
+    final = fit_regressor(chosen, x, y, ys, reduce=reduce, rounds=cfg.lgbm_rounds, seed=seed)
     # each row of x sums to 1, so the per-domain maxima sum to >= 1 and the region is never empty
     search_caps = np.minimum(caps, x.max(axis=0)) if cfg.trust_region else caps
     w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,

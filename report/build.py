@@ -347,7 +347,7 @@ def search_section(inputs: ReportInputs) -> Section | None:
             sec.blocks.append(f"The RegMix fit in {label} is the same as in {seen[key]}.")
             continue
         seen[key] = label
-        models = [m for m in ("hybrid", "lightgbm", "linear") if isinstance(fit.get(m), dict)]
+        models = [m for m in ("hybrid", "lightgbm", "linear", "domainwise") if isinstance(fit.get(m), dict)]
         rows = [[m + (" (search)" if fit.get("regressor", "lightgbm") == m else ""),
                  fit[m].get("spearman"), fit[m].get("pearson"), fit[m].get("mae"), fit.get("n_fit"),
                  fit.get("n_heldout")] for m in models]
