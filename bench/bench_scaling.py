@@ -1,20 +1,23 @@
 """Held-out validation of the scaling-law planner (docs/scaling.md).
 
-1. Sweep: small `corpusmix train` runs (5 sizes x 3 token counts, a 3+ point lr sweep per size at the
-   second token count) on token pools of the shipped demo text (data/demo/en, 7 domains, a 512-entry
+1. Sweep: small `corpusmix train` runs (5 sizes x 4 token counts, a 3+ point lr sweep per size at 288
+   and at 960 steps, the other counts at the lr interpolated between them) on token pools of the shipped demo text (data/demo/en, 7 domains, a 512-entry
    BPE trained here). Every run has its own full warmup + cosine schedule ending at its own D and is
    scored by its final loss on the fixed evaluation windows; N counts every parameter (embedding table
-   included: it is 20-65 % of these models); D spans 192-576 optimizer steps.
+   included: it is 20-65 % of these models); D spans 192-960 optimizer steps.
 2. Fit L(N, D) on the runs with D >= --min-tokens (the 192-step runs are still on the early loss plateau,
    where size makes no difference; see docs/scaling.md) and the lr law; residuals per point.
-3. Checks on the fit data only: the largest fitted size left out and predicted from the others (for N
-   counted with and without the embedding table), and the seed noise of two runs repeated with seed 1.
-4. Held out: one size the fit never saw, trained at >= 4 x C_max, with the predicted lr and with
-   lr/2 and 2 lr (a 3-point lr sweep around the prediction); prediction error and interval coverage.
+3. Design checks on the fit data only (``design_checks``): every size left out in turn and predicted
+   from the others, and the largest token count left out (N counted with and without the embedding
+   table); ``--design-only`` stops here, before any held-out run is trained.
+4. Held out: one size the fit never saw (default 112x2, seed 2), trained at >= 4 x C_max at the
+   largest fitted D, with the predicted lr and with lr/2 and 2 lr (a 3-point lr sweep around the
+   prediction); prediction error and interval coverage; the seed noise of two runs repeated with seed 1.
 5. Stability: the constants refitted from the grid (8 best starts, no warm start) on 3 bootstrap resamples.
 6. Cost: CPU and wall seconds of every run, the load average sampled during the benchmark.
 
-    python bench/bench_scaling.py --work /tmp/scale-bench            # ~30-40 min on 2 busy cores
+    python bench/bench_scaling.py --work /tmp/scale-bench --design-only   # sweep + fit + checks
+    python bench/bench_scaling.py --work /tmp/scale-bench                 # then the held-out runs
 
 Runs are cached under --work (keyed by config): a re-run only fits and prints.
 """
@@ -33,9 +36,9 @@ import numpy as np
 
 from proxytrain.scaling_fit import (
     FitConfig,
-    FitError,
     _constants,
     _fit_theta,
+    design_checks,
     fit_scaling,
     law,
     predict,
@@ -44,7 +47,8 @@ from proxytrain.scaling_fit import (
 from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, model_params, run_one, run_sweep
 
 SIZES = ["8x2", "16x2", "24x2", "32x2", "48x2"]
-TOKENS = [196608, 294912, 589824]  # 192, 288, 576 steps of 8 x 128 tokens
+TOKENS = [196608, 294912, 589824, 983040]  # 192, 288, 576, 960 steps of 8 x 128 tokens
+LR_SWEEP_TOKENS = [294912, 983040]  # an lr sweep per size at 288 and at 960 steps
 
 
 def prepare(work: Path, source: str, vocab: int) -> tuple[str, str]:
@@ -81,18 +85,17 @@ class LoadSampler:
                 "samples": len(a)}
 
 
-def leave_largest_out(runs: list[dict], params: str, min_tokens: int) -> dict:
-    """Fit without the largest size, predict that size's runs: an extrapolation check on the fit data only."""
-    big = max(r["N_total"] for r in runs)
-    try:
-        fit = fit_scaling([r for r in runs if r["N_total"] != big],
-                          FitConfig(bootstrap=0, params_count=params, min_tokens=min_tokens))
-    except FitError as exc:
-        return {"params": params, "min_tokens": min_tokens, "error": str(exc)}
-    pts, _ = usable_points([{**r, "N": r[f"N_{params}"]} for r in runs if r["N_total"] == big], min_tokens)
-    errs = [100 * (float(law(fit["constants"], n, d)) - loss) / loss for n, d, loss in pts]
-    return {"params": params, "min_tokens": min_tokens, "signed_error_pct": [round(e, 2) for e in errs],
-            "max_abs_error_pct": round(max(abs(e) for e in errs), 2), "constants": fit["constants"]}
+def stability(runs: list[dict], min_tokens: int, heldout: tuple[int, int] | None) -> list[dict]:
+    """Full refits (8 best grid starts, no warm start) on 3 bootstrap resamples of the fitted points."""
+    pts, _ = usable_points(runs, min_tokens)
+    out = []
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        c = _constants(_fit_theta(pts[rng.integers(0, len(pts), len(pts))], 1e-3, 8)[0])
+        if heldout is not None:
+            c["pred_heldout"] = float(law(c, *heldout))
+        out.append({"seed": seed, **c})
+    return out
 
 
 def main() -> None:
@@ -102,24 +105,43 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--bootstrap", type=int, default=100)
-    ap.add_argument("--heldout-size", default="96x2")
-    ap.add_argument("--heldout-tokens", type=int, default=737280)
+    ap.add_argument("--heldout-size", default="112x2")
+    ap.add_argument("--heldout-tokens", type=int, default=983040)
     ap.add_argument("--min-tokens", type=int, default=TOKENS[1],
                     help="fit only runs with D >= this (the 192-step runs are still on the loss plateau)")
-    ap.add_argument("--heldout-seed", type=int, default=0, help="init and data seed of the held-out runs")
+    ap.add_argument("--heldout-seed", type=int, default=2, help="init and data seed of the held-out runs")
+    ap.add_argument("--design-only", action="store_true",
+                    help="sweep, fit and design checks only: no held-out run is trained or looked at")
     args = ap.parse_args()
     work = Path(args.work)
     load, load0, t0 = LoadSampler(), os.getloadavg(), time.perf_counter()
     tok, pools = prepare(work, args.source, args.vocab)
     cfg = SweepConfig(data=pools, tokenizer=tok, out=str(work / "sweep"), head_dim=8, sizes=SIZES, tokens=TOKENS,
-                      lr=1e-2, lr_tokens=TOKENS[1], lr_extend=1, workers=args.workers, params_count="total")
+                      lr=1e-2, lr_tokens=TOKENS[1], lr_sweep_tokens=LR_SWEEP_TOKENS, lr_extend=1, workers=args.workers,
+                      params_count="total")
     sweep = run_sweep(cfg)
     runs = sweep["runs"]
     fit = fit_scaling(runs, FitConfig(bootstrap=args.bootstrap, min_tokens=args.min_tokens))
     fp = data_fingerprint(cfg)
 
     # ---- checks on the fit data only: extrapolation to the largest fitted size, seed noise
-    lolo = [leave_largest_out(runs, p, m) for p in ("total", "non_embedding") for m in (0, args.min_tokens)]
+    checks = {p: design_checks(runs, FitConfig(params_count=p, min_tokens=args.min_tokens))
+              for p in ("total", "non_embedding")}
+    design = {"sizes": SIZES, "tokens": TOKENS, "lr_sweep_tokens": LR_SWEEP_TOKENS, "min_tokens": args.min_tokens,
+              "params_count": "total", "lr_centre": cfg.lr, "batch": [cfg.batch_size, cfg.seq_len]}
+    fit_part = {"design": design, "sizes": sweep["sizes"], "constants": fit["constants"],
+                "intervals": fit["intervals"], "rmse_log": fit["rmse_log"], "points": fit["points"],
+                "log_residuals": [round(r, 5) for r in fit["log_residuals"]], "lr_law": fit["lr_law"],
+                "lr_optima": [{k: o[k] for k in ("N", "D", "lr", "how", "edge")} for o in fit["lr_optima"]],
+                "C_max": fit["C_max"], "notes": fit["notes"], "design_checks": checks,
+                "stability": stability(runs, args.min_tokens, None)}
+    if args.design_only:
+        fit_part["cost"] = {"sweep": sweep["cost"], "bench_wall_s": round(time.perf_counter() - t0, 1),
+                            "loadavg_start": load0, "loadavg_end": os.getloadavg(),
+                            "loadavg_1min_sampled": load.stop()}
+        (work / "bench_scaling_design.json").write_text(json.dumps(fit_part, indent=1))
+        print(json.dumps(fit_part, indent=1))
+        return
     # ---- held out: a bigger size at >= 4 x C_max, lr from the law and a 3-point sweep around it
     vocab = int(json.loads((Path(pools) / "pools.json").read_text())["vocab_size"])
     counts = model_params(args.heldout_size, cfg.head_dim, vocab, cfg.seq_len)
@@ -148,27 +170,12 @@ def main() -> None:
     best = min(ok, key=lambda h: h["loss"]) if ok else None
     lo, hi = pred["interval"]
 
-    # ---- stability: full refits (whole grid of starts) on 3 bootstrap resamples of the runs
-    pts, _ = usable_points(runs, args.min_tokens)
-    stab = []
-    for seed in (1, 2, 3):
-        rng = np.random.default_rng(seed)
-        sample = pts[rng.integers(0, len(pts), len(pts))]
-        c = _constants(_fit_theta(sample, 1e-3, 8)[0])
-        c["pred_heldout"] = float(law(c, n_h, d_h))
-        stab.append({"seed": seed, **c})
-
+    stab = stability(runs, args.min_tokens, (n_h, d_h))
     heldout_cost = {"cpu_s": round(sum(h["cpu_s"] for h in held), 1), "wall_s": round(sum(h["wall_s"] for h in held), 1)}
     out = {
         "data": {"source": args.source, "vocab": vocab, "pools_tokens": json.loads((Path(pools) / "pools.json")
                                                                                   .read_text())["domains"]},
-        "design": {"sizes": SIZES, "tokens": TOKENS, "min_tokens": args.min_tokens, "params_count": "total", "lr_centre": cfg.lr,
-                   "lr_tokens": cfg.lr_tokens, "batch": [cfg.batch_size, cfg.seq_len]},
-        "sizes": sweep["sizes"], "constants": fit["constants"], "intervals": fit["intervals"],
-        "rmse_log": fit["rmse_log"], "points": fit["points"],
-        "log_residuals": [round(r, 5) for r in fit["log_residuals"]], "lr_law": fit["lr_law"],
-        "lr_optima": [{k: o[k] for k in ("N", "lr", "how", "edge")} for o in fit["lr_optima"]],
-        "C_max": fit["C_max"], "notes": fit["notes"], "leave_largest_size_out": lolo, "seed_noise": noise,
+        **{k: v for k, v in fit_part.items() if k != "stability"}, "seed_noise": noise,
         "heldout": {"size": args.heldout_size, "N": n_h, "N_non_embedding": counts["non_embedding"], "D": d_h,
                     "seed": args.heldout_seed, "compute_ratio": ratio,
                     "predicted": pred["loss"], "interval": pred["interval"], "true_at_lr_pred": true,
@@ -184,7 +191,7 @@ def main() -> None:
                  "bench_wall_s": round(time.perf_counter() - t0, 1),
                  "loadavg_start": load0, "loadavg_end": os.getloadavg(), "loadavg_1min_sampled": load.stop()},
     }
-    name = "bench_scaling.json" if args.heldout_seed == 0 else f"bench_scaling_seed{args.heldout_seed}.json"
+    name = f"bench_scaling_{args.heldout_size}_seed{args.heldout_seed}.json"
     (work / name).write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 

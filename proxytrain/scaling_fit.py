@@ -26,9 +26,13 @@ Uncertainty: ``bootstrap`` refits on runs resampled with replacement; constants 
 intervals, and a predicted loss gets a prediction interval from the bootstrap fits times a resampled
 log-residual of the full fit (parameter uncertainty plus the run-to-run scatter the law cannot explain).
 
-The best learning rate is a power law lr* = c N^k fitted (least squares in log-log) to the optimum of
-each model size's lr sweep (the vertex of a parabola in log lr through the swept points when it is
-convex and inside the swept range, else the best swept lr).
+The best learning rate is a power law lr* = c N^k (times D^m when lr sweeps ran at several token
+counts) fitted by least squares in log-log to the optimum of each lr sweep (the vertex of a parabola
+in log lr through the swept points when it is convex and inside the swept range, else the best swept lr).
+
+``design_checks`` scores a design on its own runs before any held-out run: every size left out in turn
+and predicted from a fit on the others (the largest size is an extrapolation in N), and the largest
+token count left out (an extrapolation in D).
 """
 
 from __future__ import annotations
@@ -237,22 +241,39 @@ def lr_optima(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fit_lr_law(optima: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """lr* = c N^k by least squares in log-log over the per-size optima (None below 2 sizes)."""
+    """lr* = c N^k (D^m) by least squares in log-log over the lr-sweep optima (None below 2 sizes).
+
+    With optima at one token count (or too few to separate N from D) m is 0 and each size's optimum is the
+    mean over its token counts; with lr sweeps at >= 2 token counts, each for >= 2 sizes, log lr is
+    regressed on log N and log D together (the best lr falls with the horizon as well as with width)."""
     per_n: dict[int, list[float]] = {}
     for o in optima:
         per_n.setdefault(o["N"], []).append(math.log(o["lr"]))
     if len(per_n) < 2:
         return None
+    edge = sum(o["edge"] for o in optima)
+    per_d = Counter(int(o["D"]) for o in optima)
+    if sum(v >= 2 for v in per_d.values()) >= 2 and len(optima) >= 4:
+        x = np.array([[1.0, math.log(o["N"]), math.log(o["D"])] for o in optima])
+        y = np.array([math.log(o["lr"]) for o in optima])
+        (logc, k, m), *_ = np.linalg.lstsq(x, y, rcond=None)
+        resid = y - x @ np.array([logc, k, m])
+        return {"c": float(math.exp(logc)), "k": float(k), "m": float(m), "sizes": len(per_n),
+                "token_counts": len(per_d), "log_resid_std": float(resid.std(ddof=0)), "at_sweep_edge": edge}
     ns = np.array(sorted(per_n), dtype=np.float64)
     y = np.array([np.mean(per_n[int(n)]) for n in ns])
     k, logc = np.polyfit(np.log(ns), y, 1)
     resid = y - (logc + k * np.log(ns))
-    return {"c": float(math.exp(logc)), "k": float(k), "sizes": len(ns),
-            "log_resid_std": float(resid.std(ddof=0)), "at_sweep_edge": sum(o["edge"] for o in optima)}
+    return {"c": float(math.exp(logc)), "k": float(k), "m": 0.0, "sizes": len(ns), "token_counts": len(per_d),
+            "log_resid_std": float(resid.std(ddof=0)), "at_sweep_edge": edge}
 
 
-def lr_for(lr_law: dict[str, Any] | None, n: float) -> float | None:
-    return None if lr_law is None else float(lr_law["c"] * n ** lr_law["k"])
+def lr_for(lr_law: dict[str, Any] | None, n: float, d: float | None = None) -> float | None:
+    """The lr law at N (and D, when the law has a token exponent m)."""
+    if lr_law is None:
+        return None
+    m = float(lr_law.get("m") or 0.0)
+    return float(lr_law["c"] * n ** lr_law["k"] * (d ** m if m and d else 1.0))
 
 
 # ----------------------------------------------------------------------------- fit + bootstrap + predict
@@ -361,7 +382,7 @@ def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None 
         raise FitError("give --flops C, or both --params N and --tokens D (positive)")
     point = float(law(c, n, d))
     q = (1 - fit["config"]["confidence"]) / 2
-    out: dict[str, Any] = {"N": n, "D": d, "flops": 6.0 * n * d, "loss": point, "lr": lr_for(fit.get("lr_law"), n)}
+    out: dict[str, Any] = {"N": n, "D": d, "flops": 6.0 * n * d, "loss": point, "lr": lr_for(fit.get("lr_law"), n, d)}
     batches = fit.get("batch_sizes") or []
     if len(batches) == 1:  # batch size is not swept: recommend the one the law was measured at
         out["batch_size"], out["seq_len"] = batches[0], (fit.get("seq_len") or [None])[0]
@@ -380,3 +401,40 @@ def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None 
     if extrap > 100:
         out["warning"] = f"{extrap:.0f}x the largest fitted run's compute: treat the interval as optimistic"
     return out
+
+
+def design_checks(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dict[str, Any]:
+    """Leave-one-size-out and leave-largest-D-out prediction errors on the fit's own runs (no bootstrap).
+
+    Each check refits without the left-out points and predicts them; the result lists the signed errors
+    in % (predicted - observed) / observed, or the FitError a fold raised (too few points left)."""
+    cfg = FitConfig(**{**asdict(cfg or FitConfig()), "bootstrap": 0})
+    cfg.validate()
+    runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
+    pts, _ = usable_points(runs, cfg.min_tokens)
+    if len(pts) == 0:
+        raise FitError("no usable runs to check")
+
+    def fold(keep: np.ndarray, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"left_out": name}
+        train = [{"N": n, "D": d, "lr": 0.0, "loss": loss, "status": "ok"} for n, d, loss in pts[keep]]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FitWarning)
+                c = fit_scaling(train, FitConfig(**{**asdict(cfg), "min_tokens": 0, "params_count": "",
+                                                    "target": "all"}))["constants"]
+        except FitError as exc:
+            return {**out, "error": str(exc)}
+        test = pts[~keep]
+        err = 100 * (law(c, test[:, 0], test[:, 1]) - test[:, 2]) / test[:, 2]
+        return {**out, "points": [[int(n), int(d)] for n, d, _ in test],
+                "signed_error_pct": [round(float(e), 2) for e in err],
+                "max_abs_error_pct": round(float(np.abs(err).max()), 2), "constants": c}
+
+    sizes = sorted(set(pts[:, 0]))
+    by_size = [fold(pts[:, 0] != n, f"N={int(n)}") for n in sizes]
+    d_max = pts[:, 1].max()
+    largest_d = fold(pts[:, 1] != d_max, f"D={int(d_max)}")
+    ok = [f["max_abs_error_pct"] for f in by_size if "error" not in f]
+    return {"leave_one_size_out": by_size, "leave_largest_size_out": by_size[-1], "leave_largest_d_out": largest_d,
+            "max_abs_error_pct_sizes": max(ok) if ok else None}

@@ -7,10 +7,12 @@ Library module behind ``corpusmix scale sweep`` (:mod:`proxytrain.scale_cli`)::
     result = run_sweep(SweepConfig(data="out/pools", tokenizer="out/tokenizer/tokenizer.json",
                                    mixture="out/mix/mixture.json", out="out/scale"))
 
-Two phases. 1: every size trains at ``lr_tokens`` tokens with lr = ``lr`` x each of ``lr_factors``;
-while a size's best lr is at the edge of what was tried, one more point beyond it is added (at most
-``lr_extend`` times), so the optimum is bracketed. 2: every size trains at each remaining token count
-with its best lr (see :func:`proxytrain.scaling_fit.lr_optima`).
+Two phases. 1: every size trains at ``lr_tokens`` tokens (and at each of ``lr_sweep_tokens``) with
+lr = ``lr`` x each of ``lr_factors``; while a size's best lr is at the edge of what was tried, one more
+point beyond it is added (at most ``lr_extend`` times), so the optimum is bracketed. 2: every size
+trains at each remaining token count with its best lr (see :func:`proxytrain.scaling_fit.lr_optima`),
+interpolated in log lr vs log D between the swept token counts (held constant outside them): the best
+lr falls with the training horizon, so one lr sweep at a short D over-states the lr of long runs.
 
 A run is ``python -m corpusmix.cli train --params <run>/params.yaml``: the trainer of
 :mod:`proxytrain.train` with the pools + mixture data source, so the laws are fitted on exactly what
@@ -65,6 +67,9 @@ class SweepConfig:
                                     metadata={"help": "lr sweep points as multiples of lr"})
     lr_extend: int = field(default=2, metadata={"help": "points added past an edge optimum (x2 or /2 steps)"})
     lr_tokens: int = field(default=0, metadata={"help": "D of the lr sweep (0 = the middle of tokens)"})
+    lr_sweep_tokens: list[int] = field(default_factory=list, metadata={
+        "help": "more token counts with their own lr sweep (the best lr falls with D); the other D take the "
+                "lr interpolated in log-log between the swept ones"})
     batch_size: int = field(default=8, metadata={"help": "rows per optimizer step"})
     seq_len: int = field(default=128, metadata={"help": "tokens per row"})
     warmup_frac: float = field(default=0.1, metadata={"help": "warmup steps as a fraction of the run"})
@@ -88,6 +93,8 @@ class SweepConfig:
             raise ConfigError("scale sweep needs at least one size and one token count")
         for s in self.sizes:
             parse_size(s, self.head_dim)
+        if any(t not in self.tokens for t in self.lr_sweep_tokens):
+            raise ConfigError(f"lr_sweep_tokens {self.lr_sweep_tokens} must be among tokens {self.tokens}")
         if any(t < self.batch_size * self.seq_len for t in self.tokens):
             raise ConfigError(f"every token count must be >= batch_size x seq_len = {self.batch_size * self.seq_len}")
         if self.lr <= 0 or not self.lr_factors or min(self.lr_factors) <= 0:
@@ -224,6 +231,22 @@ def _run_many(cfg: SweepConfig, jobs: list[tuple[str, int, float]], counts: dict
         return list(ex.map(one, jobs))
 
 
+def interpolate_lr(best: dict[int, float], d: int, default: float) -> float:
+    """A size's lr at D tokens from its lr-sweep optima ``{D: lr}``: linear in log lr vs log D between the
+    swept D, the nearest optimum outside them, ``default`` without any."""
+    if not best:
+        return default
+    ds = sorted(best)
+    if d <= ds[0]:
+        return best[ds[0]]
+    if d >= ds[-1]:
+        return best[ds[-1]]
+    hi = next(i for i, x in enumerate(ds) if x >= d)
+    d0, d1 = ds[hi - 1], ds[hi]
+    w = math.log(d / d0) / math.log(d1 / d0)
+    return math.exp((1 - w) * math.log(best[d0]) + w * math.log(best[d1]))
+
+
 def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
     """Both phases; returns (and writes to ``out/sweep.json``) every run's result and the sweep's cost."""
     from proxytrain.scaling_fit import lr_optima
@@ -235,34 +258,37 @@ def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
     sizes_n = {s: c[cfg.params_count] for s, c in counts.items()}
     tokens = sorted(set(cfg.tokens))
     d_lr = cfg.lr_tokens or tokens[len(tokens) // 2]
+    d_lrs = sorted({d_lr, *cfg.lr_sweep_tokens})
     t0 = time.perf_counter()
     runs: list[dict[str, Any]] = []
-    lrs = {s: sorted(cfg.lr * f for f in cfg.lr_factors) for s in cfg.sizes}
-    tried: dict[str, set[float]] = {s: set() for s in cfg.sizes}
-    for _ in range(cfg.lr_extend + 1):  # phase 1: lr sweep, extended past edge optima
-        jobs = [(s, d_lr, lr) for s in cfg.sizes for lr in lrs[s] if lr not in tried[s]]
+    lrs = {(s, d): sorted(cfg.lr * f for f in cfg.lr_factors) for s in cfg.sizes for d in d_lrs}
+    tried: dict[tuple[str, int], set[float]] = {k: set() for k in lrs}
+    for _ in range(cfg.lr_extend + 1):  # phase 1: lr sweeps, extended past edge optima
+        jobs = [(s, d, lr) for (s, d), grid in lrs.items() for lr in grid if lr not in tried[(s, d)]]
         if not jobs:
             break
         runs += _run_many(cfg, jobs, counts, fp)
-        for s, _, lr in jobs:
-            tried[s].add(lr)
-        for s in cfg.sizes:
-            ok = {r["lr"]: r["loss"] for r in runs if r["size"] == s and r["status"] == "ok"}
+        for s, d, lr in jobs:
+            tried[(s, d)].add(lr)
+        for (s, d), done in tried.items():
+            ok = {r["lr"]: r["loss"] for r in runs if r["size"] == s and r["D"] == d and r["status"] == "ok"}
             if len(ok) < 2:
                 continue
             best = min(ok, key=ok.get)
-            if best == min(tried[s]):
-                lrs[s] = sorted(tried[s] | {best / 2})
-            elif best == max(tried[s]):
-                lrs[s] = sorted(tried[s] | {best * 2})
-    best_lr = {}
+            if best == min(done):
+                lrs[(s, d)] = sorted(done | {best / 2})
+            elif best == max(done):
+                lrs[(s, d)] = sorted(done | {best * 2})
+    by_n = {n: s for s, n in sizes_n.items()}
+    best_lr: dict[str, dict[int, float]] = {}
     for o in lr_optima(runs):
-        best_lr[next(s for s in cfg.sizes if sizes_n[s] == o["N"])] = o["lr"]
+        best_lr.setdefault(by_n[o["N"]], {})[o["D"]] = o["lr"]
     missing = [s for s in cfg.sizes if s not in best_lr]
     if missing:
         log.warning("no usable lr sweep (fewer than 3 finished runs): phase 2 uses the centre lr",
                     extra={"data": {"sizes": missing}})
-    jobs = [(s, d, best_lr.get(s, cfg.lr)) for s in cfg.sizes for d in tokens if d != d_lr]
+    jobs = [(s, d, interpolate_lr(best_lr.get(s, {}), d, cfg.lr)) for s in cfg.sizes for d in tokens
+            if d not in d_lrs]
     runs += _run_many(cfg, jobs, counts, fp)
     cost = {"runs": len(runs), "wall_s": round(time.perf_counter() - t0, 1),
             "cpu_s_runs": round(sum(r["cpu_s"] for r in runs if "cpu_s" in r), 1),
@@ -271,8 +297,10 @@ def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
             "loadavg_end": list(os.getloadavg())}
     result = {"config": asdict(cfg), "params_count": cfg.params_count,
               "sizes": {s: {"N": sizes_n[s], "N_total": c["total"], "N_non_embedding": c["non_embedding"],
-                            "best_lr": best_lr.get(s)} for s, c in counts.items()},
-              "lr_tokens": d_lr, "runs": runs, "cost": cost}
+                            "best_lr": best_lr.get(s, {}).get(d_lr),
+                            "best_lr_by_tokens": {str(d): v for d, v in sorted(best_lr.get(s, {}).items())}}
+                        for s, c in counts.items()},
+              "lr_tokens": d_lr, "lr_sweep_tokens": d_lrs, "runs": runs, "cost": cost}
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(json.dumps(result, indent=1, sort_keys=True))

@@ -313,3 +313,50 @@ def test_runs_below_min_tokens_are_left_out_and_counted():
     fit = fit_scaling(runs, FitConfig(bootstrap=0, starts=1, min_tokens=196608))
     assert fit["drops"] == {"below_min_tokens": 1} and fit["D_range"][0] == 196608
     assert not any("dropped runs" in n for n in fit["notes"])  # left out by design, not a bad run
+
+
+def test_lr_law_with_a_token_exponent_recovers_k_and_m():
+    # lr sweeps at two token counts: the best lr falls with N and with D; the law separates the two
+    c, k, m = 0.5, -0.3, -0.2
+    optima = [{"N": n, "D": d, "lr": c * n ** k * d ** m, "edge": False}
+              for n in (6e3, 2e4, 8e4) for d in (3e5, 1e6)]
+    law_ = fit_lr_law(optima)
+    assert law_["k"] == pytest.approx(k) and law_["m"] == pytest.approx(m) and law_["token_counts"] == 2
+    from proxytrain.scaling_fit import lr_for
+
+    assert lr_for(law_, 4e5, 1e6) == pytest.approx(c * 4e5 ** k * 1e6 ** m)
+    # one token count: no D term, and lr_for ignores D
+    one = fit_lr_law([o for o in optima if o["D"] == 3e5])
+    assert one["m"] == 0.0 and lr_for(one, 4e5, 1e6) == pytest.approx(lr_for(one, 4e5))
+
+
+def test_phase2_lr_is_interpolated_between_swept_token_counts(tmp_path):
+    from proxytrain.scaling_sweep import interpolate_lr
+
+    best = {300_000: 2e-2, 1_200_000: 5e-3}
+    assert interpolate_lr(best, 600_000, 1.0) == pytest.approx(1e-2)  # half-way in log D: geometric mean
+    assert interpolate_lr(best, 100_000, 1.0) == 2e-2 and interpolate_lr(best, 5_000_000, 1.0) == 5e-3
+    assert interpolate_lr({}, 600_000, 3e-3) == 3e-3
+    from corpusmix.config import ConfigError
+
+    with pytest.raises(ConfigError, match="lr_sweep_tokens"):
+        (tmp_path / "pools.json").write_text("{}")
+        SweepConfig(data=str(tmp_path), tokens=[1024, 2048], lr_sweep_tokens=[4096]).validate()
+
+
+def test_design_checks_on_a_known_law():
+    from proxytrain.scaling_fit import design_checks
+
+    sizes = (6184, 16464, 43168, 80112)  # every fold keeps >= 3 sizes and 3 token counts: E, A, alpha identifiable
+    runs = [{**r, "N_total": r["N"], "N_non_embedding": r["N"] // 2} for r in _synthetic(0.0) if r["N"] in sizes]
+    chk = design_checks(runs, FitConfig(starts=2, params_count="total"))
+    assert [f["left_out"] for f in chk["leave_one_size_out"]] == [f"N={n}" for n in sizes]
+    # noise-free runs of the law itself: every left-out size and the largest D are predicted exactly
+    assert chk["max_abs_error_pct_sizes"] < 0.05
+    assert chk["leave_largest_d_out"]["points"] == [[n, 589824] for n in sizes]
+    assert chk["leave_largest_d_out"]["max_abs_error_pct"] < 0.05
+    assert chk["leave_largest_size_out"] is chk["leave_one_size_out"][-1]
+    # a fold left with too few points reports why instead of failing the whole check
+    few = design_checks([r for r in runs if r["N"] in sizes[:2]], FitConfig(starts=1))  # 8 points, 2 sizes
+    assert all("one model size" in f["error"] for f in few["leave_one_size_out"])
+    assert "need at least 8" in few["leave_largest_d_out"]["error"] and few["max_abs_error_pct_sizes"] is None
