@@ -1,24 +1,31 @@
-"""Where DoReMi's seed-to-seed spread comes from, on the replication set (docs/mix.md).
+"""Where DoReMi's seed-to-seed spread comes from, and what the fixed probe does to it (docs/mix.md).
 
-    python bench/bench_doremi_noise.py [--work /tmp/bench_doremi_noise] [--seeds 3] [--batch-size 16] [--eta 1]
+    python bench/bench_doremi_noise.py [--work /tmp/bench_doremi_noise] [--seeds 1,2,3]
+        [--excess-source probe|batch] [--update-every 8] [--probe-windows 0] [--batch-size 16] [--eta 1]
+        [--pools DIR --preset tiny]
 
-Trains the ``micro`` reference once and ``--seeds`` DRO proxies against it (the replication
-test's settings), recording every step's per-domain excess. Prints, per domain: the mean excess of
-the averaged window (the signal), the step-to-step standard deviation of the excess (the noise of a
-one-batch estimate: ``batch_size / k`` windows of ``seq_len`` tokens per domain), the spread the
-exponentiated-gradient update would accumulate from that noise alone over the averaged window
-(a random walk of the log-weights: ``eta * sd * sqrt(steps)``), and the observed spread across
-seeds of the log-weights and of the output weights. If the random-walk figure explains the
-observed log-weight spread, the spread comes from too few tokens per domain per step.
+Trains the reference once (cached under ``--work``) and one DRO proxy per seed against it (two
+processes), recording every step's per-domain excess. Default data: the replication set (real
+domains plus learnable garbage, ``micro`` proxies); ``--pools`` runs on other pools (e.g. the demo
+pipeline's ``out/pools`` with ``--preset tiny``). Prints, per domain: the mean excess of the
+averaged window (the signal), the step-to-step standard deviation of the excess over that window
+(with ``batch``: the noise of a one-batch estimate, ``batch_size / k`` windows per domain), the
+spread that noise alone would give the log-weights through the exponentiated-gradient update (a
+random walk: ``eta * sd * sqrt(steps)``; with ``probe`` the excess changes only at updates, so the
+sd is taken over the updates and the walk is ``eta * update_every * sd * sqrt(updates)``), the
+observed spread across seeds of the log-weights and of the output weights, and the seconds of each
+DRO proxy (2 in parallel; with the load average).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,69 +33,110 @@ import numpy as np
 REAL = ["code", "legal", "literature", "news"]
 
 
+def _one_seed(pools: str, ref_path: str, pcfg_d: dict, cfg_d: dict, seed: int) -> dict:
+    import torch
+
+    from mix.doremi import DoReMiConfig, dro_objective
+    from mix.proxy import ProxyConfig, build_proxy_model, train_proxy
+
+    pcfg, cfg = ProxyConfig(**pcfg_d), DoReMiConfig(**cfg_d)
+    ref = build_proxy_model(pools, pcfg, 0)
+    ref.load_state_dict(torch.load(ref_path, weights_only=True))
+    obj = dro_objective(cfg, pcfg, pools, ref)
+    excess: list[list[float]] = []
+    record = obj.record
+
+    def recording() -> dict[str, float]:  # called once per step, after the step's update
+        excess.append(obj.dro.last_excess.tolist())
+        return record()
+
+    obj.record = recording
+    t0 = time.perf_counter()
+    train_proxy(pools, None, pcfg, seed=seed, objective=obj)
+    return {"excess": excess, "history": [h.tolist() for h in obj.dro.history], "avg": obj.dro.average().tolist(),
+            "seconds": round(time.perf_counter() - t0, 1), "load": os.getloadavg()[0]}
+
+
 def main() -> None:
+    import torch
+
     from corpusmix.mixture import natural_mixture
     from corpusmix.paths import DEMO
-    from mix.doremi import DoReMiConfig, DROObjective, GroupDRO
+    from mix.doremi import DoReMiConfig
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxy
     from mix.replication import build_replication_pools
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/bench_doremi_noise")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=0, help="DRO proxy batch (0 = the micro preset's)")
+    ap.add_argument("--pools", default="", help="token pools (default: the replication set, built under --work)")
+    ap.add_argument("--preset", default="micro")
+    ap.add_argument("--seeds", default="1,2,3", help="DRO proxy seeds (the reference uses seed 0)")
+    ap.add_argument("--batch-size", type=int, default=0, help="DRO proxy batch (0 = the preset's)")
     ap.add_argument("--eta", type=float, default=0.0, help="DoReMi eta (0 = the default, 1.0)")
+    ap.add_argument("--excess-source", default="", help="probe | batch (default: DoReMiConfig's)")
+    ap.add_argument("--update-every", type=int, default=0)
+    ap.add_argument("--probe-windows", type=int, default=-1)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--dump", default="", help="write every seed's per-step excess and weights to this JSON")
     args = ap.parse_args()
     work = Path(args.work)
-    pools = work / "pools"
+    work.mkdir(parents=True, exist_ok=True)
+    pools = Path(args.pools) if args.pools else work / "pools"
     if not (pools / "pools.json").exists():
         build_replication_pools(DEMO / "en", work, real=REAL, garbage_from=["quotes", "reference"])
     domains = list(pool_domains(pools))
-    pcfg = ProxyConfig(**PRESETS["micro"]["proxy"])
-    cfg = DoReMiConfig(**PRESETS["micro"]["doremi"])
-    if args.eta:
-        cfg = dataclasses.replace(cfg, eta=args.eta)
-    nat = natural_mixture(pool_domains(pools))
-    ref, _ = train_proxy(pools, [nat[d] for d in domains], pcfg, seed=0)  # as run_doremi's reference
-    if args.batch_size:
-        pcfg = dataclasses.replace(pcfg, batch_size=args.batch_size)
+    pcfg = ProxyConfig(**PRESETS[args.preset]["proxy"], device="cpu")
+    cfg = DoReMiConfig(**PRESETS[args.preset]["doremi"])
+    over = {"eta": args.eta or None, "excess_source": args.excess_source or None,
+            "update_every": args.update_every or None,
+            "probe_windows": args.probe_windows if args.probe_windows >= 0 else None}
+    cfg = dataclasses.replace(cfg, **{k: v for k, v in over.items() if v is not None})
+    cfg.validate()
+    tag = hashlib.sha256(f"{pools.resolve()} {args.preset}".encode()).hexdigest()[:12]
+    ref_path = work / f"reference-{tag}.pt"
+    if not ref_path.exists():  # as run_doremi's reference: natural mixture, seed 0, the proxy's steps
+        nat = natural_mixture(pool_domains(pools))
+        ref, _ = train_proxy(pools, [nat[d] for d in domains], dataclasses.replace(pcfg, steps=cfg.steps), seed=0)
+        torch.save(ref.state_dict(), ref_path)
+    pcfg = dataclasses.replace(pcfg, steps=cfg.steps, batch_size=args.batch_size or pcfg.batch_size)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    load0 = os.getloadavg()
     t0 = time.perf_counter()
+    import multiprocessing as mp
 
-    class Recording(DROObjective):
-        def __init__(self, *a):
-            super().__init__(*a)
-            self.excess: list[np.ndarray] = []
-
-        def token_loss(self, step, batch, loss_tok, mask):
-            out = super().token_loss(step, batch, loss_tok, mask)
-            self.excess.append(self.dro.last_excess.copy())
-            return out
-
+    with ProcessPoolExecutor(args.workers, mp_context=mp.get_context("spawn")) as ex:
+        runs = list(ex.map(_one_seed, *zip(*[(str(pools), str(ref_path), dataclasses.asdict(pcfg),
+                                                 dataclasses.asdict(cfg), s) for s in seeds], strict=True)))
     k = len(domains)
     start = int(cfg.average_from * cfg.steps)
-    runs = []
-    for s in range(1, args.seeds + 1):
-        dro = GroupDRO(k, eta=cfg.eta, smoothing=cfg.smoothing, average_from=start)
-        obj = Recording(dro, ref, domains)
-        train_proxy(pools, None, pcfg, seed=s, objective=obj)
-        runs.append({"excess": np.array(obj.excess), "history": np.array(dro.history), "avg": dro.average()})
-    exc = np.stack([r["excess"] for r in runs])  # [seeds, steps, k]
-    hist = np.stack([r["history"] for r in runs])
+    exc = np.array([r["excess"] for r in runs])  # [seeds, steps, k]
+    hist = np.array([r["history"] for r in runs])
     late = exc[:, start:]
-    sd_step = late.std(axis=1).mean(axis=0)  # per-domain step-to-step sd, mean over seeds
-    walk = cfg.eta * sd_step * np.sqrt(cfg.steps - start)
+    every = cfg.update_every if cfg.excess_source == "probe" else 1
+    late_upd = late[:, ::every]  # one value per update (probe: the excess is constant in between)
+    sd = late_upd.std(axis=1).mean(axis=0)
+    walk = cfg.eta * every * sd * np.sqrt(late_upd.shape[1])
     logw = np.log(hist[:, start:]).mean(axis=1)  # mean log-weight over the averaged window
     logw -= logw.mean(axis=1, keepdims=True)
-    avg = np.stack([r["avg"] for r in runs])
-    out = {"domains": domains, "seeds": args.seeds, "batch_size": pcfg.batch_size, "eta": cfg.eta,
-           "tokens_per_domain_per_step": (-(-pcfg.batch_size // k)) * (pcfg.seq_len - 1),
-           "late_mean_excess": late.mean(axis=(0, 1)).round(4).tolist(),
-           "late_step_sd_excess": sd_step.round(4).tolist(),
-           "random_walk_sd_logw": walk.round(3).tolist(),
-           "observed_seed_range_logw": np.ptp(logw, axis=0).round(3).tolist(),
-           "seed_weights": avg.round(4).tolist(), "seed_range": np.ptp(avg, axis=0).round(4).tolist(),
-           "seconds": round(time.perf_counter() - t0, 1), "loadavg": os.getloadavg()}
+    avg = np.array([r["avg"] for r in runs])
+    rows = -(-pcfg.batch_size // k) * k
+    out = {"pools": str(pools), "preset": args.preset, "domains": domains, "seeds": seeds,
+           "doremi": {f: getattr(cfg, f) for f in ("eta", "excess_source", "update_every", "probe_windows",
+                                                    "average_from", "steps")},
+           "batch_rows": rows, "tokens_per_domain_per_step": rows // k * (pcfg.seq_len - 1),
+           "late_mean_excess": dict(zip(domains, late.mean(axis=(0, 1)).round(4).tolist(), strict=True)),
+           "late_sd_excess": dict(zip(domains, sd.round(4).tolist(), strict=True)),
+           "random_walk_sd_logw": dict(zip(domains, walk.round(3).tolist(), strict=True)),
+           "observed_seed_range_logw": dict(zip(domains, np.ptp(logw, axis=0).round(3).tolist(), strict=True)),
+           "seed_weights": avg.round(4).tolist(),
+           "mean_weights": dict(zip(domains, avg.mean(axis=0).round(4).tolist(), strict=True)),
+           "seed_range": dict(zip(domains, np.ptp(avg, axis=0).round(4).tolist(), strict=True)),
+           "max_seed_range": round(float(np.ptp(avg, axis=0).max()), 4),
+           "proxy_seconds": [r["seconds"] for r in runs], "wall_seconds": round(time.perf_counter() - t0, 1),
+           "loadavg_start": load0, "loadavg_end": os.getloadavg()}
+    if args.dump:
+        Path(args.dump).write_text(json.dumps({"domains": domains, "runs": runs}))
     print(json.dumps(out, indent=1))
 
 

@@ -85,6 +85,14 @@ class DoReMiConfig:
     reference_factor: float = field(default=1.0, metadata={
         "help": "reference steps / proxy steps: a longer-trained reference estimates each domain's loss floor"})
     excess_ema: float = field(default=0.0, metadata={"help": "EMA factor of the per-domain excess (0 = none)"})
+    excess_source: str = field(default="probe", metadata={
+        "help": "probe: excess on a fixed set of search-validation windows, every update_every steps; "
+                "batch: on each training batch (the paper)"})
+    probe_windows: int = field(default=0, metadata={
+        "help": "probe windows per domain, spread over its search-validation split (0 = the batch's windows "
+                "per domain x update_every: the probe then costs what the per-step reference forward did)"})
+    update_every: int = field(default=4, metadata={
+        "help": "probe: steps between weight updates (each update steps eta x update_every)"})
     average_from: float = field(default=0.5, metadata={
         "help": "fraction of DRO steps (warm-up) left out of the weight average"})
     seeds: int = field(default=3, metadata={"help": "DRO proxies (seeds) averaged; their spread is reported"})
@@ -107,6 +115,10 @@ class DoReMiConfig:
             raise ValueError(f"doremi reference_factor must be >= 1, got {self.reference_factor}")
         if not 0.0 <= self.excess_ema < 1.0 or not 0.0 <= self.average_from < 1.0:
             raise ValueError("doremi excess_ema and average_from must be in [0, 1)")
+        if self.excess_source not in ("probe", "batch"):
+            raise ValueError(f"doremi excess_source must be 'probe' or 'batch', got {self.excess_source!r}")
+        if self.probe_windows < 0 or self.update_every < 1:
+            raise ValueError("doremi probe_windows must be >= 0 (0 = automatic) and update_every >= 1")
         if self.seeds < 1 or self.workers < 1:
             raise ValueError("doremi seeds and workers must be >= 1")
         if self.max_rounds < 1 or self.tol < 0:
@@ -182,6 +194,12 @@ class GroupDRO:
         self.history.append(self.weights.copy())
         return self.weights
 
+    def hold(self) -> np.ndarray:
+        """A step without an update (probe excess between updates): the current weights count for
+        this step in the average."""
+        self.history.append(self.weights.copy())
+        return self.weights
+
     def average(self) -> np.ndarray:
         """The output of DoReMi: weights averaged over the steps after ``average_from`` (all steps
         when fewer were taken; uniform before any)."""
@@ -214,17 +232,75 @@ class GroupDRO:
 class DROObjective:
     """The Group-DRO step as the trainer's objective hook (``proxytrain.train.Objective``).
 
-    Per batch: the reference's per-token loss (no gradient), the per-domain excess sums and
-    counts all-reduced over ranks, the :class:`GroupDRO` update, then each token's loss weighted
-    by ``k * a[domain]`` with the updated weights (the order of the original implementation).
+    ``probe=None`` (``excess_source: batch``, the paper): per batch the reference's per-token loss
+    (no gradient), the per-domain excess sums and counts all-reduced over ranks, the
+    :class:`GroupDRO` update, then each token's loss weighted by ``k * a[domain]`` with the updated
+    weights (the order of the original implementation).
+
+    ``probe`` (a batch of fixed search-validation windows, :func:`probe_windows`): the reference's
+    per-token loss on the probe is computed once (the reference is fixed; it is then released);
+    before every ``update_every``-th step (``begin_step``, called by the trainer before the step's
+    forward) the proxy's loss on the probe (eval mode, no gradient) gives the excess and the
+    weights take one update of ``eta * update_every``; the steps in between keep the weights. The
+    same windows at every update and for every seed: no batch-sampling noise enters the weights.
+    Under torchrun every rank scores the whole probe (as the trainer's validation does).
     """
 
-    def __init__(self, dro: GroupDRO, reference, domains: list[str]):
+    def __init__(self, dro: GroupDRO, reference, domains: list[str], *, probe: dict | None = None,
+                 update_every: int = 1):
         self.dro, self.reference, self.domains = dro, reference, list(domains)
+        self.probe, self.update_every = probe, int(update_every)
         self.reference.eval()
         self.reference.requires_grad_(False)
+        self._ref_probe = None  # the reference's per-token probe loss (computed on first use)
+        self._updated_at = -1  # the step of the last probe update (a repeated step does not update twice)
+
+    # ---- probe excess (excess_source: probe)
+    def _probe_loss(self, model, dev):
+        """Per-token loss ``[N, S-1]`` and mask of ``model`` on the probe, in chunks, eval mode."""
+        import torch
+
+        from proxytrain.model import per_token_loss
+
+        was_training = model.training
+        model.eval()
+        losses, masks = [], []
+        with torch.no_grad():
+            n = self.probe["tokens"].shape[0]
+            for i in range(0, n, PROBE_CHUNK):
+                tok = self.probe["tokens"][i:i + PROBE_CHUNK].to(dev)
+                seg = self.probe["segment_ids"][i:i + PROBE_CHUNK].to(dev)
+                loss, mask = per_token_loss(model(tok, seg), tok, seg)
+                losses.append(loss.float())
+                masks.append(mask)
+        model.train(was_training)
+        return torch.cat(losses), torch.cat(masks)
+
+    def begin_step(self, step: int, model) -> None:
+        """Trainer hook before step ``step``'s forward: a probe update every ``update_every`` steps."""
+        if self.probe is None:
+            return
+        from proxytrain.parallel import all_reduce_sum, reshard_all
+
+        del self.dro.history[step:]  # a step repeated after a skipped batch is recorded once
+        if step % self.update_every or step == self._updated_at:
+            self.dro.hold()
+            return
+        dev = next(model.parameters()).device
+        if self._ref_probe is None:
+            self.reference.to(dev)
+            self._ref_probe = self._probe_loss(self.reference, dev)[0]
+            self.reference = self.reference.to("cpu")
+        proxy_tok, mask = self._probe_loss(model, dev)
+        reshard_all(model)  # an FSDP forward without backward leaves the root unsharded
+        dom = self.probe["domain_id"].to(dev)
+        sums = all_reduce_sum(domain_excess_sums(proxy_tok, self._ref_probe, mask, dom, self.dro.k))
+        self.dro.update(*excess_from_sums(sums))
+        self._updated_at = step
 
     def token_loss(self, step: int, batch: dict, loss_tok, mask):
+        if self.probe is not None:
+            return loss_tok * self.dro.loss_weights(batch["domain_id"])[:, None]
         import torch
 
         from proxytrain.model import per_token_loss
@@ -241,13 +317,45 @@ class DROObjective:
         return loss_tok * self.dro.loss_weights(batch["domain_id"])[:, None]
 
     def record(self) -> dict[str, float]:
-        return {f"dro_weight/{d}": float(w) for d, w in zip(self.domains, self.dro.weights, strict=True)}
+        out = {f"dro_weight/{d}": float(w) for d, w in zip(self.domains, self.dro.weights, strict=True)}
+        out.update({f"dro_excess/{d}": float(e) for d, e in zip(self.domains, self.dro.last_excess, strict=True)})
+        return out
 
     def state_dict(self) -> dict:
-        return self.dro.state_dict()
+        return {**self.dro.state_dict(), "updated_at": self._updated_at}
 
     def load_state_dict(self, state: dict) -> None:
         self.dro.load_state_dict(state)
+        self._updated_at = int(state.get("updated_at", -1))
+
+
+# rows per forward when scoring the probe (bounds the activation memory of a large proxy)
+PROBE_CHUNK = 64
+
+
+def probe_windows(pools_dir, domains: list[str], *, seq_len: int, windows: int) -> dict:
+    """The fixed probe of ``excess_source: probe``: per domain, up to ``windows`` non-overlapping
+    ``seq_len`` windows spread evenly over its search-validation (``val``) split (all of them when
+    the split holds fewer; one padded window when it is shorter than ``seq_len``). Independent of
+    any seed: every update and every DRO proxy scores the same tokens. A trainer batch (``domain_id``
+    indexes ``domains``)."""
+    from proxytrain.pools import PoolSampler
+
+    sampler = PoolSampler(pools_dir, seq_len=seq_len, split="val", domains=list(domains))
+    rows = []
+    for i, d in enumerate(sampler.domains):
+        lo, hi = sampler.check_nonempty(d)
+        avail = max(1, (hi - lo) // seq_len)
+        n = min(windows, avail)
+        rows.extend(sampler.window(i, lo + (j * avail // n) * seq_len) for j in range(n))
+    return sampler.stack(rows)
+
+
+def probe_size(cfg: DoReMiConfig, batch_rows: int, k: int) -> int:
+    """Probe windows per domain: ``probe_windows``, or (0) the balanced batch's windows per domain x
+    ``update_every``, so that scoring the probe every ``update_every`` steps costs as many forward
+    rows as the per-step reference forward of ``excess_source: batch`` it replaces."""
+    return cfg.probe_windows or max(1, batch_rows // k) * cfg.update_every
 
 
 def l1_change(a: np.ndarray, b: np.ndarray) -> float:
@@ -350,6 +458,8 @@ def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_
 
     tag = (f"doremi eta={cfg.eta} c={cfg.smoothing} ema={cfg.excess_ema} avg_from={cfg.average_from} "
            f"ref={Path(ref_path).name}")
+    if cfg.excess_source == "probe":  # batch-excess runs keep the keys they were cached under
+        tag += f" probe={cfg.probe_windows} every={cfg.update_every}"
     return {"kind": "doremi", "key": f"doremi-{proxy_key(fp, ref_w.tolist(), pcfg, s, tag)}", "pools": str(pools_dir),
             "seed": s, "round": r, "reference_weights": ref_w.tolist(), "reference": Path(ref_path).name,
             "cfg": dataclasses.asdict(pcfg), "reference_cfg": dataclasses.asdict(rcfg),
@@ -383,12 +493,8 @@ def run_doremi_job(job: dict, cache) -> None:
         return
     cfg = DoReMiConfig(**job["doremi"])
     reference = load_reference(cache / job["reference"], job["pools"], ProxyConfig(**job["reference_cfg"]))
-    k = len(job["reference_weights"])
-    dro = GroupDRO(k, eta=cfg.eta, smoothing=cfg.smoothing, ema=cfg.excess_ema,
-                   average_from=int(cfg.average_from * cfg.steps))
-    from mix.proxy import pool_domains
-
-    objective = DROObjective(dro, reference, list(pool_domains(job["pools"])))
+    objective = dro_objective(cfg, pcfg, job["pools"], reference, log=rank == 0)
+    dro = objective.dro
     _, res = train_proxy(job["pools"], None, pcfg, seed=job["seed"], objective=objective, work_dir=work,
                          keep_work=True)
     res.update(weights=dro.average().tolist(), history=[h.tolist() for h in dro.history],
@@ -396,6 +502,25 @@ def run_doremi_job(job: dict, cache) -> None:
     if rank == 0:
         write_json(cache / f"{job['key']}.json", res)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def dro_objective(cfg: DoReMiConfig, pcfg, pools_dir, reference, *, log: bool = False) -> DROObjective:
+    """The DRO proxy's objective hook for ``cfg`` (batch or probe excess) against ``reference``."""
+    from mix.proxy import dro_rows, pool_domains
+
+    domains = list(pool_domains(pools_dir))
+    k = len(domains)
+    probe, every = None, 1
+    if cfg.excess_source == "probe":
+        every = cfg.update_every
+        n = probe_size(cfg, dro_rows(pcfg.batch_size, k), k)
+        probe = probe_windows(pools_dir, domains, seq_len=pcfg.seq_len, windows=n)
+        if log:
+            _log().info("doremi probe", extra={"data": {"windows_per_domain": n, "rows": int(probe["tokens"].shape[0]),
+                                                        "update_every": every}})
+    dro = GroupDRO(k, eta=cfg.eta * every, smoothing=cfg.smoothing, ema=cfg.excess_ema,
+                   average_from=int(cfg.average_from * cfg.steps))
+    return DROObjective(dro, reference, domains, probe=probe, update_every=every)
 
 
 def load_reference(path, pools_dir, rcfg):

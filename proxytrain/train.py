@@ -17,6 +17,7 @@ second training loop (the mixture searches' Group-DRO proxies, ``mix.doremi``). 
 per-token loss ``[B, S-1]`` (zero where masked) and returns the per-token loss to optimise (same
 shape; its sum is divided by the global target-token count as usual). Under torchrun it is called
 on every rank in step, so it may all-reduce (``proxytrain.parallel.all_reduce_sum``).
+An optional ``obj.begin_step(step, model)`` runs before each step's forward (every rank).
 ``obj.record()`` adds JSON-able numbers to the step's log record; ``obj.state_dict()`` /
 ``load_state_dict()`` (JSON-able) go into the checkpoints, so a resumed run continues the
 objective's state too. The logged ``loss`` stays the plain mean (the spike guard watches it); the
@@ -372,6 +373,9 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             lr = lr_at(step, cfg) * guard.lr_scale
             for group in optimizer.param_groups:
                 group["lr"] = lr
+            if objective is not None and hasattr(objective, "begin_step"):  # optional: work before the forward
+                with autocast:
+                    objective.begin_step(step, model)
             micro = fixed or [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)]
             for b in micro:  # checked on the host, before the copy: no device sync
                 if int(b["tokens"].max()) >= vocab or int(b["tokens"].min()) < 0:

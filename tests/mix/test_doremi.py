@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -134,6 +136,85 @@ def write_pools(root, sizes: dict[str, int], vocab: int = 64, seed: int = 0):
 
 FAST = ["--preset", "micro", "--proxy-steps", "12", "--steps", "12", "--proxy-batch-size", "4",
         "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--params", "/nonexistent.yaml"]
+
+
+def test_probe_windows_are_fixed_spread_over_the_search_validation_split(tmp_path):
+    from mix.doremi import DoReMiConfig, probe_size, probe_windows
+    from proxytrain.pools import PoolSampler
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
+    probe = probe_windows(pools, ["a", "b", "c"], seq_len=16, windows=5)
+    again = probe_windows(pools, ["a", "b", "c"], seq_len=16, windows=5)
+    assert all(torch.equal(probe[key], again[key]) for key in probe)  # no seed: the same windows every time
+    val = PoolSampler(pools, seq_len=16, split="val")
+    train = PoolSampler(pools, seq_len=16, split="train")
+    dom = probe["domain_id"].tolist()
+    for i, d in enumerate("abc"):
+        lo, hi = val.check_nonempty(d)
+        avail = (hi - lo) // 16
+        assert dom.count(i) == min(5, avail)
+        rows = probe["tokens"][probe["domain_id"] == i]
+        # every row is a window of d's search-validation split, starting on a window boundary
+        starts = [lo + (j * avail // min(5, avail)) * 16 for j in range(min(5, avail))]
+        for r, st in zip(rows, starts, strict=True):
+            assert torch.equal(r, val.stack([val.window(i, st)])["tokens"][0])
+        assert len(set(starts)) == len(starts) and starts[-1] > lo + (hi - lo) // 2  # spread, not the first windows
+        assert train.check_nonempty(d)[1] <= lo  # disjoint from the training split
+    # a split with fewer windows than asked gives all it has
+    few = probe_windows(pools, ["a", "b", "c"], seq_len=16, windows=10 ** 6)
+    assert few["domain_id"].tolist().count(2) == (lambda r: (r[1] - r[0]) // 16)(val.check_nonempty("c"))
+    # automatic size: the balanced batch's windows per domain x update_every (cost of the replaced forward)
+    assert probe_size(DoReMiConfig(update_every=8), batch_rows=20, k=5) == 32
+    assert probe_size(DoReMiConfig(update_every=8, probe_windows=3), batch_rows=20, k=5) == 3
+    with pytest.raises(ValueError, match="excess_source"):
+        DoReMiConfig(excess_source="train").validate()
+    with pytest.raises(ValueError, match="update_every"):
+        DoReMiConfig(update_every=0).validate()
+
+
+def test_probe_objective_updates_every_n_steps_from_the_probe_excess(tmp_path):
+    """The excess of a probe update is the clipped per-token excess of the proxy over the reference
+    on the probe windows (computed here independently); between updates the weights are held, one
+    history entry per step; a repeated step (skipped batch) neither updates twice nor records twice."""
+    from mix.doremi import DROObjective, probe_windows
+    from mix.proxy import ProxyConfig, build_proxy_model
+    from proxytrain.model import per_token_loss
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
+    cfg = ProxyConfig(model_preset="tiny", d_model=32, n_layers=1, n_heads=2, seq_len=16)
+    ref, proxy = build_proxy_model(pools, cfg, 0), build_proxy_model(pools, cfg, 1)
+    probe = probe_windows(pools, ["a", "b", "c"], seq_len=16, windows=4)
+    dro = GroupDRO(3, eta=2.0 * 3, smoothing=0.0)
+    obj = DROObjective(dro, ref, ["a", "b", "c"], probe=probe, update_every=3)
+    with torch.no_grad():
+        lp, mask = per_token_loss(proxy(probe["tokens"], probe["segment_ids"]), probe["tokens"], probe["segment_ids"])
+        lr_, _ = per_token_loss(ref(probe["tokens"], probe["segment_ids"]), probe["tokens"], probe["segment_ids"])
+    tok = (lp - lr_).clamp(min=0) * mask
+    want = np.array([float(tok[probe["domain_id"] == i].sum() / mask[probe["domain_id"] == i].sum())
+                     for i in range(3)])
+    proxy.train()
+    obj.begin_step(0, proxy)
+    assert proxy.training  # eval mode only while scoring the probe
+    np.testing.assert_allclose(dro.last_excess, want, rtol=1e-5)
+    w0 = dro.weights.copy()
+    expect = np.exp(6.0 * want) / np.exp(6.0 * want).sum()
+    np.testing.assert_allclose(w0, expect, rtol=1e-5)
+    obj.begin_step(0, proxy)  # step 0 again (its batch was skipped): no second update, one record
+    np.testing.assert_allclose(dro.weights, w0)
+    for step in (1, 2):
+        obj.begin_step(step, proxy)
+    assert len(dro.history) == 3 and all(np.array_equal(h, w0) for h in dro.history)
+    obj.begin_step(3, proxy)  # the next update: same proxy, same probe -> same excess again
+    np.testing.assert_allclose(dro.weights, np.exp(12.0 * want) / np.exp(12.0 * want).sum(), rtol=1e-5)
+    # the training loss is only reweighted (no reference forward on the batch)
+    batch = {"domain_id": torch.tensor([0, 2])}
+    out = obj.token_loss(3, batch, torch.ones(2, 4), torch.ones(2, 4, dtype=torch.bool))
+    np.testing.assert_allclose(out[:, 0].numpy(), 3 * dro.weights[[0, 2]], rtol=1e-6)
+    state = json.loads(json.dumps(obj.state_dict()))  # JSON-able, with the step of the last update
+    fresh = DROObjective(GroupDRO(3, eta=6.0, smoothing=0.0), ref, ["a", "b", "c"], probe=probe, update_every=3)
+    fresh.load_state_dict(state)
+    fresh.begin_step(3, proxy)  # resumed on the step of the last update: not applied twice
+    np.testing.assert_allclose(fresh.dro.weights, dro.weights)
 
 
 def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):

@@ -1,0 +1,60 @@
+"""Cost of one DoReMi DRO proxy: per-batch excess (the paper) vs the fixed probe (docs/mix.md).
+
+    python bench/bench_doremi_cost.py --pools out/pools [--preset tiny] [--steps 40] [--rounds 3]
+        [--update-every 8] [--probe-windows 0]
+
+The two settings alternate in rounds in one process (one torch thread, as a proxy worker runs),
+each a DRO proxy of ``--steps`` steps against the same reference (its weights do not change the
+cost; the reference's training is the same for both and not timed). Prints per round the seconds
+of each, the ratio probe / batch and the load average; then the median ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import time
+
+
+def main() -> None:
+    from mix.doremi import DoReMiConfig, dro_objective
+    from mix.presets import PRESETS
+    from mix.proxy import ProxyConfig, build_proxy_model, train_proxy
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pools", required=True)
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--update-every", type=int, default=0, help="0 = DoReMiConfig's default")
+    ap.add_argument("--probe-windows", type=int, default=-1, help="-1 = DoReMiConfig's default")
+    args = ap.parse_args()
+    pcfg = ProxyConfig(**{**PRESETS[args.preset]["proxy"], "steps": args.steps}, device="cpu")
+    base = DoReMiConfig(**{**PRESETS[args.preset]["doremi"], "steps": args.steps})
+    over = {"update_every": args.update_every or None,
+            "probe_windows": args.probe_windows if args.probe_windows >= 0 else None}
+    probe = dataclasses.replace(base, excess_source="probe", **{k: v for k, v in over.items() if v is not None})
+    batch = dataclasses.replace(base, excess_source="batch")
+    reference = build_proxy_model(args.pools, pcfg, 0)
+    rounds = []
+    for r in range(args.rounds):
+        secs = {}
+        order = (("batch", batch), ("probe", probe)) if r % 2 == 0 else (("probe", probe), ("batch", batch))
+        for name, cfg in order:
+            obj = dro_objective(cfg, pcfg, args.pools, reference)
+            t0 = time.perf_counter()
+            train_proxy(args.pools, None, pcfg, seed=1, objective=obj)
+            secs[name] = round(time.perf_counter() - t0, 2)
+        rounds.append({"round": r, **secs, "ratio_probe_over_batch": round(secs["probe"] / secs["batch"], 3),
+                       "loadavg": os.getloadavg()})
+        print(json.dumps(rounds[-1]), flush=True)
+    print(json.dumps({"preset": args.preset, "steps": args.steps, "update_every": probe.update_every,
+                      "probe_windows": probe.probe_windows,
+                      "median_ratio": statistics.median(r["ratio_probe_over_batch"] for r in rounds)}))
+
+
+if __name__ == "__main__":
+    main()
