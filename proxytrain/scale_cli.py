@@ -3,6 +3,7 @@
     corpusmix scale sweep   --data out/pools --mixture out/mix/mixture.json --tokenizer out/tokenizer/tokenizer.json \\
                             --out out/scale                      # the grid of small `corpusmix train` runs
     corpusmix scale fit     --sweep out/scale/sweep.json --output out/scale/fit.json
+    corpusmix scale check   --sweep out/scale/sweep.json         # each size / the largest D predicted from the rest
     corpusmix scale predict --fit out/scale/fit.json --flops 1e15 --output out/scale/prediction.json
     corpusmix scale predict --fit out/scale/fit.json --params 2e6 --tokens 4e7
 
@@ -55,6 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     ft.add_argument("--output", required=True, help="fit.json to write")
     add_config_args(ft, FitConfig)
     ft.set_defaults(func=run_fit_cmd)
+    ck = ss.add_parser("check", help="design check: each size, and the largest D, predicted from the other runs")
+    ck.add_argument("--params", default="params.yaml", help="params file; its scale.fit section is read")
+    ck.add_argument("--sweep", action="append", required=True, help="sweep.json (repeatable)")
+    ck.add_argument("--output", default="", help="checks JSON to write (empty = stdout only)")
+    add_config_args(ck, FitConfig)
+    ck.set_defaults(func=run_check_cmd)
     pr = ss.add_parser("predict", help="loss with an interval and the recommended N, D, lr, batch")
     pr.add_argument("--params-file", dest="params_file", default="params.yaml",
                     help="params file; its scale.predict section is read")
@@ -105,6 +112,25 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
     summary = {"constants": fit["constants"], "intervals": fit["intervals"], "rmse_log": fit["rmse_log"],
                "lr_law": fit["lr_law"], "drops": fit["drops"], "output": str(out)}
     print(json.dumps(summary))
+    return 0
+
+
+def run_check_cmd(args: argparse.Namespace) -> int:
+    from proxytrain.scaling_fit import FitConfig, FitError, design_checks
+
+    cfg = config_from(FitConfig, params=load_params(args.params, "scale.fit"), args=args, where="scale.fit")
+    try:
+        checks = design_checks(read_runs(args.sweep), cfg)
+    except FitError as exc:
+        print(f"corpusmix scale check: error: {exc}", file=sys.stderr)
+        return 2
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(checks, indent=1, sort_keys=True))
+    print(json.dumps({"leave_one_size_out": {f["left_out"]: f.get("signed_error_pct", f.get("error"))
+                                             for f in checks["leave_one_size_out"]},
+                      "leave_largest_d_out": checks["leave_largest_d_out"].get(
+                          "signed_error_pct", checks["leave_largest_d_out"].get("error"))}))
     return 0
 
 

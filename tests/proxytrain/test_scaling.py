@@ -360,3 +360,12 @@ def test_design_checks_on_a_known_law():
     few = design_checks([r for r in runs if r["N"] in sizes[:2]], FitConfig(starts=1))  # 8 points, 2 sizes
     assert all("one model size" in f["error"] for f in few["leave_one_size_out"])
     assert "need at least 8" in few["leave_largest_d_out"]["error"] and few["max_abs_error_pct_sizes"] is None
+
+
+def test_cli_check_errors(tmp_path, capsys):
+    bad = tmp_path / "sweep.json"
+    bad.write_text(json.dumps({"runs": [{"N": 1000, "D": 4096, "lr": 1e-2, "loss": None, "status": "diverged"}]}))
+    assert main(["scale", "check", "--sweep", str(bad), "--params", str(tmp_path / "none.yaml")]) == 2
+    assert "no usable runs" in capsys.readouterr().err
+    assert main(["scale", "check", "--sweep", str(tmp_path / "missing.json")]) == 2
+    assert "scale sweep" in capsys.readouterr().err
