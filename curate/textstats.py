@@ -20,6 +20,7 @@ words (``WordOrderModel``): shuffled words and word salad lose the grammar of fu
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import zlib
@@ -88,8 +89,102 @@ def _is_dict_token(tok: str, words: frozenset[str], short: frozenset[str]) -> bo
 
 
 _DICT_CACHE: dict[str, dict[str, bool]] = {}
-#: token -> (length, has a letter, lower-cased): real text is Zipfian, most tokens are seen before
-_TOKEN_PROPS: dict[str, tuple[int, bool, str]] = {}
+
+
+class TokenTable:
+    """Integer ids for whitespace tokens with their properties in numpy arrays (length, has a
+    letter, id of the lower-cased form, dictionary word per language): real text is Zipfian, so a
+    document's tokens are mostly known and map to ids in one C-level pass of ``dict.get``."""
+
+    def __init__(self, max_tokens: int = 500_000) -> None:
+        self.max_tokens = max_tokens
+        self.clear()
+
+    def clear(self) -> None:
+        self.index: dict[str, int] = {}
+        self.tokens: list[str] = []
+        self.low_index: dict[str, int] = {}
+        self.low_words: list[str] = []
+        self.size = np.zeros(1024, np.int64)
+        self.alpha = np.zeros(1024, np.int64)
+        self.low = np.zeros(1024, np.int64)
+        self.low_len = np.zeros(1024, np.int64)
+        self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
+
+    def _grow(self, n: int) -> None:
+        cap = len(self.size)
+        if n <= cap:
+            return
+        new = max(n, 2 * cap)
+        for name in ("size", "alpha", "low"):
+            arr = getattr(self, name)
+            setattr(self, name, np.concatenate([arr, np.zeros(new - cap, arr.dtype)]))
+        for lang, arr in self.in_dict.items():
+            self.in_dict[lang] = np.concatenate([arr, np.full(new - cap, -1, np.int8)])
+
+    def _add(self, t: str) -> int:
+        i = len(self.tokens)
+        self._grow(i + 1)
+        self.index[t] = i
+        self.tokens.append(t)
+        low = t.lower()
+        li = self.low_index.get(low)
+        if li is None:
+            li = self.low_index[low] = len(self.low_words)
+            self.low_words.append(low)
+            if li >= len(self.low_len):
+                self.low_len = np.concatenate([self.low_len, np.zeros(max(1024, len(self.low_len)), np.int64)])
+            self.low_len[li] = len(low)
+        self.size[i] = len(t)
+        self.alpha[i] = any(ch.isalpha() for ch in t)
+        self.low[i] = li
+        return i
+
+    def ids(self, tokens: list[str]) -> np.ndarray:
+        if len(self.tokens) + len(tokens) > self.max_tokens:  # bounded on huge vocabularies
+            self.clear()
+        got = list(map(self.index.get, tokens))
+        if None in got:
+            index = self.index
+            for k, (g, t) in enumerate(zip(got, tokens, strict=True)):
+                if g is None:
+                    g = index.get(t)
+                    got[k] = self._add(t) if g is None else g
+        return np.array(got, dtype=np.int64)
+
+    def dict_flags(self, lang: str, ids: np.ndarray, d: tuple[frozenset[str], frozenset[str]]) -> np.ndarray:
+        flags = self.in_dict.get(lang)
+        if flags is None:
+            flags = self.in_dict[lang] = np.full(len(self.size), -1, np.int8)
+        todo = np.unique(ids[flags[ids] < 0])
+        for i in todo.tolist():
+            flags[i] = _is_dict_token(self.tokens[i], *d)
+        return flags[ids]
+
+
+_TABLE = TokenTable()
+
+
+def text_key(text: str) -> bytes:
+    """A 128-bit digest of ``text``: the key of per-text memos (a document measured by the
+    calibration is measured again, unchanged, by the run)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class Memo:
+    """A bounded memo of a pure function's results (cleared when full: no unbounded growth)."""
+
+    def __init__(self, max_items: int = 50_000) -> None:
+        self.max_items = max_items
+        self.items: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        return self.items.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        if len(self.items) >= self.max_items:
+            self.items.clear()
+        self.items[key] = value
 
 
 def dict_share(tokens: list[str], lang: str) -> float | None:
@@ -258,35 +353,17 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
         return out
-    d = dictionary(lang) if lang else None
-    dcache = _DICT_CACHE.setdefault(lang, {}) if d is not None else {}
-    if len(dcache) > 1_000_000:  # bounded on huge vocabularies
-        dcache.clear()
-    if len(_TOKEN_PROPS) > 1_000_000:
-        _TOKEN_PROPS.clear()
-    total = alpha = hits = 0
-    lowered: Counter[str] = Counter()  # lower-cased tokens of 3+ characters -> count
-    distinct: set[str] = set()
-    for t, c in Counter(tokens).items():
-        props = _TOKEN_PROPS.get(t)
-        if props is None:
-            props = _TOKEN_PROPS[t] = (len(t), any(ch.isalpha() for ch in t), t.lower())
-        size, has_alpha, low = props
-        total += size * c
-        if has_alpha:
-            alpha += c
-        if d is not None:
-            v = dcache.get(t)
-            if v is None:
-                v = dcache[t] = _is_dict_token(t, *d)
-            if v:
-                hits += size * c
-        distinct.add(low)
-        if size > 2:
-            lowered[low] += c
+    ids = _TABLE.ids(tokens)
+    size = _TABLE.size[ids]
+    total = int(size.sum())
     out["mean_word_len"] = total / n
-    out["alpha_share"] = alpha / n
-    out["dict_share"] = hits / total if d is not None else None
+    out["alpha_share"] = int(_TABLE.alpha[ids].sum()) / n
+    d = dictionary(lang) if lang else None
+    out["dict_share"] = int((size * _TABLE.dict_flags(lang, ids, d)).sum()) / total if d is not None else None
+    lows = _TABLE.low[ids]
+    distinct = len(np.unique(lows))
+    # lower-cased tokens of 3+ characters (the original token's length) and their counts
+    uniq, counts = np.unique(lows[size > 2], return_counts=True)
     seen: set[str] = set()
     dup_chars = 0
     for ln in lines:
@@ -297,14 +374,17 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
             seen.add(s)
     out["dup_line_share"] = dup_chars / max(1, sum(len(ln.strip()) for ln in lines))
     # share of the text's characters taken by its most frequent word (of 3+ chars): keyword spam
-    if lowered:
-        w, c = max(lowered.items(), key=lambda x: (x[1] * len(x[0]), x[0]))
+    if len(uniq):
+        score = counts * _TABLE.low_len[uniq]
+        best = np.flatnonzero(score == score.max()).tolist()
+        # ties go to the greatest word, as max() over (count * length, word)
+        w, c = max((_TABLE.low_words[int(uniq[k])], int(counts[k])) for k in best)
         out["top_word_share"] = c * len(w) / max(1, total)
     else:
         out["top_word_share"] = 0.0
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
     # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)
-    out["vocab_richness"] = len(distinct) / math.sqrt(n) if n >= 30 else None
+    out["vocab_richness"] = distinct / math.sqrt(n) if n >= 30 else None
     out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
     if frequent_segments is not None:
         out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)

@@ -22,6 +22,8 @@ by the engine before any task starts, so every engine and every task uses the sa
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from typing import Any
 
@@ -29,7 +31,11 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import CurationStep
-from curate.textstats import LOG_STATS, STYLE_STATS, WordOrderModel, doc_stats
+from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, text_key
+
+#: doc_stats by (text digest, language, calibration digest), shared by the calibration's probe
+#: filter and the run's filter in one process
+_STATS = Memo(50_000)
 
 
 def to_scale(stat: str, x: float) -> float:
@@ -51,6 +57,7 @@ class CalibratedFilter(CurationStep):
         self.order: WordOrderModel | None = None
         self.calibrated = False
         self.frequent: frozenset[str] = frozenset()
+        self._model_key = b""
         # user overrides (curate.filters.per_domain) of the garbage thresholds
         self._by_domain = {d: cfg.for_domain(d) for d in (cfg.per_domain or {})}
 
@@ -63,6 +70,9 @@ class CalibratedFilter(CurationStep):
     def set_calibration(self, section: dict[str, Any]) -> None:
         self.order = WordOrderModel.from_dict(section["word_order"]) if section.get("word_order") else None
         self.frequent = frozenset(section.get("frequent_segments") or ())
+        # what doc_stats depends on besides the text and language: equal models, equal key
+        self._model_key = hashlib.blake2b(json.dumps(
+            [section.get("word_order"), sorted(self.frequent)]).encode(), digest_size=16).digest()
         self.domains = dict(section.get("domains") or {})
         self.calibrated = True
 
@@ -74,7 +84,15 @@ class CalibratedFilter(CurationStep):
         return (dom or {}).get("language") or self.cfg.language
 
     def measure(self, doc: Document, dom: dict[str, Any] | None = None) -> dict[str, float | None]:
-        return doc_stats(doc.text, self._language(doc, dom), self.order, self.frequent)
+        """``doc_stats`` of the document (memoised: the calibration measures the sampled documents,
+        the run measures them again with the same model; the returned dict is read only)."""
+        lang = self._language(doc, dom)
+        key = (text_key(doc.text), lang, self._model_key)
+        stats = _STATS.get(key)
+        if stats is None:
+            stats = doc_stats(doc.text, lang, self.order, self.frequent)
+            _STATS.put(key, stats)
+        return stats
 
     def garbage_reason(self, s: dict[str, float | None], domain: str | None = None) -> str | None:
         c = self._by_domain.get(domain, self.cfg) if domain else self.cfg

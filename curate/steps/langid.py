@@ -28,6 +28,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator, CurationStep
+from curate.textstats import Memo, text_key
 
 PACKAGED_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
@@ -68,6 +69,7 @@ class LanguageID(Annotator):
         self.cfg = cfg or LangIdConfig()
         self.model_file = str(self.cfg.resolved_model())
         self._model = None
+        self._memo = Memo(50_000)
 
     @property
     def model(self):
@@ -84,7 +86,14 @@ class LanguageID(Annotator):
         return labels[0].removeprefix("__label__"), min(float(probs[0]), 1.0)
 
     def annotate(self, doc: Document) -> None:
-        doc.metadata["lang"], doc.metadata["lang_score"] = self.predict(doc.text)
+        # memoised by the text's digest: the calibration labels a sample of the input that the
+        # run labels again (and exact duplicates repeat); fastText's answer is deterministic
+        key = text_key(doc.text)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self.predict(doc.text)
+            self._memo.put(key, hit)
+        doc.metadata["lang"], doc.metadata["lang_score"] = hit
 
     def __getstate__(self):
         state = self.__dict__.copy()
