@@ -124,7 +124,9 @@ class Attention(nn.Module):
         self.wqkv = nn.Linear(cfg.d_model, (cfg.n_heads + 2 * cfg.kv_heads) * cfg.head_dim, bias=False)
         self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ctx: Any) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ctx: Any,
+                residual: torch.Tensor | None = None) -> torch.Tensor:
+        """Attention output [B, S, d_model]; plus ``residual`` when given (added inside the matmul)."""
         b, s, _ = x.shape
         qkv = self.wqkv(x).view(b, s, self.n_heads + 2 * self.n_kv, self.head_dim)
         if ctx.backend == "sdpa" and rope_attention_supported(qkv, self.n_heads, ctx.mask):
@@ -135,7 +137,7 @@ class Attention(nn.Module):
             qkv = rope_heads(qkv, cos, sin, self.n_heads + self.n_kv).transpose(1, 2)
             q, k, v = qkv.split([self.n_heads, self.n_kv, self.n_kv], dim=1)
             out = attend(q, k, v, ctx)  # [B, H, S, D]
-        return self.wo(out.transpose(1, 2).reshape(b, s, -1))
+        return _project(out.transpose(1, 2).reshape(b, s, -1), self.wo.weight, residual)
 
 
 class FeedForward(nn.Module):
@@ -145,8 +147,9 @@ class FeedForward(nn.Module):
         self.w13 = nn.Linear(cfg.d_model, 2 * self.hidden, bias=False)  # gate and up, fused
         self.w2 = nn.Linear(self.hidden, cfg.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w2(swiglu(self.w13(x)))  # silu(gate) * up, hand-written backward
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """silu(gate) * up, projected back; plus ``residual`` when given (added inside the matmul)."""
+        return _project(swiglu(self.w13(x)), self.w2.weight, residual)
 
 
 class Block(nn.Module):
@@ -158,8 +161,28 @@ class Block(nn.Module):
         self.ffn = FeedForward(cfg)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ctx: Any) -> torch.Tensor:
+        if _fuse_residual(x):
+            # eager fp32 CPU: each residual add is the beta=1 term of its projection's GEMM (addmm),
+            # one full-size pass less each (the gradient passes through to x unchanged either way)
+            x = self.attn(self.attn_norm(x), cos, sin, ctx, residual=x)
+            return self.ffn(self.ffn_norm(x), residual=x)
         x = x + self.attn(self.attn_norm(x), cos, sin, ctx)
         return x + self.ffn(self.ffn_norm(x))
+
+
+def _fuse_residual(x: torch.Tensor) -> bool:
+    """Residual adds go into the projections' addmm: eager CPU, fp32, no autocast (under autocast
+    addmm would round the residual stream to the autocast dtype; compiled graphs fuse the add)."""
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and type(x) is torch.Tensor
+            and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling())
+
+
+def _project(y: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
+    """``y @ weight.T`` (+ ``residual``, as the GEMM's accumulate term: same sum, one pass less)."""
+    if residual is None:
+        return F.linear(y, weight)
+    out = torch.addmm(residual.reshape(-1, residual.shape[-1]), y.reshape(-1, y.shape[-1]), weight.t())
+    return out.view(residual.shape)
 
 
 class Transformer(nn.Module):

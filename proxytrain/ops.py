@@ -11,6 +11,10 @@ here saves only what its backward needs and writes each result once. Numerics fo
 versions (statistics and rotations in fp32, results in the input dtype); ``tests/proxytrain/test_ops.py``
 checks values and gradients against them.
 
+On one CPU thread with fp32 tensors, RMSNorm, RoPE and SwiGLU run fused C kernels
+(``proxytrain.cpu_kernels``: one pass per row instead of one per op, built on first use); without a
+compiler, or with more threads, the torch-op versions below run (same numbers within fp32 rounding).
+
 Under ``torch.compile`` the composite forms are used instead: inductor fuses them into a few
 generated kernels by itself, and a graph made of plain ops has no break around a custom function.
 """
@@ -21,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch.autograd import Function
 
+from proxytrain import cpu_kernels
+
 
 def _wide(t: torch.Tensor) -> torch.Tensor:
     """``t`` in at least fp32 (bf16/fp16 widened, fp32/fp64 as they are)."""
@@ -30,6 +36,10 @@ def _wide(t: torch.Tensor) -> torch.Tensor:
 class _RMSNorm(Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:  # noqa: ANN001
+        if x.is_contiguous() and weight.is_contiguous() and cpu_kernels.usable(x, weight):
+            y, rstd = cpu_kernels.rms_forward(x, weight, eps)  # one fused pass per row
+            ctx.save_for_backward(x, weight, rstd)
+            return y
         xf = _wide(x)
         # one reduction pass (no x**2 temporary): mean(x^2) = |x|^2 / d
         rstd = torch.linalg.vector_norm(xf, dim=-1, keepdim=True).square_().div_(x.shape[-1]).add_(eps).rsqrt_()
@@ -42,6 +52,8 @@ class _RMSNorm(Function):
         #   dx = r (g w) - x r^3 / d * sum_j(g x w),   dw = sum_rows(r g x)
         # both row/column sums are matrix-vector products of p = g x (BLAS, one read each)
         x, weight, rstd = ctx.saved_tensors
+        if x.is_contiguous() and weight.is_contiguous() and cpu_kernels.usable(grad, x, weight):
+            return (*cpu_kernels.rms_backward(grad, x, weight, rstd), None)
         xf, g, w = _wide(x), _wide(grad), _wide(weight)
         d = x.shape[-1]
         p = (g * xf).view(-1, d)
@@ -64,6 +76,9 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, out: torch.Te
     ``x``/``out`` are [B, S, H, D], ``cos``/``sin`` [S, 1, D/2]. The cosine term is one pass over
     whole heads (a [S, 1, D] table: inner loops of D, not D/2); only the two sine terms work on halves.
     """
+    if cpu_kernels.rope_supported(x, out):  # one fused pass, strided views read/written in place
+        cpu_kernels.rope(x, cos[:, 0], sin[:, 0], out)
+        return
     half = x.shape[-1] // 2
     wide = torch.promote_types(out.dtype, torch.float32)
     tgt = out if out.dtype == wide else torch.empty(out.shape, dtype=wide, device=out.device)
@@ -171,6 +186,11 @@ def rope_attention(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_he
 class _SwiGLU(Function):
     @staticmethod
     def forward(ctx, h: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        ctx.fused = h.is_contiguous() and cpu_kernels.usable(h)
+        if ctx.fused:  # one pass; saves sigmoid(gate) so the backward needs no exp
+            out, sig = cpu_kernels.swiglu_forward(h)
+            ctx.save_for_backward(h, sig)
+            return out
         gate, up = h.chunk(2, dim=-1)
         act = F.silu(gate)
         ctx.save_for_backward(h, act)
@@ -179,6 +199,10 @@ class _SwiGLU(Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
         h, act = ctx.saved_tensors
+        if ctx.fused and cpu_kernels.usable(grad):
+            return cpu_kernels.swiglu_backward(grad, h, act)
+        if ctx.fused:  # saved sigmoid(gate), not silu(gate)
+            act = act * h.chunk(2, dim=-1)[0]
         gate, up = h.chunk(2, dim=-1)
         # both halves written into one buffer: autograd of chunk() would concatenate two fresh ones
         gh = torch.empty_like(h, memory_format=torch.contiguous_format)

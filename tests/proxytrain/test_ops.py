@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 import torch.nn.functional as F
 
+from proxytrain import cpu_kernels
+from proxytrain import model as model_mod
 from proxytrain.attention import attend, prepare_attention
-from proxytrain.model import apply_rope
+from proxytrain.model import ModelConfig, apply_rope, build_model
 from proxytrain.ops import (
     cross_entropy,
     rms_norm,
@@ -16,6 +20,17 @@ from proxytrain.ops import (
     rope_heads,
     swiglu,
 )
+
+
+@pytest.fixture(params=["kernels", "torch-ops"])
+def path(request, monkeypatch):
+    """Each op test runs twice: through the fused C kernels (one thread, fp32; built here if need be)
+    and through the torch-op versions they replace where no compiler is found."""
+    if request.param == "torch-ops":
+        monkeypatch.setattr(cpu_kernels, "usable", lambda *t: False)
+    elif shutil.which("g++") or shutil.which("c++"):
+        assert cpu_kernels.lib() is not None  # a compiler is here: the kernels must build, not fall back
+    return request.param
 
 
 def _grads(fn, *inputs):
@@ -50,7 +65,7 @@ def test_gradcheck_float64():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rms_norm_matches_composite(dtype):
+def test_rms_norm_matches_composite(dtype, path):
     g = torch.Generator().manual_seed(1)
     x = (3 * torch.randn(4, 9, 48, generator=g)).to(dtype)
     w = torch.rand(48, generator=g) + 0.5
@@ -68,7 +83,7 @@ def test_rms_norm_matches_composite(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rope_heads_matches_composite(dtype):
+def test_rope_heads_matches_composite(dtype, path):
     """q/k heads rotated as ``apply_rope`` does on [B, H, S, D]; the v heads pass through untouched."""
     g = torch.Generator().manual_seed(2)
     b, s, hq, hk, d = 2, 12, 4, 2, 16
@@ -127,7 +142,7 @@ def test_compiled_graphs_get_the_composite_forms_with_the_same_numbers(monkeypat
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("packed", [True, False])
-def test_rope_attention_equals_rope_then_sdpa(dtype, packed):
+def test_rope_attention_equals_rope_then_sdpa(dtype, packed, path):
     """The fused CPU path gives the composite path's numbers (rope_heads, split, SDPA) to the bit,
     with a document mask (packed rows) and on plain causal rows (no mask)."""
     g = torch.Generator().manual_seed(5)
@@ -160,7 +175,7 @@ def test_rope_attention_is_refused_where_the_composite_path_must_run():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_swiglu_equals_silu_times_up(dtype):
+def test_swiglu_equals_silu_times_up(dtype, path):
     g = torch.Generator().manual_seed(6)
     h = (2 * torch.randn(2, 5, 2 * 24, generator=g)).to(dtype)
 
@@ -171,7 +186,62 @@ def test_swiglu_equals_silu_times_up(dtype):
     out, (grad,) = _grads(swiglu, h)
     out_ref, (grad_ref,) = _grads(composite, h)
     assert out.shape == (2, 5, 24) and grad.dtype == dtype
-    torch.testing.assert_close(out, out_ref, atol=0, rtol=0)
+    # torch ops: the same kernels as the composite (bit-equal forward); the fused fp32 kernel
+    # computes silu as gate * sigmoid(gate) with glibc's vector expf: equal within fp32 rounding
+    fused = path == "kernels" and dtype == torch.float32
+    torch.testing.assert_close(out, out_ref, atol=2e-6 if fused else 0, rtol=2e-6 if fused else 0)
     torch.testing.assert_close(grad, grad_ref, atol=1e-6, rtol=1e-6)
     if dtype == torch.float64:
         assert torch.autograd.gradcheck(swiglu, (h[:1, :2].detach().requires_grad_(),))
+
+
+def test_fused_kernels_fall_back_to_torch_ops_without_a_compiler(monkeypatch, tmp_path):
+    """No compiler (or kernels switched off) -> lib() is None, the ops take the torch-op path."""
+    monkeypatch.setenv("CORPUSMIX_KERNEL_CACHE", str(tmp_path))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    cpu_kernels.lib.cache_clear()
+    try:
+        assert cpu_kernels.lib() is None and not cpu_kernels.usable(torch.zeros(2))
+        x = torch.randn(4, 16, generator=torch.Generator().manual_seed(8))
+        torch.testing.assert_close(rms_norm(x, torch.ones(16), 1e-5), F.rms_norm(x, (16,), None, 1e-5))
+        cpu_kernels.lib.cache_clear()
+        monkeypatch.delenv("CXX")
+        monkeypatch.setenv("CORPUSMIX_CPU_KERNELS", "0")
+        assert cpu_kernels.lib() is None
+    finally:
+        cpu_kernels.lib.cache_clear()
+
+
+def test_kernels_apply_only_to_one_thread_fp32_cpu_tensors():
+    x = torch.zeros(2, 4)
+    assert cpu_kernels.usable(x) == (cpu_kernels.lib() is not None)
+    assert not cpu_kernels.usable(x.double()) and not cpu_kernels.usable(x.bfloat16())
+    torch.set_num_threads(2)  # the conftest fixture restores one thread
+    assert not cpu_kernels.usable(x)
+
+
+def test_model_with_fused_kernels_matches_torch_ops(monkeypatch):
+    """Whole model (fused kernels, residual adds inside addmm) vs torch ops and plain adds: logits and every
+    parameter gradient equal within fp32 rounding; two runs of the fused path equal to the bit."""
+    if cpu_kernels.lib() is None:
+        pytest.skip("no C++ compiler: the fused kernels cannot be built here")
+    cfg = ModelConfig.preset("tiny", vocab_size=97, max_seq_len=32, attn_backend="sdpa")
+    g = torch.Generator().manual_seed(9)
+    tokens = torch.randint(0, 97, (2, 32), generator=g)
+    seg = torch.tensor([[0] * 20 + [1] * 12, [0] * 32], dtype=torch.int32)
+
+    def run():
+        model = build_model(cfg, "cpu", seed=3)
+        logits = model(tokens, seg)
+        logits.square().mean().backward()
+        return logits.detach(), {n: p.grad for n, p in model.named_parameters()}
+
+    fused, again = run(), run()
+    assert torch.equal(fused[0], again[0])
+    assert all(torch.equal(fused[1][n], again[1][n]) for n in fused[1])
+    monkeypatch.setattr(cpu_kernels, "usable", lambda *t: False)
+    monkeypatch.setattr(model_mod, "_fuse_residual", lambda x: False)
+    ref = run()
+    torch.testing.assert_close(fused[0], ref[0], atol=1e-5, rtol=1e-5)
+    for n in ref[1]:
+        torch.testing.assert_close(fused[1][n], ref[1][n], atol=1e-6, rtol=1e-4, msg=n)
