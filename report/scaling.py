@@ -88,8 +88,8 @@ def scaling_section(scaling: Mapping[str, Mapping[str, Any]]) -> Section | None:
                             note=f"bootstrap over runs ({len(fit.get('bootstrap') or [])} refits)"))
     if fit.get("lr_law"):
         law_ = fit["lr_law"]
-        sec.blocks.append(Table("Best learning rate", ["law", "c", "k", "sizes"],
-                                [["lr* = c N^k", law_["c"], law_["k"], law_["sizes"]]]))
+        sec.blocks.append(Table("Best learning rate", ["law", "c", "k", "m", "sizes"],
+                                [["lr* = c N^k D^m", law_["c"], law_["k"], law_.get("m", 0.0), law_["sizes"]]]))
     if preds:
         sec.blocks.append(Table("Prediction", ["N", "D", "C", "loss", f"{lvl} % interval", "lr", "batch"],
                                 [[int(p["N"]), int(p["D"]), p["flops"], p["loss"],
