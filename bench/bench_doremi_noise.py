@@ -77,6 +77,8 @@ def main() -> None:
     ap.add_argument("--excess-source", default="", help="probe | batch (default: DoReMiConfig's)")
     ap.add_argument("--update-every", type=int, default=0)
     ap.add_argument("--probe-windows", type=int, default=-1)
+    ap.add_argument("--restart", action="store_true", help="reset the weights when the averaged steps begin")
+    ap.add_argument("--smoothing", type=float, default=-1.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dump", default="", help="write every seed's per-step excess and weights to this JSON")
     args = ap.parse_args()
@@ -90,7 +92,9 @@ def main() -> None:
     cfg = DoReMiConfig(**PRESETS[args.preset]["doremi"])
     over = {"eta": args.eta or None, "excess_source": args.excess_source or None,
             "update_every": args.update_every or None,
-            "probe_windows": args.probe_windows if args.probe_windows >= 0 else None}
+            "probe_windows": args.probe_windows if args.probe_windows >= 0 else None,
+            "restart": True if args.restart else None,
+            "smoothing": args.smoothing if args.smoothing >= 0 else None}
     cfg = dataclasses.replace(cfg, **{k: v for k, v in over.items() if v is not None})
     cfg.validate()
     tag = hashlib.sha256(f"{pools.resolve()} {args.preset}".encode()).hexdigest()[:12]
@@ -123,7 +127,7 @@ def main() -> None:
     rows = -(-pcfg.batch_size // k) * k
     out = {"pools": str(pools), "preset": args.preset, "domains": domains, "seeds": seeds,
            "doremi": {f: getattr(cfg, f) for f in ("eta", "excess_source", "update_every", "probe_windows",
-                                                    "average_from", "steps")},
+                                                    "average_from", "steps", "restart", "smoothing")},
            "batch_rows": rows, "tokens_per_domain_per_step": rows // k * (pcfg.seq_len - 1),
            "late_mean_excess": dict(zip(domains, late.mean(axis=(0, 1)).round(4).tolist(), strict=True)),
            "late_sd_excess": dict(zip(domains, sd.round(4).tolist(), strict=True)),

@@ -75,6 +75,20 @@ def test_smoothed_excess_and_average_after_warmup():
         DoReMiConfig(reference_factor=0.5).validate()
 
 
+def test_restart_resets_the_weights_when_the_averaged_steps_begin():
+    dro = GroupDRO(2, eta=1.0, smoothing=0.0, average_from=2, restart=True)
+    for _ in range(2):
+        dro.update(np.array([3.0, 0.0]))  # warm-up: domain 0 gets a lead of 6 nats
+    assert dro.weights[0] > 0.99
+    dro.update(np.array([0.0, 1.0]))  # first averaged step: from uniform, not from the lead
+    np.testing.assert_allclose(dro.weights, np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum(), rtol=1e-12)
+    state = dro.state_dict()
+    again = GroupDRO(2, eta=1.0, smoothing=0.0, average_from=2, restart=True)
+    again.load_state_dict(state)
+    again.update(np.array([0.0, 1.0]))  # resumed after the restart: no second reset
+    np.testing.assert_allclose(again.weights, np.exp([0.0, 2.0]) / np.exp([0.0, 2.0]).sum(), rtol=1e-12)
+
+
 def test_loss_weights_are_k_times_weights():
     dro = GroupDRO(3)
     dro.update(np.array([0.0, 0.3, 0.0]))
