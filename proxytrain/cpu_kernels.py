@@ -232,10 +232,13 @@ def lib() -> ctypes.CDLL | None:
     return handle
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # not DTensor, FakeTensor or other subclasses
+
+
 def usable(*tensors: torch.Tensor) -> bool:
     """Whether the kernels apply: one torch thread, all tensors fp32 on CPU, plain (not subclass/meta)."""
     return (torch.get_num_threads() == 1
-            and all(type(t) is torch.Tensor and t.device.type == "cpu" and t.dtype == torch.float32
+            and all(type(t) in _PLAIN and t.device.type == "cpu" and t.dtype == torch.float32
                     for t in tensors)
             and lib() is not None)
 

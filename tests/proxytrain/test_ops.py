@@ -236,7 +236,16 @@ def test_model_with_fused_kernels_matches_torch_ops(monkeypatch):
         logits.square().mean().backward()
         return logits.detach(), {n: p.grad for n, p in model.named_parameters()}
 
+    calls = []
+    for name in ("rms_forward", "rms_backward", "swiglu_forward", "swiglu_backward", "rope"):
+        fn = getattr(cpu_kernels, name)
+        monkeypatch.setattr(cpu_kernels, name, lambda *a, _fn=fn, _n=name, **k: calls.append(_n) or _fn(*a, **k))
     fused, again = run(), run()
+    # every norm (2 per block + the final one), SwiGLU and q/k rotation went through the kernels
+    n = cfg.n_layers
+    assert {c: calls.count(c) for c in set(calls)} == {
+        "rms_forward": 2 * (2 * n + 1), "rms_backward": 2 * (2 * n + 1), "swiglu_forward": 2 * n,
+        "swiglu_backward": 2 * n, "rope": 2 * 3 * n}
     assert torch.equal(fused[0], again[0])
     assert all(torch.equal(fused[1][n], again[1][n]) for n in fused[1])
     monkeypatch.setattr(cpu_kernels, "usable", lambda *t: False)
