@@ -196,7 +196,7 @@ def _build(compiler: str, extra: list[str]) -> Path:
         subprocess.run([compiler, *_FLAGS, str(src), "-o", str(so), *extra], check=True, capture_output=True,
                        text=True, timeout=300)
         os.replace(so, out)  # atomic: concurrent builders (ranks, workers) never see a partial file
-    log.info("cpu kernels built", extra={"path": str(out), "build_s": round(time.perf_counter() - t0, 2)})
+    log.info("cpu kernels built", extra={"data": {"path": str(out), "build_s": round(time.perf_counter() - t0, 2)}})
     return out
 
 
@@ -219,7 +219,7 @@ def lib() -> ctypes.CDLL | None:
             detail = getattr(exc, "stderr", None) or str(exc)
             error = (str(detail).strip().splitlines() or [""])[-1]
     if handle is None:
-        log.warning("fused cpu kernels could not be built; torch-op versions used", extra={"error": error})
+        log.warning("fused cpu kernels could not be built; torch-op versions used", extra={"data": {"error": error}})
         return None
     handle.cm_rms_fwd.argtypes = [_PTR, _PTR, _PTR, _PTR, _I64, _I64, _F32]
     handle.cm_rms_bwd.argtypes = [_PTR, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _I64]
