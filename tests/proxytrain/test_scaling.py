@@ -337,6 +337,10 @@ def test_phase2_lr_is_interpolated_between_swept_token_counts(tmp_path):
     assert interpolate_lr(best, 600_000, 1.0) == pytest.approx(1e-2)  # half-way in log D: geometric mean
     assert interpolate_lr(best, 100_000, 1.0) == 2e-2 and interpolate_lr(best, 5_000_000, 1.0) == 5e-3
     assert interpolate_lr({}, 600_000, 3e-3) == 3e-3
+    from proxytrain.scaling_sweep import phase2_lrs
+
+    assert phase2_lrs(best, 600_000, 1.0) == pytest.approx([1e-2, 2e-2])  # interpolated + the shorter optimum
+    assert phase2_lrs(best, 100_000, 1.0) == [2e-2] and phase2_lrs({300_000: 2e-2}, 600_000, 1.0) == [2e-2]
     from corpusmix.config import ConfigError
 
     with pytest.raises(ConfigError, match="lr_sweep_tokens"):
