@@ -71,8 +71,8 @@ included; the reasons):
   (``probe_windows: 0``) is the batch's windows per domain x ``update_every``, so scoring it
   costs as many forward rows as the per-step reference forward it replaces. Measured on the
   replication set (docs/mix.md): largest per-domain seed range 0.048 on seeds 1-3 (batch excess:
-  0.099) but 0.126 on seeds 4-6 (batch: 0.145): better on both seed sets, the 0.05 target NOT met
-  in general. The seed spread that remains is the timing of a deterministic sweep of the weights
+  0.099) but 0.126 on seeds 4-6 (batch: 0.145), and 0.140 on the demo pools with micro proxies
+  (batch: 0.179): better on every set measured, the 0.05 target NOT met in general. The seed spread that remains is the timing of a deterministic sweep of the weights
   (garbage, then legal / literature / news, then code rising from the smoothing floor), which
   differs by a few steps from seed to seed while the averaged window is being taken.
   ``restart`` (weights reset to uniform when the averaged steps begin) measured worse (0.109).
