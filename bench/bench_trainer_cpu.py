@@ -35,6 +35,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from proxytrain import cpu_kernels  # noqa: E402
 from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss  # noqa: E402
 from proxytrain.train import TrainConfig  # noqa: E402
 from proxytrain.train_cli import SyntheticSource  # noqa: E402
@@ -149,6 +150,7 @@ def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: 
             "cpu_ratio_median": statistics.median(cpu_ratios), "cpu_ratio_min": min(cpu_ratios),
             "cpu_ratio_max": max(cpu_ratios), "rounds": rounds,
             "steps_per_round": steps, "threads": torch.get_num_threads(), "compile": compile,
+            "fused_cpu_kernels": cpu_kernels.usable(torch.zeros(1)),  # False: torch-op fallback ran
             "warmup_s_ours": warm_ours, "warmup_s_ref": warm_ref,
             "loadavg_1m_start": load0, "loadavg_1m_end": os.getloadavg()[0]}
 
