@@ -110,6 +110,7 @@ def main() -> None:
     ap.add_argument("--min-tokens", type=int, default=TOKENS[1],
                     help="fit only runs with D >= this (the 192-step runs are still on the loss plateau)")
     ap.add_argument("--heldout-seed", type=int, default=2, help="init and data seed of the held-out runs")
+    ap.add_argument("--check-starts", type=int, default=8, help="grid starts of each design-check refit")
     ap.add_argument("--design-only", action="store_true",
                     help="sweep, fit and design checks only: no held-out run is trained or looked at")
     args = ap.parse_args()
@@ -125,8 +126,13 @@ def main() -> None:
     fp = data_fingerprint(cfg)
 
     # ---- checks on the fit data only: extrapolation to the largest fitted size, seed noise
-    checks = {p: design_checks(runs, FitConfig(params_count=p, min_tokens=args.min_tokens))
-              for p in ("total", "non_embedding")}
+    prior = work / "bench_scaling_design.json"  # the --design-only run's checks, reused when its points match
+    prior_fit = json.loads(prior.read_text()) if prior.is_file() else {}
+    if prior_fit.get("points") == fit["points"] and prior_fit.get("design_checks"):
+        checks = prior_fit["design_checks"]
+    else:
+        checks = {p: design_checks(runs, FitConfig(params_count=p, min_tokens=args.min_tokens,
+                                                   starts=args.check_starts)) for p in ("total", "non_embedding")}
     design = {"sizes": SIZES, "tokens": TOKENS, "lr_sweep_tokens": LR_SWEEP_TOKENS, "min_tokens": args.min_tokens,
               "params_count": "total", "lr_centre": cfg.lr, "batch": [cfg.batch_size, cfg.seq_len]}
     fit_part = {"design": design, "sizes": sweep["sizes"], "constants": fit["constants"],
