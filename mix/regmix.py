@@ -74,7 +74,7 @@ class RegMixConfig:
     regressor: str = field(default="auto", metadata={
         "help": "regressor of the search: auto (best out-of-fold Spearman) | hybrid (LightGBM boosted "
                 "from a log-linear init score) | lightgbm (raw weights, as the paper) | linear | domainwise "
-                "(one log-linear fit per target domain's own loss, reduced like the target)"})
+                "(per target domain: its loss against the log of its own share, reduced like the target)"})
     target: str = field(default="avg", metadata={"help": "avg | worst | <domain name>"})
     target_domains: list[str] = field(
         default_factory=list, metadata={"help": "domains avg/worst are taken over (empty = all)"})
@@ -291,26 +291,63 @@ class LGBMModel:
         return pred + self.base.predict(x) if self.base is not None else pred
 
 
-class DomainwiseModel:
-    """One :class:`LogLinearModel` per target domain, each fitted on that domain's own loss; the
-    prediction is the per-domain predictions reduced like the target (mean for ``avg``, max for
-    ``worst``).
+class OwnShareModel:
+    """``loss = a + b * log(w_own + eps)``: one domain's loss from its own share only, least squares;
+    ``eps`` chosen by exact leave-one-out error on the fitting runs (``EPS_GRID``)."""
 
-    Why: a run gives one loss per target domain, and each of them falls mainly with the log of
-    its own domain's share (data-mixing-law form). Fitting the averaged target throws that
-    structure away; with a few dozen runs over 8 domains the per-domain fits carry T times the
-    observations into the same number of coefficients per fit. Fitted on ``ys [runs, T]``
-    (:func:`target_matrix`); with a plain target vector it is a single log-linear fit.
+    EPS_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+
+    def __init__(self, col: int) -> None:
+        self.col = col
+        self.eps = 0.0
+        self.coef: np.ndarray | None = None
+
+    def _features(self, x: np.ndarray, eps: float) -> np.ndarray:
+        return np.column_stack([np.ones(x.shape[0]), np.log(x[:, self.col] + eps)])
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> OwnShareModel:
+        best = None
+        for eps in self.EPS_GRID:
+            f = self._features(x, eps)
+            hat = f @ np.linalg.pinv(f)
+            loo = float(np.mean(((y - hat @ y) / np.maximum(1.0 - np.diag(hat), 1e-9)) ** 2))
+            if best is None or loo < best[0]:
+                best = (loo, eps, np.linalg.lstsq(f, y, rcond=None)[0])
+        _, self.eps, self.coef = best
+        return self
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        assert self.coef is not None, "fit() first"
+        return self._features(x, self.eps) @ self.coef
+
+
+class DomainwiseModel:
+    """One :class:`OwnShareModel` per target domain, fitted on that domain's own loss against its
+    own share; the prediction is the per-domain predictions reduced like the target (mean for
+    ``avg``, max for ``worst``).
+
+    Why: a run gives one loss per target domain, and on the demo each of them is ranked almost
+    entirely by its own domain's share (Spearman -0.88 to -0.99 over 26 tiny proxy runs), while
+    the averaged target mixes seven such trends. Two coefficients per domain stay stable with a
+    few dozen runs, where a fit on all shares (``hybrid``'s ridge on 2k features) swings with the
+    fold assignment (docs/mix.md, demo section). What it cannot see: one domain's data lowering
+    another's loss (transfer); ``auto`` keeps the best out-of-fold regressor either way.
+    Fitted on ``ys [runs, T]`` (:func:`target_matrix`); ``cols``: each target domain's column
+    in the weights (default: the first T).
     """
 
-    def __init__(self, reduce: str = "mean") -> None:
+    def __init__(self, reduce: str = "mean", cols: list[int] | None = None) -> None:
         self.reduce = reduce
-        self.models: list[LogLinearModel] = []
+        self.cols = cols
+        self.models: list[OwnShareModel] = []
 
     def fit(self, x: np.ndarray, ys: np.ndarray) -> DomainwiseModel:
         ys = np.asarray(ys, dtype=np.float64)
         ys = ys[:, None] if ys.ndim == 1 else ys
-        self.models = [LogLinearModel().fit(x, ys[:, j]) for j in range(ys.shape[1])]
+        cols = list(self.cols) if self.cols is not None else list(range(ys.shape[1]))
+        if len(cols) != ys.shape[1]:
+            raise ValueError(f"domainwise: {ys.shape[1]} loss columns but {len(cols)} weight columns")
+        self.models = [OwnShareModel(c).fit(x, ys[:, j]) for j, c in enumerate(cols)]
         return self
 
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -318,11 +355,12 @@ class DomainwiseModel:
         return reduce_rows(np.column_stack([m.predict(x) for m in self.models]), self.reduce)
 
 
-def make_regressor(name: str, *, rounds: int = 300, seed: int = 0, reduce: str = "mean"):
+def make_regressor(name: str, *, rounds: int = 300, seed: int = 0, reduce: str = "mean",
+                   cols: list[int] | None = None):
     """A fresh, unfitted regressor by name (``REGRESSORS``); ``domainwise`` is fitted on the
     per-domain loss matrix (:func:`fit_regressor`), the others on the target vector."""
     if name == "domainwise":
-        return DomainwiseModel(reduce)
+        return DomainwiseModel(reduce, cols)
     if name == "hybrid":
         return LGBMModel(rounds=rounds, seed=seed, init="loglinear")
     if name == "lightgbm":
@@ -333,11 +371,13 @@ def make_regressor(name: str, *, rounds: int = 300, seed: int = 0, reduce: str =
 
 
 def fit_regressor(name: str, x: np.ndarray, y: np.ndarray, ys: np.ndarray | None = None, *,
-                  reduce: str = "mean", rounds: int = 300, seed: int = 0):
+                  reduce: str = "mean", cols: list[int] | None = None, rounds: int = 300, seed: int = 0):
     """Fit regressor ``name`` on runs ``x``: the target vector ``y``, or for ``domainwise`` the
     per-domain losses ``ys`` (``y`` when none are given)."""
-    model = make_regressor(name, rounds=rounds, seed=seed, reduce=reduce)
-    return model.fit(x, ys if (name == "domainwise" and ys is not None) else y)
+    if name == "domainwise" and ys is None:
+        raise ValueError("the domainwise regressor needs the per-domain losses (ys)")
+    model = make_regressor(name, rounds=rounds, seed=seed, reduce=reduce, cols=cols)
+    return model.fit(x, ys if name == "domainwise" else y)
 
 
 def correlations(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
@@ -364,22 +404,23 @@ def kfold(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def cross_validate(x: np.ndarray, y: np.ndarray, fold: np.ndarray, *, rounds: int = 300, seed: int = 0,
-                   ys: np.ndarray | None = None, reduce: str = "mean"):
+                   ys: np.ndarray | None = None, reduce: str = "mean", cols: list[int] | None = None):
     """Out-of-fold predictions of every regressor: run ``i`` is predicted by a model fitted on the
     other folds only (never on ``i``; nothing stops early). ``ys``/``reduce``: the per-domain
     losses the target is reduced from (:func:`target_matrix`; ``domainwise`` fits them). Returns
     ``(report, oof)`` with Spearman/Pearson/MAE of each regressor over all runs' held-out
     predictions."""
-    oof = {name: np.empty(len(y)) for name in REGRESSORS}
+    names = [n for n in REGRESSORS if ys is not None or n != "domainwise"]
+    oof = {name: np.empty(len(y)) for name in names}
     for f in np.unique(fold):
         fit_idx, held_idx = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         assert len(np.intersect1d(fit_idx, held_idx)) == 0, "held-out runs leaked into fitting"
-        for name in REGRESSORS:
+        for name in names:
             oof[name][held_idx] = fit_regressor(
-                name, x[fit_idx], y[fit_idx], None if ys is None else ys[fit_idx], reduce=reduce,
+                name, x[fit_idx], y[fit_idx], None if ys is None else ys[fit_idx], reduce=reduce, cols=cols,
                 rounds=rounds, seed=seed).predict(x[held_idx])
     n_folds = int(len(np.unique(fold)))
-    report = {name: correlations(oof[name], y) for name in REGRESSORS}
+    report = {name: correlations(oof[name], y) for name in names}
     report.update({"folds": n_folds, "n_runs": int(len(y)), "n_heldout": int(len(y)),
                    "n_fit": int(len(y) - np.bincount(fold).max())})
     return report, oof
@@ -414,7 +455,7 @@ def choose_regressor(fit: dict, configured: str) -> str:
     (ties: the order of ``REGRESSORS``)."""
     if configured != "auto":
         return configured
-    return max(REGRESSORS, key=lambda name: (fit[name]["spearman"], -REGRESSORS.index(name)))
+    return max((n for n in REGRESSORS if n in fit), key=lambda name: (fit[name]["spearman"], -REGRESSORS.index(name)))
 
 
 def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_dir,
@@ -457,14 +498,15 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     losses = [r["val_loss"] for r in results]
     y = target_values(losses, cfg.target, tgt_domains)
     ys, reduce = target_matrix(losses, cfg.target, tgt_domains)
+    cols = [domains.index(d) for d in (tgt_domains if cfg.target in ("avg", "worst") else [cfg.target])]
     # at least 3 runs per fold (fewer folds for small M)
     fold = kfold(len(x), min(cfg.cv_folds, len(x) // 3), np.random.default_rng(seed + 1))
-    fit, oof = cross_validate(x, y, fold, rounds=cfg.lgbm_rounds, seed=seed, ys=ys, reduce=reduce)
+    fit, oof = cross_validate(x, y, fold, rounds=cfg.lgbm_rounds, seed=seed, ys=ys, reduce=reduce, cols=cols)
     chosen = choose_regressor(fit, cfg.regressor)
     fit["regressor"] = chosen
     fit["regressor_setting"] = cfg.regressor
     # the final regressor uses every run: the out-of-fold scores above measure how well this works
-    final = fit_regressor(chosen, x, y, ys, reduce=reduce, rounds=cfg.lgbm_rounds, seed=seed)
+    final = fit_regressor(chosen, x, y, ys, reduce=reduce, cols=cols, rounds=cfg.lgbm_rounds, seed=seed)
     # each row of x sums to 1, so the per-domain maxima sum to >= 1 and the region is never empty
     search_caps = np.minimum(caps, x.max(axis=0)) if cfg.trust_region else caps
     w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,

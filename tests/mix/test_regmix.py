@@ -120,7 +120,7 @@ def test_cross_validation_never_fits_on_the_run_it_predicts():
 
 
 def test_domainwise_fits_each_target_domain_and_reduces_like_the_target():
-    from mix.regmix import DomainwiseModel, LogLinearModel, target_matrix
+    from mix.regmix import DomainwiseModel, OwnShareModel, target_matrix
 
     rng = np.random.default_rng(8)
     prior = np.array([0.3, 0.3, 0.2, 0.2])
@@ -134,15 +134,21 @@ def test_domainwise_fits_each_target_domain_and_reduces_like_the_target():
     assert reduce == "mean" and target_matrix(runs, "worst", ["a", "b", "c"])[1] == "max"
     assert target_matrix(runs, "b", ["a", "b", "c"])[0].shape == (24, 1)
     m = DomainwiseModel("max").fit(x, ys)
-    # the prediction is the reduction of one log-linear fit per domain's own loss
-    want = np.max([LogLinearModel().fit(x, ys[:, j]).predict(x[:3]) for j in range(3)], axis=0)
+    # the prediction is the reduction of one fit per domain: its loss against its own share only
+    want = np.max([OwnShareModel(j).fit(x, ys[:, j]).predict(x[:3]) for j in range(3)], axis=0)
     np.testing.assert_allclose(m.predict(x[:3]), want)
+    fit_b = OwnShareModel(1).fit(x, ys[:, 1])
+    np.testing.assert_allclose(fit_b.predict(x), fit_b.coef[0] + fit_b.coef[1] * np.log(x[:, 1] + fit_b.eps))
+    assert fit_b.coef[1] < 0  # more of a domain, lower its loss
+    # columns: loss j belongs to weight column cols[j]
+    swapped = DomainwiseModel("mean", cols=[2, 1, 0]).fit(x, ys[:, ::-1])
+    np.testing.assert_allclose(swapped.predict(x), DomainwiseModel("mean").fit(x, ys).predict(x))
     fold = kfold(24, 4, np.random.default_rng(0))
     rep, oof = cross_validate(x, ys.mean(axis=1), fold, rounds=100, ys=ys, reduce="mean")
     others = fold != fold[0]
     assert oof["domainwise"][0] == pytest.approx(DomainwiseModel().fit(x[others], ys[others]).predict(x[:1])[0])
-    # 18 fitting runs per fold: the per-domain fits rank held-out runs at least as well as one
-    # log-linear-initialised fit of the average, and far better than raw-weight trees
+    # 18 fitting runs per fold, each domain's loss a function of its own share: the per-domain
+    # fits rank held-out runs at least as well as one fit of the average, and better than raw-weight trees
     assert rep["domainwise"]["spearman"] >= 0.9
     assert rep["domainwise"]["spearman"] >= rep["hybrid"]["spearman"] - 0.02
     assert rep["domainwise"]["spearman"] > rep["lightgbm"]["spearman"]
