@@ -45,11 +45,11 @@ def test_unknown_preset_and_old_presets_section_are_clear_errors() -> None:
 
 
 def test_demo_params_resolve_to_the_demo_settings() -> None:
-    # the values the demo ran with when presets were also defined in params.yaml (tiny, M = 16)
+    # the demo's settings: the tiny preset, with RegMix at the preset's own M = 24 (was 16)
     params = load_params(ROOT / "params.yaml", "mix")
     preset = params["preset"]
     assert preset == "tiny"
-    assert resolve("regmix", RegMixConfig, params, preset, None).num_proxies == 16
+    assert resolve("regmix", RegMixConfig, params, preset, None).num_proxies == 24
     assert resolve("doremi", DoReMiConfig, params, preset, None).steps == 150
     proxy = resolve("proxy", ProxyConfig, params, preset, None)
     for key, value in PRESETS["tiny"]["proxy"].items():
