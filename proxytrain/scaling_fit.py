@@ -33,6 +33,20 @@ in log lr through the swept points when it is convex and inside the swept range,
 ``design_checks`` scores a design on its own runs before any held-out run: every size left out in turn
 and predicted from a fit on the others (the largest size is an extrapolation in N), and the largest
 token count left out (an extrapolation in D).
+
+A second form (``FitConfig.form = "kaplan"``) is the law of Kaplan et al. 2020 ("Scaling Laws for Neural
+Language Models", eq. 1.5 / 4.1) plus an irreducible loss E::
+
+    L(N, D) = E + [ (N_c / N)**(alpha_N / alpha_D) + D_c / D ]**alpha_D
+
+In it the size effect depends on D (at small D the data term dominates and N barely matters; at large
+D N binds), which the additive Hoffmann form cannot represent. It is fitted the same way: Huber on the
+log-loss, log L = LSE(e, alpha_D * LSE(r (log N_c - log N), log D_c - log D)) with r = alpha_N / alpha_D,
+L-BFGS from the best points of a start grid, delta continuation. E makes it 5 free parameters like
+Hoffmann's, and E -> 0 (the grid's e = -5 row) is Kaplan's original 4-parameter form. Its
+compute-optimal frontier is found numerically (a bounded 1-D search in log N with D = C / 6N).
+``form = "auto"`` runs the design checks for both forms and fits the one with the lower RMS left-out
+error (``compare_forms``).
 """
 
 from __future__ import annotations
@@ -46,7 +60,10 @@ from typing import Any
 
 import numpy as np
 
-N_FREE = 5  # E, A, B, alpha, beta
+N_FREE = 5  # E, A, B, alpha, beta (Kaplan form: E, N_c, D_c, alpha_N, alpha_D)
+FORMS = ("hoffmann", "kaplan")
+LAW_TEXT = {"hoffmann": "L(N,D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, approach 3)",
+            "kaplan": "L(N,D) = E + [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D (Kaplan et al. 2020, eq. 1.5)"}
 # an exponent this small makes its term a constant that trades off against E: the law says nothing
 MIN_EXPONENT = 0.01
 
@@ -77,6 +94,9 @@ class FitConfig:
                                                          "loss plateau follow no power law; counted as dropped)"})
     params_count: str = field(default="", metadata={"help": "N fitted: empty = the sweep's count, or total / "
                                                       "non_embedding (runs record both counts)"})
+    form: str = field(default="hoffmann", metadata={"help": "law form: hoffmann (E + A/N^a + B/D^b), kaplan "
+                                                    "(E + [(N_c/N)^(aN/aD) + D_c/D]^aD), or auto (the one with "
+                                                    "the lower design-check error)"})
 
     def validate(self) -> None:
         if not 0 < self.confidence < 1:
@@ -85,6 +105,8 @@ class FitConfig:
             raise FitError(f"min_runs must be >= {N_FREE + 1} (the law has {N_FREE} free parameters)")
         if self.huber_delta <= 0 or self.starts < 1:
             raise FitError("huber_delta must be > 0 and starts >= 1")
+        if self.form not in (*FORMS, "auto"):
+            raise FitError(f"form must be hoffmann, kaplan or auto, got {self.form!r}")
         if self.params_count not in ("", "total", "non_embedding"):
             raise FitError(f"params_count must be empty, total or non_embedding, got {self.params_count!r}")
 
@@ -137,22 +159,47 @@ def check_points(pts: np.ndarray, drops: dict[str, int], cfg: FitConfig) -> list
 
 # ----------------------------------------------------------------------------- the Huber / LSE objective
 
+def _huber(r: np.ndarray, delta: float) -> tuple[float, np.ndarray]:
+    """Huber loss of the log residuals and its derivative, scaled by 1/delta^2 so the objective is O(1) and
+    L-BFGS's tolerances mean something."""
+    small = np.abs(r) <= delta
+    f = np.where(small, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta)).sum() / delta ** 2
+    return float(f), np.where(small, r, delta * np.sign(r)) / delta ** 2
+
+
 def _objective(theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray,
                delta: float) -> tuple[float, np.ndarray]:
+    """Hoffmann form: theta = (a, b, e, alpha, beta), log L = LSE(a - alpha log N, b - beta log D, e)."""
     a, b, e, alpha, beta = theta
     terms = np.stack([a - alpha * logn, b - beta * logd, np.full_like(logn, e)])
     m = terms.max(axis=0)
     ex = np.exp(terms - m)
     s = ex.sum(axis=0)
-    r = m + np.log(s) - logl
     w = ex / s  # d LSE / d term
-    small = np.abs(r) <= delta
-    # scaled by 1/delta^2 so the objective is O(1) and L-BFGS's tolerances mean something
-    f = np.where(small, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta)).sum() / delta ** 2
-    g_r = np.where(small, r, delta * np.sign(r)) / delta ** 2
+    f, g_r = _huber(m + np.log(s) - logl, delta)
     grad = np.array([(g_r * w[0]).sum(), (g_r * w[1]).sum(), (g_r * w[2]).sum(),
                      -(g_r * w[0] * logn).sum(), -(g_r * w[1] * logd).sum()])
-    return float(f), grad
+    return f, grad
+
+
+def _objective_kaplan(theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray,
+                      delta: float) -> tuple[float, np.ndarray]:
+    """Kaplan form: theta = (log N_c, log D_c, r, alpha_D, e) with r = alpha_N / alpha_D,
+    log L = LSE(e, alpha_D u), u = LSE(r (log N_c - log N), log D_c - log D) (the log of the bracket)."""
+    lnc, ldc, r, ad, e = theta
+    x1 = lnc - logn
+    t1, t2 = r * x1, ldc - logd
+    u = np.logaddexp(t1, t2)
+    w1 = np.exp(t1 - u)  # share of the N term in the bracket
+    w2 = 1.0 - w1
+    p = ad * u
+    pred = np.logaddexp(p, e)
+    v1 = np.exp(p - pred)  # share of the power term in L (1 - v1: share of E)
+    f, g_r = _huber(pred - logl, delta)
+    gp = g_r * v1
+    grad = np.array([(gp * ad * w1 * r).sum(), (gp * ad * w2).sum(), (gp * ad * w1 * x1).sum(), (gp * u).sum(),
+                     (g_r * (1.0 - v1)).sum()])
+    return f, grad
 
 
 def _grid() -> np.ndarray:
@@ -162,34 +209,59 @@ def _grid() -> np.ndarray:
                                            np.arange(0.0, 2.01, 0.5))))
 
 
+def _grid_kaplan() -> np.ndarray:
+    """Kaplan-form starts: log N_c in 0..30, log D_c in 0..40 (by 5), r = alpha_N/alpha_D in 0.25..4,
+    alpha_D in 0.05..1, e in {-5 (E ~ 0: Kaplan's original form), -1..1.5}: 9,450 points."""
+    return np.array(list(itertools.product(np.arange(0.0, 31.0, 5.0), np.arange(0.0, 41.0, 5.0),
+                                           (0.25, 0.5, 1.0, 2.0, 4.0), (0.05, 0.1, 0.2, 0.5, 1.0),
+                                           (-5.0, -1.0, 0.0, 0.5, 1.0, 1.5))))
+
+
 _GRID = _grid()
+_GRID_K = _grid_kaplan()
+# L-BFGS-B bounds of the Kaplan form: exponents >= 0 (a negative one is refused after the fit anyway), and
+# finite ranges so exp() of a constant never overflows
+_BOUNDS_K = [(-50.0, 300.0), (-50.0, 300.0), (0.0, 50.0), (0.0, 10.0), (-30.0, 10.0)]
 
 
-def _grid_scores(logn: np.ndarray, logd: np.ndarray, logl: np.ndarray, delta: float) -> np.ndarray:
-    a, b, e, al, be = (_GRID[:, i:i + 1] for i in range(5))
-    pred = np.logaddexp(np.logaddexp(a - al * logn, b - be * logd), e)
-    r = np.abs(pred - logl)
+def _log_pred(form: str, th: np.ndarray, logn: np.ndarray, logd: np.ndarray) -> np.ndarray:
+    """log L for parameter rows ``th`` (shape (k, 5), or (5,)) at the points (broadcast)."""
+    th = np.atleast_2d(th)
+    c = [th[:, i:i + 1] for i in range(5)]
+    if form == "hoffmann":
+        a, b, e, al, be = c
+        return np.logaddexp(np.logaddexp(a - al * logn, b - be * logd), e)
+    lnc, ldc, r, ad, e = c
+    return np.logaddexp(ad * np.logaddexp(r * (lnc - logn), ldc - logd), e)
+
+
+def _grid_scores(logn: np.ndarray, logd: np.ndarray, logl: np.ndarray, delta: float,
+                 form: str = "hoffmann") -> np.ndarray:
+    grid = _GRID if form == "hoffmann" else _GRID_K
+    r = np.abs(_log_pred(form, grid, logn, logd) - logl)
     return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta)).sum(axis=1)
 
 
-def _fit_theta(pts: np.ndarray, delta: float, starts: int, extra: np.ndarray | None = None
-               ) -> tuple[np.ndarray, float]:
+def _fit_theta(pts: np.ndarray, delta: float, starts: int, extra: np.ndarray | None = None,
+               form: str = "hoffmann") -> tuple[np.ndarray, float]:
     from scipy.optimize import minimize
 
     logn, logd, logl = np.log(pts[:, 0]), np.log(pts[:, 1]), np.log(pts[:, 2])
-    order = np.argsort(_grid_scores(logn, logd, logl, delta), kind="stable")[:starts]
+    grid, obj, bounds = (_GRID, _objective, None) if form == "hoffmann" else (_GRID_K, _objective_kaplan, _BOUNDS_K)
+    order = np.argsort(_grid_scores(logn, logd, logl, delta, form), kind="stable")[:starts]
     # continuation: with delta 1e-3 almost every residual of a far start sits in Huber's linear (L1) part,
     # where L-BFGS stalls on the kinks; the smoother deltas bring it near the basin first. A warm start
     # (``extra``: the full fit's solution, for a bootstrap refit) is already there.
     schedule = [x for x in (1e-1, 1e-2) if x > delta] + [delta]
-    runs = [(x0, schedule) for x0 in _GRID[order]] + ([] if extra is None else [(extra, [delta])])
+    runs = [(x0, schedule) for x0 in grid[order]] + ([] if extra is None else [(extra, [delta])])
     best, best_f = None, math.inf
     for x0, deltas in runs:
         x = x0
-        for dl in deltas:
-            res = minimize(_objective, x, args=(logn, logd, logl, dl), jac=True, method="L-BFGS-B",
-                           options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-10})
-            x = res.x
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            for dl in deltas:
+                res = minimize(obj, x, args=(logn, logd, logl, dl), jac=True, method="L-BFGS-B", bounds=bounds,
+                               options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-10})
+                x = res.x
         if np.all(np.isfinite(res.x)) and res.fun < best_f:
             best, best_f = res.x, float(res.fun)
     if best is None:
@@ -197,22 +269,64 @@ def _fit_theta(pts: np.ndarray, delta: float, starts: int, extra: np.ndarray | N
     return best, best_f
 
 
-def _constants(theta: np.ndarray) -> dict[str, float]:
+def _constants(theta: np.ndarray, form: str = "hoffmann") -> dict[str, float]:
+    if form == "kaplan":
+        lnc, ldc, r, ad, e = (float(x) for x in theta)
+        return {"E": math.exp(e), "N_c": math.exp(lnc), "D_c": math.exp(ldc), "alpha_N": r * ad, "alpha_D": ad}
     a, b, e, alpha, beta = (float(x) for x in theta)
     return {"E": math.exp(e), "A": math.exp(a), "B": math.exp(b), "alpha": alpha, "beta": beta}
 
 
+def form_of(c: dict[str, float]) -> str:
+    """``kaplan`` or ``hoffmann``, from the names of the constants."""
+    return "kaplan" if "N_c" in c else "hoffmann"
+
+
+def exponents(c: dict[str, float]) -> dict[str, float]:
+    """The N and D exponents of a fit, by their names in its form."""
+    return {"alpha_N": c["alpha_N"], "alpha_D": c["alpha_D"]} if "N_c" in c else \
+        {"alpha": c["alpha"], "beta": c["beta"]}
+
+
 def law(c: dict[str, float], n: Any, d: Any) -> Any:
-    """L(N, D) for constants ``c``."""
+    """L(N, D) for constants ``c`` (either form)."""
+    if "N_c" in c:
+        n, d = np.asarray(n, dtype=np.float64), np.asarray(d, dtype=np.float64)
+        r = c["alpha_N"] / c["alpha_D"]
+        bracket = np.exp(np.logaddexp(r * (math.log(c["N_c"]) - np.log(n)), math.log(c["D_c"]) - np.log(d)))
+        return c["E"] + np.power(bracket, c["alpha_D"])
     return c["E"] + c["A"] / np.power(n, c["alpha"]) + c["B"] / np.power(d, c["beta"])
 
 
 def frontier(c: dict[str, float], flops: Any) -> tuple[Any, Any]:
-    """Compute-optimal (N*, D*) for a budget C = 6 N D."""
+    """Compute-optimal (N*, D*) for a budget C = 6 N D: closed form for the Hoffmann form, a bounded 1-D
+    search in log N (D = C / 6N) for the Kaplan form (its L is unimodal in log N at fixed C)."""
+    if "N_c" in c:
+        return _frontier_numeric(c, flops)
     al, be = c["alpha"], c["beta"]
     g = (al * c["A"] / (be * c["B"])) ** (1.0 / (al + be))
     x = np.asarray(flops, dtype=np.float64) / 6.0
     return g * x ** (be / (al + be)), x ** (al / (al + be)) / g
+
+
+def _frontier_numeric(c: dict[str, float], flops: Any) -> tuple[Any, Any]:
+    from scipy.optimize import minimize_scalar
+
+    cs = np.asarray(flops, dtype=np.float64)
+    n_opt = np.empty(cs.shape)
+    for i, cc in np.ndenumerate(cs):
+        hi = math.log(cc / 6.0)  # N <= C/6, i.e. D >= 1 token
+        xs = np.linspace(0.0, hi, 65)  # coarse scan, then Brent inside the bracket around the best point
+        ls = law(c, np.exp(xs), cc / (6.0 * np.exp(xs)))
+        j = int(np.argmin(ls))
+        lo_x, hi_x = xs[max(j - 1, 0)], xs[min(j + 1, len(xs) - 1)]
+        res = minimize_scalar(lambda x, cc=cc: float(law(c, math.exp(x), cc / (6.0 * math.exp(x)))),
+                              bounds=(lo_x, hi_x), method="bounded", options={"xatol": 1e-10})
+        n_opt[i] = math.exp(res.x)
+    if cs.ndim == 0:
+        n0 = float(n_opt)
+        return n0, float(cs) / (6.0 * n0)
+    return n_opt, cs / (6.0 * n_opt)
 
 
 # ----------------------------------------------------------------------------- the lr law
@@ -282,23 +396,27 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     """Fit L(N, D), bootstrap it, and fit the lr law; the JSON-able result ``predict`` reads."""
     cfg = cfg or FitConfig()
     cfg.validate()
+    selection = None
+    if cfg.form == "auto":
+        selection = compare_forms(runs, cfg)
+    form = selection["chosen"] if selection else cfg.form
     runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
     pts, drops = usable_points(runs, cfg.min_tokens)
     notes = check_points(pts, drops, cfg)
-    theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts)
-    const = _constants(theta)
-    if const["alpha"] < MIN_EXPONENT or const["beta"] < MIN_EXPONENT:
-        raise FitError(f"the fitted exponents are not positive (alpha={const['alpha']:.3g}, beta="
-                       f"{const['beta']:.3g}): loss does not fall with model size or tokens in these runs; "
-                       "check for undertrained or diverged runs and widen the size/token range")
-    if const["alpha"] > 3 or const["beta"] > 3:
-        notes.append(f"steep exponents (alpha={const['alpha']:.2f}, beta={const['beta']:.2f}): the law may not "
-                     "extrapolate; add sizes/token counts")
+    theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts, form=form)
+    const = _constants(theta, form)
+    ex = exponents(const)
+    if min(ex.values()) < MIN_EXPONENT:
+        raise FitError(f"the fitted exponents are not positive ({_fmt(ex)}): loss does not fall with model size "
+                       "or tokens in these runs; check for undertrained or diverged runs and widen the size/token "
+                       "range")
+    if max(ex.values()) > 3:
+        notes.append(f"steep exponents ({_fmt(ex, '.2f')}): the law may not extrapolate; add sizes/token counts")
     pred = law(const, pts[:, 0], pts[:, 1])
     resid = np.log(pts[:, 2]) - np.log(pred)
     if const["E"] > pts[:, 2].min():
         notes.append(f"fitted E={const['E']:.3f} is above the lowest observed loss {pts[:, 2].min():.3f}")
-    boot, skipped = _bootstrap(pts, cfg, theta)
+    boot, skipped = _bootstrap(pts, cfg, theta, form)
     if skipped:
         notes.append(f"{skipped} bootstrap resamples skipped (one size/token count, or a non-positive exponent)")
     optima = lr_optima(runs)
@@ -315,8 +433,8 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
         for k in const:
             vals = np.array([b[k] for b in boot])
             intervals[k] = [float(np.quantile(vals, q)), float(np.quantile(vals, 1 - q))]
-    return {
-        "law": "L(N,D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, approach 3)",
+    out = {
+        "law": LAW_TEXT[form], "form": form,
         "constants": const, "intervals": intervals, "config": asdict(cfg),
         "objective": obj, "points": [[int(n), int(d), float(loss)] for n, d, loss in pts],
         "log_residuals": [float(r) for r in resid], "rmse_log": float(np.sqrt(np.mean(resid ** 2))),
@@ -327,6 +445,13 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
         "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
         "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")}),
     }
+    if selection:
+        out["form_selection"] = selection
+    return out
+
+
+def _fmt(ex: dict[str, float], spec: str = ".3g") -> str:
+    return ", ".join(f"{k}={v:{spec}}" for k, v in ex.items())
 
 
 def _retarget(runs: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
@@ -352,7 +477,8 @@ def _renumber(runs: list[dict[str, Any]], params: str) -> list[dict[str, Any]]:
     return [{**r, "N": r[key]} for r in runs]
 
 
-def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray) -> tuple[list[dict[str, float]], int]:
+def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray, form: str = "hoffmann"
+               ) -> tuple[list[dict[str, float]], int]:
     """Refits on resampled points, each from the full fit's solution plus the best grid starts."""
     rng = np.random.default_rng(cfg.seed)
     out, skipped = [], 0
@@ -361,8 +487,8 @@ def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray) -> tuple[list
         if len(set(sample[:, 0])) < 2 or len(set(sample[:, 1])) < 2:
             skipped += 1
             continue
-        c = _constants(_fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta)[0])
-        if c["alpha"] < MIN_EXPONENT or c["beta"] < MIN_EXPONENT:
+        c = _constants(_fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta, form=form)[0], form)
+        if min(exponents(c).values()) < MIN_EXPONENT:
             skipped += 1
             continue
         out.append(c)
@@ -406,10 +532,14 @@ def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None 
 def design_checks(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dict[str, Any]:
     """Leave-one-size-out and leave-largest-D-out prediction errors on the fit's own runs (no bootstrap).
 
-    Each check refits without the left-out points and predicts them; the result lists the signed errors
-    in % (predicted - observed) / observed, or the FitError a fold raised (too few points left)."""
+    Each check refits (in ``cfg.form``; ``auto`` is not a form here: see ``compare_forms``) without the
+    left-out points and predicts them; the result lists the signed errors in % (predicted - observed) /
+    observed, or the FitError a fold raised (too few points left), and ``score``: the RMS of every left-out
+    point's error over all folds (None when a fold could not be fitted)."""
     cfg = FitConfig(**{**asdict(cfg or FitConfig()), "bootstrap": 0})
     cfg.validate()
+    if cfg.form == "auto":
+        raise FitError("design_checks needs one form (hoffmann or kaplan); compare_forms checks both")
     runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
     pts, _ = usable_points(runs, cfg.min_tokens)
     if len(pts) == 0:
@@ -436,5 +566,26 @@ def design_checks(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> d
     d_max = pts[:, 1].max()
     largest_d = fold(pts[:, 1] != d_max, f"D={int(d_max)}")
     ok = [f["max_abs_error_pct"] for f in by_size if "error" not in f]
-    return {"leave_one_size_out": by_size, "leave_largest_size_out": by_size[-1], "leave_largest_d_out": largest_d,
-            "max_abs_error_pct_sizes": max(ok) if ok else None}
+    folds = [*by_size, largest_d]
+    errs = [e for f in folds for e in f.get("signed_error_pct", [])]
+    score = None if any("error" in f for f in folds) else round(float(np.sqrt(np.mean(np.square(errs)))), 3)
+    return {"form": cfg.form, "leave_one_size_out": by_size, "leave_largest_size_out": by_size[-1],
+            "leave_largest_d_out": largest_d, "max_abs_error_pct_sizes": max(ok) if ok else None,
+            "max_abs_error_pct": round(max(abs(e) for e in errs), 2) if errs else None, "score": score}
+
+
+SCORE_TEXT = ("RMS of the signed % errors of every left-out point over all folds (each size left out in turn, "
+              "and the largest token count left out); lower wins, a form with a fold it could not fit loses")
+
+
+def compare_forms(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dict[str, Any]:
+    """Design checks of both law forms on the same runs and the form ``auto`` picks (lower ``score``)."""
+    cfg = cfg or FitConfig()
+    checks = {f: design_checks(runs, FitConfig(**{**asdict(cfg), "form": f})) for f in FORMS}
+    scores = {f: (math.inf if c["score"] is None else c["score"]) for f, c in checks.items()}
+    if all(math.isinf(v) for v in scores.values()):
+        raise FitError("form auto: no design-check fold could be fitted for either form (each fold needs >= 3 "
+                       "sizes and 3 token counts left); choose scale.fit.form hoffmann or kaplan")
+    chosen = min(FORMS, key=lambda f: (scores[f], FORMS.index(f)))  # a tie keeps hoffmann
+    return {"chosen": chosen, "score": SCORE_TEXT, "scores": {f: checks[f]["score"] for f in FORMS},
+            "checks": checks}
