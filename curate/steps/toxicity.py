@@ -6,7 +6,9 @@ Two signals, both shipped (nothing is downloaded):
   ``alt-profanity-check`` ships inside its wheel (TF-IDF + calibrated linear SVM, English). Long
   documents are cut into windows of about ``window_words`` (24) words (whole lines where possible) and
   the score is the maximum over windows: a model trained on short comments would otherwise see a
-  few slurs diluted in a long page. Scored only where ``lang`` is in ``model_languages``.
+  few slurs diluted in a long page. Scored only where ``lang`` is in ``model_languages``. Windows
+  are scored from the model's linear weights (``curate.steps.toxicity_linear``: the same
+  probabilities as the sklearn pipeline, bit for bit, without loading sklearn at run time).
 * ``badwords`` (int): hits of the multilingual "List of Dirty, Naughty, Obscene and Otherwise Bad
   Words" (LDNOOBW, CC-BY-4.0; 15 languages in ``curate/models/badwords``, see the PROVENANCE
   there) for the document's language, matched on word boundaries (substrings for ja/th/zh, as
@@ -24,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError, from_dict
 from curate.steps.base import Annotator, CurationStep, error_drop
+from curate.steps.toxicity_linear import LinearWindowModel, UnsupportedModel, load_packaged
 
 BADWORDS_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords"
 NO_SPACE_LANGS = ("ja", "th", "zh")  # written without spaces: match substrings (datatrove's C4 rule)
@@ -260,14 +264,29 @@ class ToxicityScorer(Annotator):
 
     def _predict(self, windows_words: list[list[str]]) -> list[float]:
         if self._model is None:
-            try:  # the package loads its vectorizer and model (inside the wheel) at import
-                from profanity_check import profanity_check as pc
-            except ImportError as exc:
-                raise ConfigError("toxicity.model 'alt-profanity-check' needs `pip install alt-profanity-check` "
-                                  "(or set toxicity.model: none)") from exc
-            self._model = (WindowFeatures(pc.vectorizer), pc.model)
+            self._model = self._load_model()
+        if isinstance(self._model, LinearWindowModel):
+            # the same probabilities as the sklearn pipeline below, bit for bit (toxicity_linear)
+            return self._model.probabilities(list(chain.from_iterable(windows_words)),
+                                             list(map(len, windows_words))).tolist()
         features, model = self._model
         return model.predict_proba(features.transform(windows_words))[:, 1].tolist()
+
+    @staticmethod
+    def _load_model() -> Any:
+        try:
+            return load_packaged()
+        except UnsupportedModel:
+            pass  # another model layout: the sklearn pipeline itself
+        except ImportError as exc:
+            raise ConfigError("toxicity.model 'alt-profanity-check' needs `pip install alt-profanity-check` "
+                              "(or set toxicity.model: none)") from exc
+        try:  # the package loads its vectorizer and model (inside the wheel) at import
+            from profanity_check import profanity_check as pc
+        except ImportError as exc:
+            raise ConfigError("toxicity.model 'alt-profanity-check' needs `pip install alt-profanity-check` "
+                              "(or set toxicity.model: none)") from exc
+        return (WindowFeatures(pc.vectorizer), pc.model)
 
     def _lang(self, doc: Document) -> str:
         return doc.metadata.get("lang") or self.cfg.default_language

@@ -1,0 +1,217 @@
+"""The toxicity model's window scores computed from its linear weights, without sklearn at run time.
+
+The model of ``alt-profanity-check`` is a tf-idf vectorizer (word unigrams, l2 norm) followed by a
+``CalibratedClassifierCV`` of ``K`` linear SVMs with sigmoid calibration. For one window with term
+counts ``c_t`` the sklearn pipeline computes::
+
+    v_t = c_t * idf_t                      (TfidfTransformer, sorted term ids)
+    x_t = v_t / sqrt(sum_t v_t * v_t)      (l2 row normalisation, a sequential sum)
+    d_k = sum_t x_t * w_kt + intercept_k   (decision function, a sequential sum)
+    p   = (sum_k expit(-(a_k * d_k + b_k))) / K
+
+``LinearWindowModel`` evaluates exactly these floating-point operations in the same order (term ids
+sorted, sums accumulated term by term from 0.0, classifiers added one by one), vectorised over a
+batch of windows with numpy, so its probabilities are those of ``model.predict_proba(
+vectorizer.transform(windows))`` bit for bit (``tests/curate/test_toxicity_linear.py``). A word's
+terms (lower-case, ``token_pattern``, vocabulary) are computed once per distinct word.
+
+Loading: the weights are read from the package's two joblib files once (this imports sklearn, ~3 s
+of CPU) and kept in a cache file named by the sha256 of those files
+(``$CORPUSMIX_CACHE_DIR`` or ``$XDG_CACHE_HOME/corpusmix`` or ``~/.cache/corpusmix``,
+``toxicity/<hash>.npz``); later processes load the arrays only (~10 ms). A changed model file has a
+new hash, so a stale cache is never read; an unwritable cache folder only costs the sklearn load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_FORMAT = "v1"
+
+
+class UnsupportedModel(ValueError):
+    """The vectorizer/model pair is not one whose scores this module reproduces exactly."""
+
+
+def _check_vectorizer(vec: Any) -> None:
+    p = vec.get_params()
+    ok = (p.get("analyzer") == "word" and tuple(p.get("ngram_range") or ()) == (1, 1)
+          and p.get("preprocessor") is None and p.get("tokenizer") is None and not p.get("binary")
+          and p.get("strip_accents") is None and p.get("norm") == "l2" and p.get("use_idf")
+          and not p.get("sublinear_tf") and p.get("input") == "content" and hasattr(vec, "idf_"))
+    if not ok:
+        raise UnsupportedModel("vectorizer is not a word-unigram l2 tf-idf without accent stripping")
+    stop = vec.get_stop_words() or frozenset()
+    if stop & set(vec.vocabulary_):
+        raise UnsupportedModel("vocabulary holds stop words")
+
+
+def _linear_parts(model: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(W (V, K), intercepts (K,), a (K,), b (K,))`` of a binary sigmoid-calibrated linear model."""
+    ccs = getattr(model, "calibrated_classifiers_", None)
+    if not ccs or len(getattr(model, "classes_", ())) != 2:
+        raise UnsupportedModel("model is not a fitted binary CalibratedClassifierCV")
+    ws, bs, cal_a, cal_b = [], [], [], []
+    for cc in ccs:
+        est = cc.estimator
+        if (getattr(cc, "method", None) != "sigmoid" or len(cc.calibrators) != 1
+                or not hasattr(est, "coef_") or np.asarray(est.coef_).shape[0] != 1
+                or not hasattr(cc.calibrators[0], "a_") or type(est).decision_function.__qualname__
+                != "LinearClassifierMixin.decision_function"):
+            raise UnsupportedModel("calibrated classifiers must be binary linear models with sigmoid calibration")
+        ws.append(np.asarray(est.coef_, dtype=np.float64)[0])
+        bs.append(float(np.asarray(est.intercept_, dtype=np.float64).reshape(-1)[0]) if est.fit_intercept else 0.0)
+        cal_a.append(float(cc.calibrators[0].a_))
+        cal_b.append(float(cc.calibrators[0].b_))
+    return (np.ascontiguousarray(np.stack(ws, axis=1)), np.asarray(bs), np.asarray(cal_a), np.asarray(cal_b))
+
+
+class LinearWindowModel:
+    """Window probabilities of a tf-idf + calibrated linear model, equal to sklearn's."""
+
+    def __init__(self, *, terms: list[str], idf: np.ndarray, weights: np.ndarray, intercepts: np.ndarray,
+                 cal_a: np.ndarray, cal_b: np.ndarray, token_pattern: str, lowercase: bool) -> None:
+        self.terms = list(terms)
+        self.vocab = {t: i for i, t in enumerate(self.terms)}
+        self.idf = np.asarray(idf, dtype=np.float64)
+        self.weights = np.asarray(weights, dtype=np.float64)  # (V, K)
+        self.intercepts, self.cal_a, self.cal_b = (np.asarray(x, dtype=np.float64) for x in (intercepts, cal_a, cal_b))
+        self.token_pattern, self.lowercase = token_pattern, bool(lowercase)
+        self._tokens = re.compile(token_pattern)
+        self._cache: dict[str, tuple[int, ...]] = {}
+        if not (len(self.terms) == len(self.idf) == self.weights.shape[0]
+                and self.weights.shape[1] == len(self.intercepts) == len(self.cal_a) == len(self.cal_b)):
+            raise ValueError("toxicity weights: inconsistent array shapes")
+
+    @classmethod
+    def from_sklearn(cls, vectorizer: Any, model: Any) -> LinearWindowModel:
+        """The weights of a fitted ``TfidfVectorizer`` and ``CalibratedClassifierCV`` (raises
+        :class:`UnsupportedModel` for pipelines whose scores it would not reproduce exactly)."""
+        _check_vectorizer(vectorizer)
+        w, b, a, c = _linear_parts(model)
+        vocab = vectorizer.vocabulary_
+        terms = [""] * len(vocab)
+        for t, i in vocab.items():
+            terms[i] = t
+        return cls(terms=terms, idf=vectorizer.idf_, weights=w, intercepts=b, cal_a=a, cal_b=c,
+                   token_pattern=vectorizer.token_pattern, lowercase=vectorizer.lowercase)
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            np.savez(f, terms=np.asarray(self.terms, dtype=str), idf=self.idf, weights=self.weights,
+                     intercepts=self.intercepts, cal_a=self.cal_a, cal_b=self.cal_b,
+                     token_pattern=np.asarray(self.token_pattern), lowercase=np.asarray(self.lowercase))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> LinearWindowModel:
+        with np.load(path, allow_pickle=False) as z:
+            return cls(terms=z["terms"].tolist(), idf=z["idf"], weights=z["weights"], intercepts=z["intercepts"],
+                       cal_a=z["cal_a"], cal_b=z["cal_b"], token_pattern=str(z["token_pattern"]),
+                       lowercase=bool(z["lowercase"]))
+
+    def word_terms(self, word: str) -> tuple[int, ...]:
+        """Sorted-order-free term ids of one whitespace-free word (the analyzer never reads across a
+        space, so a window's terms are the concatenation of its words')."""
+        vocab = self.vocab
+        return tuple(vocab[t] for t in self._tokens.findall(word.lower() if self.lowercase else word) if t in vocab)
+
+    def probabilities(self, words: list[str], sizes: list[int] | np.ndarray) -> np.ndarray:
+        """Positive-class probability of each window; window ``i`` is the next ``sizes[i]`` words of
+        ``words`` (its text is those words joined by single spaces)."""
+        from scipy.special import expit  # the function sklearn's sigmoid calibrator applies
+
+        n_win = len(sizes)
+        k = len(self.intercepts)
+        if n_win == 0:
+            return np.zeros(0)
+        cache = self._cache
+        if len(cache) > 1_000_000:
+            cache.clear()
+        for w in set(words).difference(cache):
+            cache[w] = self.word_terms(w)
+        ids = list(map(cache.__getitem__, words))
+        lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+        n_terms = len(self.terms)
+        word_win = np.repeat(np.arange(n_win, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+        keys, counts = np.unique(np.repeat(word_win, lens) * n_terms + flat, return_counts=True)
+        row = keys // n_terms
+        col = keys - row * n_terms
+        per_row = np.bincount(row, minlength=n_win)
+        width = int(per_row.max()) if len(keys) else 0
+        start = np.zeros(n_win, dtype=np.int64)
+        np.cumsum(per_row[:-1], out=start[1:])
+        pos = np.arange(len(keys)) - start[row]
+        v = counts.astype(np.float64) * self.idf[col]
+        # sequential sums over each row's sorted terms, from 0.0, as sklearn's loops add them: step j
+        # adds every row's j-th term (a row appears at most once per step)
+        by_pos = np.argsort(pos, kind="stable")
+        bounds = np.zeros(width + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pos, minlength=width), out=bounds[1:])
+        steps = [(row[sel], sel) for sel in (by_pos[bounds[j]:bounds[j + 1]] for j in range(width))]
+        total = np.zeros(n_win)
+        sq = v * v
+        for r, sel in steps:
+            total[r] += sq[sel]
+        norm = np.sqrt(total)
+        x = v / np.where(norm[row] == 0.0, 1.0, norm[row])
+        prod = x[:, None] * self.weights[col]
+        dot = np.zeros((n_win, k))
+        for r, sel in steps:
+            dot[r] += prod[sel]
+        d = dot + self.intercepts
+        mean = np.zeros(n_win)
+        for i in range(k):
+            mean += expit(-(self.cal_a[i] * d[:, i] + self.cal_b[i]))
+        mean /= k
+        return mean
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("CORPUSMIX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "corpusmix")
+    return Path(base) / "toxicity"
+
+
+def packaged_model_files() -> tuple[Path, Path]:
+    """``alt-profanity-check``'s vectorizer and model files, found without importing the package
+    (its import loads both with sklearn)."""
+    spec = importlib.util.find_spec("profanity_check")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("alt-profanity-check is not installed")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return data / "vectorizer.joblib", data / "model.joblib"
+
+
+def load_packaged(cache: bool = True) -> LinearWindowModel:
+    """The linear weights of ``alt-profanity-check``'s model, from the cache when it holds them."""
+    vec_f, model_f = packaged_model_files()
+    h = hashlib.sha256(_FORMAT.encode())
+    for f in (vec_f, model_f):
+        h.update(f.read_bytes())
+    path = _cache_dir() / f"alt-profanity-check-{h.hexdigest()[:24]}.npz"
+    if cache and path.exists():
+        try:
+            return LinearWindowModel.load(path)
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache file is rebuilt below
+    import joblib
+
+    m = LinearWindowModel.from_sklearn(joblib.load(vec_f), joblib.load(model_f))
+    if cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            m.save(path)
+        except OSError:
+            pass  # read-only home (a Spark executor): the weights are rebuilt per process
+    return m
