@@ -56,19 +56,29 @@ SECRET_TYPES = tuple(sorted(set(PLUGINS.values())))
 # of its gates holds), so their regexes, which try every position of a text, run on few texts:
 # ``("long", rx)``: the secret is a run of >= 20 characters, so it lies inside a whitespace-free
 # token that long and ``rx`` is searched in those tokens only; ``("lower", words)``: a literal of
-# the pattern, searched in the lower-cased text; ``("rx", rx)``: a pattern with a literal head.
+# the pattern, searched in the lower-cased text; ``("rx", rx)``: a pattern with a literal head;
+# ``("all", conditions)``: every one of the conditions holds (each necessary on its own).
 GATES: dict[str, tuple[tuple[str, Any], ...]] = {  # alternatives: the plugin runs when one holds
-    "artifactory.ArtifactoryDetector": (("rx", re.compile(r"AKC|AP[\dA-F]")),),
+    # the token after its head is >= 10 (AKC) or >= 8 (AP?) alphanumerics long
+    "artifactory.ArtifactoryDetector": (("rx", re.compile(r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}")),),
     "aws.AWSKeyDetector": (("long", re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")),
                            ("lower", ("aws",))),
     "azure_storage_key.AzureStorageKeyDetector": (("lower", ("accountkey=",)),),
     "basic_auth.BasicAuthDetector": (("lower", ("://",)),),
-    "cloudant.CloudantDetector": (("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)),),
+    # its assignment patterns (case-sensitive) hold ``cl[oudant|ou][-_][api]`` + a key word; its URL
+    # patterns (any case) ``cloudant.com``
+    "cloudant.CloudantDetector": (("all", (("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)),
+                                           ("rx", re.compile(r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)"
+                                                             r"|(?i:cloudant\.com)")))),),
     "discord.DiscordBotTokenDetector": (("long", re.compile(r"[MNO][a-zA-Z\d_-]{23,25}\.")),),
     "github_token.GitHubTokenDetector": (("lower", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),),
     "gitlab_token.GitLabTokenDetector": (("lower", ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941",
                                                     "glcbt-", "glimt-", "glptt-")),),
-    "ibm_cloud_iam.IbmCloudIamDetector": (("long", re.compile(r"[a-zA-Z0-9_\-]{44}")),),
+    # its one pattern: a key word (case-sensitive), then on the same line (only spaces, quotes and
+    # an assignment in between) the 44-character key
+    "ibm_cloud_iam.IbmCloudIamDetector": (("all", (("long", re.compile(r"[a-zA-Z0-9_\-]{44}")),
+                                                   ("rx", re.compile(r"(?:key|pwd|pass|token)[^\n]*?"
+                                                                     r"[a-zA-Z0-9_\-]{44}")))),),
     "ibm_cos_hmac.IbmCosHmacDetector": (("long", re.compile(r"[a-f0-9]{48}", re.IGNORECASE)),),
     "jwt.JwtTokenDetector": (("lower", ("eyj",)),),
     "mailchimp.MailchimpDetector": (("lower", ("-us",)),),
@@ -167,15 +177,22 @@ class SecretsDetector:
         low = text.lower()
         if len(low) != len(text):  # a few letters lower-case to two characters ("İ"): keep offsets
             low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        long_tokens: str | None = None
+        long_tokens: list[str] = []  # filled on first use
+
+        def holds(how: str, what: Any) -> bool:
+            if how == "lower":
+                return any(w in low for w in what)
+            if how == "rx":
+                return what.search(text) is not None
+            if how == "long":
+                if not long_tokens:
+                    long_tokens.append(" ".join(t for t in text.split() if len(t) >= _LONG))
+                return what.search(long_tokens[0]) is not None
+            return all(holds(h, w) for h, w in what)  # "all"
+
         for plugin, kind, gate in self._plugins:
-            if gate is not None:
-                if long_tokens is None and any(how == "long" for how, _ in gate):
-                    long_tokens = " ".join(t for t in text.split() if len(t) >= _LONG)
-                if not any(how == "lower" and any(w in low for w in what)
-                           or how == "rx" and what.search(text)
-                           or how == "long" and what.search(long_tokens or "") for how, what in gate):
-                    continue
+            if gate is not None and not any(holds(how, what) for how, what in gate):
+                continue
             for v in plugin.analyze_string(text):
                 if len(v) >= 8:
                     values.append((v, kind))

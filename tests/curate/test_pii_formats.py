@@ -160,6 +160,24 @@ def test_secret_gates_do_not_change_results(monkeypatch: pytest.MonkeyPatch) -> 
     assert sum(map(len, gated)) >= 40
 
 
+@pytest.mark.parametrize("text", [
+    'cloudant_password = "' + "a" * 24 + '"', "clapikey: " + "f" * 64, "x https://acct:" + "b" * 24 + "@acct.CLOUDANT.com",
+    "clou-token " + "q" * 24, 'ibm_cloud_iam_key = "' + "A1-_" * 11 + '"', "api_key: " + "x" * 44,
+    'token  =  "' + "Z" * 44 + '"', "key\n" + "x" * 44, "password: " + "x" * 45, "AKC" + "a" * 10,
+    "=AP1abcdefgh\n", "APACHE LICENSE", "x AP3abcdefghi y", "AKCabc " + "k" * 30,
+])
+def test_composite_secret_gates_keep_every_match(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cloudant, IBM and Artifactory gates (a key word and a long token, both necessary) against the
+    plugins run on every text, on matches and near misses."""
+    import curate.steps.secrets as sec
+
+    code = pq.read_table(DEMO / "code.parquet", columns=["text"]).slice(0, 3).column("text").to_pylist()
+    texts = [text, code[0] + "\n" + text, text + " " + text.upper()]
+    gated = [sec.SecretsDetector().detect(t) for t in texts]
+    monkeypatch.setattr(sec, "GATES", {})
+    assert [sec.SecretsDetector().detect(t) for t in texts] == gated
+
+
 def test_other_string_columns_are_redacted_labels_are_not(red: PIIRedactor) -> None:
     doc = Document(text="no pii", id="x", metadata={"domain": "news", "lang": "en", "source": "mailto:jo.d@example.org",
                                                     "title": "Call 555-123-4567", "year": 1999})
