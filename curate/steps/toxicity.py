@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -267,8 +266,7 @@ class ToxicityScorer(Annotator):
             self._model = self._load_model()
         if isinstance(self._model, LinearWindowModel):
             # the same probabilities as the sklearn pipeline below, bit for bit (toxicity_linear)
-            return self._model.probabilities(list(chain.from_iterable(windows_words)),
-                                             list(map(len, windows_words))).tolist()
+            return self._model.probabilities(windows_words).tolist()
         features, model = self._model
         return model.predict_proba(features.transform(windows_words))[:, 1].tolist()
 

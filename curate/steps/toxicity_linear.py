@@ -12,8 +12,8 @@ counts ``c_t`` the sklearn pipeline computes::
 ``LinearWindowModel`` evaluates exactly these floating-point operations in the same order (term ids
 sorted, sums accumulated term by term from 0.0, classifiers added one by one), vectorised over a
 batch of windows with numpy, so its probabilities are those of ``model.predict_proba(
-vectorizer.transform(windows))`` bit for bit (``tests/curate/test_toxicity_linear.py``). A word's
-terms (lower-case, ``token_pattern``, vocabulary) are computed once per distinct word.
+vectorizer.transform(windows))`` bit for bit (``tests/curate/test_toxicity_linear.py``). Tokens
+come from one ``findall`` over the batch's windows and one vocabulary lookup each (C-level loops).
 
 Loading: the weights are read from the package's two joblib files once (this imports sklearn, ~3 s
 of CPU) and kept in a cache file named by the sha256 of those files
@@ -28,7 +28,7 @@ import hashlib
 import importlib.util
 import os
 import re
-from itertools import chain
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ def _check_vectorizer(vec: Any) -> None:
           and not p.get("sublinear_tf") and p.get("input") == "content" and hasattr(vec, "idf_"))
     if not ok:
         raise UnsupportedModel("vectorizer is not a word-unigram l2 tf-idf without accent stripping")
+    if re.compile(vec.token_pattern).groups:
+        raise UnsupportedModel("token_pattern has a capturing group")
     stop = vec.get_stop_words() or frozenset()
     if stop & set(vec.vocabulary_):
         raise UnsupportedModel("vocabulary holds stop words")
@@ -85,8 +87,9 @@ class LinearWindowModel:
         self.weights = np.asarray(weights, dtype=np.float64)  # (V, K)
         self.intercepts, self.cal_a, self.cal_b = (np.asarray(x, dtype=np.float64) for x in (intercepts, cal_a, cal_b))
         self.token_pattern, self.lowercase = token_pattern, bool(lowercase)
-        self._tokens = re.compile(token_pattern)
-        self._cache: dict[str, tuple[int, ...]] = {}
+        # the token pattern, or a line break (window separator, id -1); unknown tokens get -2
+        self._tokens_nl = re.compile(f"{token_pattern}|\n")  # top level: a leading (?u) stays global
+        self._ids = {**self.vocab, "\n": -1}
         if not (len(self.terms) == len(self.idf) == self.weights.shape[0]
                 and self.weights.shape[1] == len(self.intercepts) == len(self.cal_a) == len(self.cal_b)):
             raise ValueError("toxicity weights: inconsistent array shapes")
@@ -119,32 +122,29 @@ class LinearWindowModel:
                        cal_a=z["cal_a"], cal_b=z["cal_b"], token_pattern=str(z["token_pattern"]),
                        lowercase=bool(z["lowercase"]))
 
-    def word_terms(self, word: str) -> tuple[int, ...]:
-        """Sorted-order-free term ids of one whitespace-free word (the analyzer never reads across a
-        space, so a window's terms are the concatenation of its words')."""
-        vocab = self.vocab
-        return tuple(vocab[t] for t in self._tokens.findall(word.lower() if self.lowercase else word) if t in vocab)
-
-    def probabilities(self, words: list[str], sizes: list[int] | np.ndarray) -> np.ndarray:
-        """Positive-class probability of each window; window ``i`` is the next ``sizes[i]`` words of
-        ``words`` (its text is those words joined by single spaces)."""
+    def probabilities(self, windows: list[list[str]]) -> np.ndarray:
+        """Positive-class probability of each window, given as its whitespace-free words (the
+        window's text is those words joined by single spaces)."""
         from scipy.special import expit  # the function sklearn's sigmoid calibrator applies
 
-        n_win = len(sizes)
+        n_win = len(windows)
         k = len(self.intercepts)
         if n_win == 0:
             return np.zeros(0)
-        cache = self._cache
-        if len(cache) > 1_000_000:
-            cache.clear()
-        for w in set(words).difference(cache):
-            cache[w] = self.word_terms(w)
-        ids = list(map(cache.__getitem__, words))
-        lens = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+        # All windows in one string, one per line: lower-casing and the token pattern never read
+        # across whitespace (no line break is cased or case-ignorable, ``\b`` sees a non-word
+        # character either way), so its tokens are those of each window in turn; the pattern's
+        # extra ``\n`` alternative marks where each window ends and never takes a token's place.
+        joined = "\n".join(map(" ".join, windows))
+        if joined.count("\n") != n_win - 1:
+            raise ValueError("toxicity windows must be lists of whitespace-free words")
+        if self.lowercase:
+            joined = joined.lower()
+        ids = np.fromiter(map(self._ids.get, self._tokens_nl.findall(joined), repeat(-2)), dtype=np.int64)
+        win = np.cumsum(ids == -1)
+        known = ids >= 0
         n_terms = len(self.terms)
-        word_win = np.repeat(np.arange(n_win, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
-        keys, counts = np.unique(np.repeat(word_win, lens) * n_terms + flat, return_counts=True)
+        keys, counts = np.unique(win[known] * n_terms + ids[known], return_counts=True)
         row = keys // n_terms
         col = keys - row * n_terms
         per_row = np.bincount(row, minlength=n_win)

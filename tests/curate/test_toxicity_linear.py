@@ -38,7 +38,7 @@ def _random_texts(n: int, seed: int = 0) -> list[str]:
 def _both(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     ww = [w for t in texts for w in window_words(t, 24)]
     model = LinearWindowModel.from_sklearn(pc.vectorizer, pc.model)
-    got = model.probabilities([w for x in ww for w in x], [len(x) for x in ww])
+    got = model.probabilities(ww)
     want = pc.model.predict_proba(pc.vectorizer.transform([" ".join(w) for w in ww]))[:, 1]
     return got, want
 
@@ -64,8 +64,8 @@ def test_batches_are_independent() -> None:
     texts = _random_texts(50, seed=1)
     ww = [w for t in texts for w in window_words(t, 24)]
     model = LinearWindowModel.from_sklearn(pc.vectorizer, pc.model)
-    whole = model.probabilities([w for x in ww for w in x], [len(x) for x in ww])
-    alone = np.concatenate([model.probabilities(list(x), [len(x)]) for x in ww])
+    whole = model.probabilities(ww)
+    alone = np.concatenate([model.probabilities([x]) for x in ww])
     assert np.array_equal(whole, alone)
 
 
@@ -90,6 +90,14 @@ def test_unsupported_pipelines_are_refused() -> None:
         LinearWindowModel.from_sklearn(vec, pc.model)
     with pytest.raises(UnsupportedModel):
         LinearWindowModel.from_sklearn(pc.vectorizer, object())
+    with pytest.raises(UnsupportedModel):
+        LinearWindowModel.from_sklearn(TfidfVectorizer(token_pattern=r"(\w+)").fit(["aa bb"]), pc.model)
+
+
+def test_windows_with_whitespace_inside_words_are_refused() -> None:
+    model = LinearWindowModel.from_sklearn(pc.vectorizer, pc.model)
+    with pytest.raises(ValueError, match="whitespace-free"):
+        model.probabilities([["fuck\nyou"], ["x"]])
 
 
 def test_scorer_columns_equal_the_sklearn_path() -> None:
