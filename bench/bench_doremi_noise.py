@@ -2,7 +2,7 @@
 
     python bench/bench_doremi_noise.py [--work /tmp/bench_doremi_noise] [--seeds 1,2,3]
         [--excess-source probe|batch] [--update-every 8] [--probe-windows 0] [--batch-size 16] [--eta 1]
-        [--pools DIR --preset tiny]
+        [--update eg|softmax] [--temperature 0.5] [--pools DIR --preset tiny]
 
 Trains the reference once (cached under ``--work``) and one DRO proxy per seed against it (two
 processes), recording every step's per-domain excess. Default data: the replication set (real
@@ -79,6 +79,10 @@ def main() -> None:
     ap.add_argument("--probe-windows", type=int, default=-1)
     ap.add_argument("--restart", action="store_true", help="reset the weights when the averaged steps begin")
     ap.add_argument("--smoothing", type=float, default=-1.0)
+    ap.add_argument("--excess-ema", type=float, default=-1.0)
+    ap.add_argument("--excess-clip", default="", help="token | domain (default: DoReMiConfig's)")
+    ap.add_argument("--update", default="", help="eg | softmax (default: DoReMiConfig's)")
+    ap.add_argument("--temperature", type=float, default=0.0, help="softmax tau / mean excess (0 = the default)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dump", default="", help="write every seed's per-step excess and weights to this JSON")
     args = ap.parse_args()
@@ -94,7 +98,9 @@ def main() -> None:
             "update_every": args.update_every or None,
             "probe_windows": args.probe_windows if args.probe_windows >= 0 else None,
             "restart": True if args.restart else None,
-            "smoothing": args.smoothing if args.smoothing >= 0 else None}
+            "smoothing": args.smoothing if args.smoothing >= 0 else None,
+            "update": args.update or None, "excess_ema": args.excess_ema if args.excess_ema >= 0 else None,
+            "excess_clip": args.excess_clip or None, "temperature": args.temperature or None}
     cfg = dataclasses.replace(cfg, **{k: v for k, v in over.items() if v is not None})
     cfg.validate()
     tag = hashlib.sha256(f"{pools.resolve()} {args.preset}".encode()).hexdigest()[:12]
@@ -125,9 +131,14 @@ def main() -> None:
     logw -= logw.mean(axis=1, keepdims=True)
     avg = np.array([r["avg"] for r in runs])
     rows = -(-pcfg.batch_size // k) * k
+    mean = avg.mean(axis=0)
+    nat = natural_mixture(pool_domains(pools))
+    nat_w = np.array([nat[d] for d in domains])
     out = {"pools": str(pools), "preset": args.preset, "domains": domains, "seeds": seeds,
            "doremi": {f: getattr(cfg, f) for f in ("eta", "excess_source", "update_every", "probe_windows",
-                                                    "average_from", "steps", "restart", "smoothing")},
+                                                    "average_from", "steps", "restart", "smoothing",
+                                                    "update", "temperature", "excess_ema",
+                                                    "excess_clip")},
            "batch_rows": rows, "tokens_per_domain_per_step": rows // k * (pcfg.seq_len - 1),
            "late_mean_excess": dict(zip(domains, late.mean(axis=(0, 1)).round(4).tolist(), strict=True)),
            "late_sd_excess": dict(zip(domains, sd.round(4).tolist(), strict=True)),
@@ -137,6 +148,10 @@ def main() -> None:
            "mean_weights": dict(zip(domains, avg.mean(axis=0).round(4).tolist(), strict=True)),
            "seed_range": dict(zip(domains, np.ptp(avg, axis=0).round(4).tolist(), strict=True)),
            "max_seed_range": round(float(np.ptp(avg, axis=0).max()), 4),
+           # how far the output is from the do-nothing mixtures (a uniform output has seed range 0)
+           "l1_from_uniform": round(float(np.abs(mean - 1.0 / k).sum()), 4),
+           "l1_from_natural": round(float(np.abs(mean - nat_w).sum()), 4),
+           "max_over_min_weight": round(float(mean.max() / mean.min()), 2),
            "proxy_seconds": [r["seconds"] for r in runs], "wall_seconds": round(time.perf_counter() - t0, 1),
            "loadavg_start": load0, "loadavg_end": os.getloadavg()}
     if args.dump:

@@ -23,9 +23,14 @@ The algorithm, step by step (one DRO step = one proxy batch):
    (the default): a fixed set of windows of every domain's search-validation split
    (:func:`probe_windows`), the same at every update and for every seed, scored every
    ``update_every`` steps in eval mode; the reference's probe loss is computed once.
-3. Exponentiated gradient: ``log a <- log a + eta * excess`` (``eta * update_every`` per probe
-   update, so the total step size matches); normalise (softmax);
-   smooth toward uniform: ``a <- (1 - c) * a + c / k``.
+3. The weight update (``update``): ``eg``, exponentiated gradient (the paper):
+   ``log a <- log a + eta * excess`` (``eta * update_every`` per probe update, so the total step
+   size matches), normalise (softmax); ``softmax``: ``a = softmax(excess / tau)`` from the current
+   excess alone, ``tau = temperature * mean excess`` (:func:`softmax_weights`); ``eg_softmax``
+   (the default): ``eg`` during the warm-up, ``softmax`` over the averaged steps. Then smooth
+   toward uniform: ``a <- (1 - c) * a + c / k``. With ``excess_clip: domain`` (the default) the
+   excess of a domain is its mean ``proxy - reference`` clipped at 0, instead of the mean of the
+   per-token clipped excess (``token``, the paper).
 4. The proxy's loss reweights tokens by the current weights: ``sum_t k * a[d(t)] * loss_t / n``
    (``k *`` keeps the scale of an unweighted mean when ``a`` is uniform).
 5. The output is the average of the weights over all steps.
@@ -76,6 +81,25 @@ included; the reasons):
   (garbage, then legal / literature / news, then code rising from the smoothing floor), which
   differs by a few steps from seed to seed while the averaged window is being taken.
   ``restart`` (weights reset to uniform when the averaged steps begin) measured worse (0.109).
+- *Weights that do not integrate the excess* (``update: eg_softmax``, ``excess_clip: domain``,
+  ``temperature: 0.5``, the defaults): exponentiated gradient sums the excess over the updates,
+  so a persistent small lead of one domain drives its weight toward one (code climbed from ~0.1
+  to 0.8-0.98 inside the averaged window), and the few-step differences between seeds in when
+  that happens were the seed spread. Over the averaged steps the weights are instead the
+  closed-form maximiser of the KL-regularised Group-DRO step, ``max_a sum_d a_d e_d - tau *
+  KL(a || uniform)`` = ``softmax(e / tau)`` (:func:`softmax_weights`), of the current probe excess:
+  a weight answers the excess now, not its history, so it settles where the proxy's lag is
+  balanced. ``tau`` is a fraction of the mean excess (unit-free). The warm-up keeps the paper's
+  exponentiated gradient: its swing to the quickly learnt garbage is what makes the proxy learn it
+  early, so that its excess is small afterwards (the memoryless softmax from step 0 keeps garbage
+  near its reference share: 0.22-0.24). The domain-level clip: the per-token clip
+  ``mean(max(d, 0))`` has a floor of about ``mean|d| / 2`` even where the two models agree on
+  average, largest on text whose per-token losses differ most between two models (random
+  characters, hex: the garbage), which held the garbage weight up as the other domains' excess
+  fell (0.085 -> 0.107 on held-out seeds with the per-token clip); the domain mean clipped at 0
+  has no such floor. Measured (docs/mix.md; tuned on replication seeds 1-3 only): largest seed
+  range 0.030 on seeds 1-3 (exponentiated gradient: 0.048), garbage 0.069; held-out figures in
+  docs/mix.md.
 - eta = 1 and c = 1e-3 are explicit params (the paper's values; the original repository's code
   default for c is 1e-4 while its scripts pass 1e-3).
 - The proxy and the reference are tiny (the ``tiny`` preset of :mod:`proxytrain.model`,
@@ -89,6 +113,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+# weight updates of mix.doremi.update (GroupDRO)
+UPDATES = ("eg", "softmax", "eg_softmax")
+# where the excess is clipped at 0 (mix.doremi.excess_clip)
+CLIPS = ("token", "domain")
 
 
 @dataclass
@@ -108,6 +137,17 @@ class DoReMiConfig:
     probe_windows: int = field(default=0, metadata={
         "help": "probe windows per domain, spread over its search-validation split (0 = the batch's windows "
                 "per domain x update_every: the probe then costs what the per-step reference forward did)"})
+    excess_clip: str = field(default="domain", metadata={
+        "help": "token: max(proxy - reference, 0) per token, then the domain's mean (the paper); domain: the "
+                "domain's mean excess, clipped at 0 (no per-token noise floor)"})
+    update: str = field(default="eg_softmax", metadata={
+        "help": "eg: exponentiated gradient, log a += eta * excess (the paper); softmax: a = softmax(excess / "
+                "(temperature * mean excess)) at each update, the closed-form maximiser of the KL-regularised "
+                "Group-DRO step (no memory of earlier excess); eg_softmax: eg during the warm-up (the first "
+                "average_from of the steps), softmax over the averaged steps"})
+    temperature: float = field(default=0.5, metadata={
+        "help": "softmax: tau as a fraction of the current mean per-domain excess (unit-free; larger = closer "
+                "to uniform)"})
     update_every: int = field(default=4, metadata={
         "help": "probe: steps between weight updates (each update steps eta x update_every)"})
     average_from: float = field(default=0.5, metadata={
@@ -139,21 +179,34 @@ class DoReMiConfig:
             raise ValueError(f"doremi excess_source must be 'probe' or 'batch', got {self.excess_source!r}")
         if self.probe_windows < 0 or self.update_every < 1:
             raise ValueError("doremi probe_windows must be >= 0 (0 = automatic) and update_every >= 1")
+        if self.excess_clip not in CLIPS:
+            raise ValueError(f"doremi excess_clip must be one of {', '.join(CLIPS)}, got {self.excess_clip!r}")
+        if self.update not in UPDATES:
+            raise ValueError(f"doremi update must be one of {', '.join(UPDATES)}, got {self.update!r}")
+        if not self.temperature > 0 or not np.isfinite(self.temperature):
+            raise ValueError(f"doremi temperature must be a finite number > 0, got {self.temperature}; it is a "
+                             "fraction of the mean excess (0.5 = half of it)")
+        if self.restart and self.update != "eg":
+            raise ValueError("doremi restart only applies to update: eg (softmax weights keep no memory to reset)")
         if self.seeds < 1 or self.workers < 1:
             raise ValueError("doremi seeds and workers must be >= 1")
         if self.max_rounds < 1 or self.tol < 0:
             raise ValueError("doremi max_rounds must be >= 1 and tol >= 0")
 
 
-def domain_excess_sums(proxy_loss, reference_loss, mask, domain_ids, num_domains: int):
-    """``[2, num_domains]`` float64 tensor: per domain, the sum of the clipped per-token excess loss
-    ``max(proxy - reference, 0)`` over its target tokens, and the number of those tokens (summed
-    over ranks before :func:`excess_from_sums`)."""
+def domain_excess_sums(proxy_loss, reference_loss, mask, domain_ids, num_domains: int, *, clip: str = "token"):
+    """``[2, num_domains]`` float64 tensor: per domain, the sum of the per-token excess loss
+    ``proxy - reference`` over its target tokens (``clip: token``, the paper: each token's excess
+    clipped at 0; ``domain``: unclipped, the domain's mean is clipped by :func:`excess_from_sums`),
+    and the number of those tokens (summed over ranks before :func:`excess_from_sums`)."""
     import torch
 
+    if clip not in CLIPS:
+        raise ValueError(f"excess clip must be one of {', '.join(CLIPS)}, got {clip!r}")
     with torch.no_grad():
         m = mask.float()
-        tok = (proxy_loss.detach().float() - reference_loss.detach().float()).clamp(min=0) * m
+        tok = proxy_loss.detach().float() - reference_loss.detach().float()
+        tok = (tok.clamp(min=0) if clip == "token" else tok) * m
         onehot = torch.nn.functional.one_hot(domain_ids.long(), num_domains).float()  # [B, k]
         return torch.stack([onehot.T @ tok.sum(dim=1), onehot.T @ m.sum(dim=1)]).double()
 
@@ -162,7 +215,8 @@ def excess_from_sums(sums) -> tuple[np.ndarray, np.ndarray]:
     """``(excess, present)`` numpy arrays from :func:`domain_excess_sums`' (reduced) tensor."""
     s = sums.detach().cpu().double().numpy()
     present = s[1] > 0
-    return np.where(present, s[0] / np.maximum(s[1], 1.0), 0.0), present
+    # a per-token clipped sum is >= 0 already; an unclipped one (clip: domain) is clipped here
+    return np.where(present, np.maximum(s[0] / np.maximum(s[1], 1.0), 0.0), 0.0), present
 
 
 def domain_excess_loss(proxy_loss, reference_loss, mask, domain_ids, num_domains: int):
@@ -175,14 +229,42 @@ def domain_excess_loss(proxy_loss, reference_loss, mask, domain_ids, num_domains
     return excess_from_sums(domain_excess_sums(proxy_loss, reference_loss, mask, domain_ids, num_domains))
 
 
+def softmax_weights(excess: np.ndarray, *, temperature: float, smoothing: float) -> np.ndarray:
+    """``update: softmax``: ``(1 - c) * softmax(excess / tau) + c / k`` with
+    ``tau = temperature * mean(excess)`` (the excess is clipped, so >= 0; uniform when it is 0).
+
+    ``softmax(e / tau)`` is the closed-form maximiser over the simplex of the KL-regularised
+    Group-DRO objective ``sum_d a_d e_d - tau * KL(a || uniform)`` (the inner maximisation of
+    KL-regularised DRO, e.g. Qi et al. 2021, "An Online Method for a Class of Distributionally
+    Robust Optimization with Non-Convex Objectives"; Sagawa et al. 2020's group DRO without the
+    regulariser takes exponentiated-gradient steps on the same objective). It equals one
+    exponentiated-gradient step of size ``1 / tau`` from the uniform prior: the weights answer the
+    current excess and do not integrate past differences. Taking ``tau`` relative to the mean excess
+    makes it unit-free: domains whose excess differs by a small fraction of its level stay close."""
+    e = np.asarray(excess, dtype=np.float64)
+    k = e.shape[0]
+    scale = float(np.mean(np.abs(e)))
+    if not scale > 0:
+        w = np.full(k, 1.0 / k)
+    else:
+        z = e / (temperature * scale)
+        w = np.exp(z - z.max())
+        w /= w.sum()
+    return (1.0 - smoothing) * w + smoothing / k
+
+
 class GroupDRO:
-    """Exponentiated-gradient domain weights with smoothing and step averaging."""
+    """Group-DRO domain weights (exponentiated gradient or the softmax of the current excess) with
+    smoothing and step averaging."""
 
     def __init__(self, num_domains: int, *, eta: float = 1.0, smoothing: float = 1e-3, ema: float = 0.0,
-                 average_from: int = 0, restart: bool = False):
+                 average_from: int = 0, restart: bool = False, update: str = "eg", temperature: float = 0.5):
         if num_domains < 2:
             raise ValueError(f"DoReMi needs at least 2 domains, got {num_domains}")
+        if update not in UPDATES:
+            raise ValueError(f"DoReMi update must be one of {', '.join(UPDATES)}, got {update!r}")
         self.k = num_domains
+        self.update_rule, self.temperature = update, float(temperature)
         self.eta = float(eta)
         self.c = float(smoothing)
         self.ema = float(ema)
@@ -194,7 +276,8 @@ class GroupDRO:
         self.history: list[np.ndarray] = []
 
     def update(self, excess: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
-        """One step; absent domains reuse their last (smoothed) excess. Returns the new weights.
+        """One step; absent domains reuse their last (smoothed) excess. Returns the new weights
+        (``eg``: from the previous weights; ``softmax``: from the current excess alone).
 
         With ``ema > 0`` the excess used is ``ema * previous + (1 - ema) * new`` per present domain
         (its first observation is taken as is)."""
@@ -210,11 +293,16 @@ class GroupDRO:
         if self.restart and not self._restarted and len(self.history) >= self.average_from:
             self.weights = np.full(self.k, 1.0 / self.k)  # the first update of the averaged steps
             self._restarted = True
-        logw = np.log(self.weights) + self.eta * self.last_excess
-        logw -= logw.max()
-        w = np.exp(logw)
-        w /= w.sum()
-        self.weights = (1.0 - self.c) * w + self.c / self.k
+        closed = self.update_rule == "softmax" or (
+            self.update_rule == "eg_softmax" and len(self.history) >= self.average_from)
+        if closed:
+            self.weights = softmax_weights(self.last_excess, temperature=self.temperature, smoothing=self.c)
+        else:
+            logw = np.log(self.weights) + self.eta * self.last_excess
+            logw -= logw.max()
+            w = np.exp(logw)
+            w /= w.sum()
+            self.weights = (1.0 - self.c) * w + self.c / self.k
         self.history.append(self.weights.copy())
         return self.weights
 
@@ -273,8 +361,9 @@ class DROObjective:
     """
 
     def __init__(self, dro: GroupDRO, reference, domains: list[str], *, probe: dict | None = None,
-                 update_every: int = 1):
+                 update_every: int = 1, clip: str = "token"):
         self.dro, self.reference, self.domains = dro, reference, list(domains)
+        self.clip = clip
         self.probe, self.update_every = probe, int(update_every)
         self.reference.eval()
         self.reference.requires_grad_(False)
@@ -320,7 +409,7 @@ class DROObjective:
         proxy_tok, mask = self._probe_loss(model, dev)
         reshard_all(model)  # an FSDP forward without backward leaves the root unsharded
         dom = self.probe["domain_id"].to(dev)
-        sums = all_reduce_sum(domain_excess_sums(proxy_tok, self._ref_probe, mask, dom, self.dro.k))
+        sums = all_reduce_sum(domain_excess_sums(proxy_tok, self._ref_probe, mask, dom, self.dro.k, clip=self.clip))
         self.dro.update(*excess_from_sums(sums))
         self._updated_at = step
 
@@ -338,7 +427,8 @@ class DROObjective:
         with torch.no_grad():
             ref_tok, _ = per_token_loss(self.reference(batch["tokens"], batch["segment_ids"]), batch["tokens"],
                                         batch["segment_ids"])
-        sums = all_reduce_sum(domain_excess_sums(loss_tok, ref_tok, mask, batch["domain_id"], self.dro.k))
+        sums = all_reduce_sum(domain_excess_sums(loss_tok, ref_tok, mask, batch["domain_id"], self.dro.k,
+                                                 clip=self.clip))
         self.dro.update(*excess_from_sums(sums))
         return loss_tok * self.dro.loss_weights(batch["domain_id"])[:, None]
 
@@ -488,6 +578,10 @@ def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_
         tag += f" probe={cfg.probe_windows} every={cfg.update_every}"
     if cfg.restart:
         tag += " restart"
+    if cfg.update != "eg":  # exponentiated-gradient runs keep the keys they were cached under
+        tag += f" update={cfg.update} tau={cfg.temperature}"
+    if cfg.excess_clip != "token":
+        tag += f" clip={cfg.excess_clip}"
     return {"kind": "doremi", "key": f"doremi-{proxy_key(fp, ref_w.tolist(), pcfg, s, tag)}", "pools": str(pools_dir),
             "seed": s, "round": r, "reference_weights": ref_w.tolist(), "reference": Path(ref_path).name,
             "cfg": dataclasses.asdict(pcfg), "reference_cfg": dataclasses.asdict(rcfg),
@@ -547,8 +641,9 @@ def dro_objective(cfg: DoReMiConfig, pcfg, pools_dir, reference, *, log: bool = 
             _log().info("doremi probe", extra={"data": {"windows_per_domain": n, "rows": int(probe["tokens"].shape[0]),
                                                         "update_every": every}})
     dro = GroupDRO(k, eta=cfg.eta * every, smoothing=cfg.smoothing, ema=cfg.excess_ema,
-                   average_from=int(cfg.average_from * cfg.steps), restart=cfg.restart)
-    return DROObjective(dro, reference, domains, probe=probe, update_every=every)
+                   average_from=int(cfg.average_from * cfg.steps), restart=cfg.restart, update=cfg.update,
+                   temperature=cfg.temperature)
+    return DROObjective(dro, reference, domains, probe=probe, update_every=every, clip=cfg.excess_clip)
 
 
 def load_reference(path, pools_dir, rcfg):
