@@ -7,17 +7,21 @@
    included: it is 20-65 % of these models); D spans 192-960 optimizer steps.
 2. Fit L(N, D) on the runs with D >= --min-tokens (the 192-step runs are still on the early loss plateau,
    where size makes no difference; see docs/scaling.md) and the lr law; residuals per point.
-3. Design checks on the fit data only (``design_checks``): every size left out in turn and predicted
-   from the others, and the largest token count left out (N counted with and without the embedding
-   table); ``--design-only`` stops here, before any held-out run is trained.
-4. Held out: one size the fit never saw (default 112x2, seed 2), trained at >= 4 x C_max at the
-   largest fitted D, with the predicted lr and with lr/2 and 2 lr (a 3-point lr sweep around the
-   prediction); prediction error and interval coverage; the seed noise of two runs repeated with seed 1.
+3. Design checks on the fit data only (``compare_forms``): for both law forms (Hoffmann, Kaplan), every
+   size left out in turn and predicted from the others, and the largest token count left out (N counted
+   with and without the embedding table); the fixed-D cross-check L(N) = E + A/N^alpha on the largest
+   D's points (the largest size left out); ``--design-only`` stops here, before any held-out run is
+   trained.
+4. Held out: one size the fit never saw (default 128x2, seed 3: the fourth design), trained at >= 4 x
+   C_max at the largest fitted D, with the predicted lr and with lr/2 and 2 lr (a 3-point lr sweep around
+   the prediction); prediction error and interval coverage; the seed noise of two runs repeated with seed 1.
 5. Stability: the constants refitted from the grid (8 best starts, no warm start) on 3 bootstrap resamples.
 6. Cost: CPU and wall seconds of every run, the load average sampled during the benchmark.
 
     python bench/bench_scaling.py --work /tmp/scale-bench --design-only   # sweep + fit + checks
     python bench/bench_scaling.py --work /tmp/scale-bench                 # then the held-out runs
+    python bench/bench_scaling.py --work /tmp/scale-bench --form hoffmann --heldout-size 112x2 --heldout-seed 2
+                                                                          # the third design
 
 Runs are cached under --work (keyed by config): a re-run only fits and prints.
 """
@@ -38,7 +42,7 @@ from proxytrain.scaling_fit import (
     FitConfig,
     _constants,
     _fit_theta,
-    design_checks,
+    compare_forms,
     fit_scaling,
     law,
     predict,
@@ -85,16 +89,47 @@ class LoadSampler:
                 "samples": len(a)}
 
 
-def stability(runs: list[dict], min_tokens: int, heldout: tuple[int, int] | None) -> list[dict]:
+def stability(runs: list[dict], min_tokens: int, heldout: tuple[int, int] | None, form: str = "hoffmann"
+              ) -> list[dict]:
     """Full refits (8 best grid starts, no warm start) on 3 bootstrap resamples of the fitted points."""
     pts, _ = usable_points(runs, min_tokens)
     out = []
     for seed in (1, 2, 3):
         rng = np.random.default_rng(seed)
-        c = _constants(_fit_theta(pts[rng.integers(0, len(pts), len(pts))], 1e-3, 8)[0])
+        c = _constants(_fit_theta(pts[rng.integers(0, len(pts), len(pts))], 1e-3, 8, form=form)[0], form)
         if heldout is not None:
             c["pred_heldout"] = float(law(c, *heldout))
         out.append({"seed": seed, **c})
+    return out
+
+
+def fit_fixed_d(pts: np.ndarray) -> dict[str, float]:
+    """L(N) = E + A / N^alpha on the points of one D (``[[N, loss], ...]``): least squares on the log-loss,
+    log L = LSE(a - alpha log N, e), L-BFGS from a small grid of starts (the cross-check at the planned D)."""
+    from scipy.optimize import minimize
+
+    logn, logl = np.log(pts[:, 0]), np.log(pts[:, 1])
+
+    def f(t: np.ndarray) -> float:
+        return float(np.sum((np.logaddexp(t[0] - t[2] * logn, t[1]) - logl) ** 2))
+
+    best = min((minimize(f, [a0, e0, al], method="L-BFGS-B") for e0 in np.log([1.0, 2.0, 3.0, 3.5])
+                for al in (0.1, 0.3, 0.6, 1.0) for a0 in (0.0, 2.0, 5.0, 10.0)), key=lambda r: r.fun)
+    a, e, al = (float(x) for x in best.x)
+    return {"E": float(np.exp(e)), "A": float(np.exp(a)), "alpha": al}
+
+
+def fixed_d_check(runs: list[dict], heldout_n: float | None = None) -> dict:
+    """The fixed-D N law on the largest D's points: its fit, the largest size left out, and a prediction."""
+    pts, _ = usable_points(runs)
+    d_max = pts[:, 1].max()
+    nl = pts[pts[:, 1] == d_max][:, [0, 2]]
+    full, lolo = fit_fixed_d(nl), fit_fixed_d(nl[:-1])
+    pred_big = lolo["E"] + lolo["A"] / nl[-1, 0] ** lolo["alpha"]
+    out = {"D": int(d_max), "fit": full, "leave_largest_size_out_error_pct": 100 * (pred_big - nl[-1, 1]) / nl[-1, 1]}
+    if heldout_n:
+        out["pred_heldout"] = full["E"] + full["A"] / heldout_n ** full["alpha"]
+        out["pred_heldout_without_largest"] = lolo["E"] + lolo["A"] / heldout_n ** lolo["alpha"]
     return out
 
 
@@ -105,11 +140,12 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--bootstrap", type=int, default=100)
-    ap.add_argument("--heldout-size", default="112x2")
+    ap.add_argument("--heldout-size", default="128x2")
+    ap.add_argument("--form", default="kaplan", choices=["hoffmann", "kaplan", "auto"], help="law form fitted")
     ap.add_argument("--heldout-tokens", type=int, default=983040)
     ap.add_argument("--min-tokens", type=int, default=TOKENS[1],
                     help="fit only runs with D >= this (the 192-step runs are still on the loss plateau)")
-    ap.add_argument("--heldout-seed", type=int, default=2, help="init and data seed of the held-out runs")
+    ap.add_argument("--heldout-seed", type=int, default=3, help="init and data seed of the held-out runs")
     ap.add_argument("--check-starts", type=int, default=8, help="grid starts of each design-check refit")
     ap.add_argument("--design-only", action="store_true",
                     help="sweep, fit and design checks only: no held-out run is trained or looked at")
@@ -122,30 +158,33 @@ def main() -> None:
                       params_count="total")
     sweep = run_sweep(cfg)
     runs = sweep["runs"]
-    fit = fit_scaling(runs, FitConfig(bootstrap=args.bootstrap, min_tokens=args.min_tokens))
+    fit = fit_scaling(runs, FitConfig(bootstrap=args.bootstrap, min_tokens=args.min_tokens, form=args.form))
     fp = data_fingerprint(cfg)
 
     # ---- checks on the fit data only: extrapolation to the largest fitted size, seed noise
-    prior = work / "bench_scaling_design.json"  # the --design-only run's checks, reused when its points match
-    prior_fit = json.loads(prior.read_text()) if prior.is_file() else {}
-    if prior_fit.get("points") == fit["points"] and prior_fit.get("design_checks"):
-        checks = prior_fit["design_checks"]
-    else:
-        checks = {p: design_checks(runs, FitConfig(params_count=p, min_tokens=args.min_tokens,
+    design_file = work / f"bench_scaling_design_{args.form}.json"  # --design-only's checks, reused when points match
+    prior_fit = json.loads(design_file.read_text()) if design_file.is_file() else {}
+    if prior_fit.get("points") == fit["points"] and prior_fit.get("form_checks"):
+        checks = prior_fit["form_checks"]
+    else:  # both forms, N with and without the embedding table
+        checks = {p: compare_forms(runs, FitConfig(params_count=p, min_tokens=args.min_tokens,
                                                    starts=args.check_starts)) for p in ("total", "non_embedding")}
     design = {"sizes": SIZES, "tokens": TOKENS, "lr_sweep_tokens": LR_SWEEP_TOKENS, "min_tokens": args.min_tokens,
-              "params_count": "total", "lr_centre": cfg.lr, "batch": [cfg.batch_size, cfg.seq_len]}
-    fit_part = {"design": design, "sizes": sweep["sizes"], "constants": fit["constants"],
+              "params_count": "total", "lr_centre": cfg.lr, "batch": [cfg.batch_size, cfg.seq_len], "form": args.form}
+    fit_part = {"design": design, "sizes": sweep["sizes"], "form": fit["form"], "law": fit["law"],
+                "constants": fit["constants"],
                 "intervals": fit["intervals"], "rmse_log": fit["rmse_log"], "points": fit["points"],
                 "log_residuals": [round(r, 5) for r in fit["log_residuals"]], "lr_law": fit["lr_law"],
                 "lr_optima": [{k: o[k] for k in ("N", "D", "lr", "how", "edge")} for o in fit["lr_optima"]],
-                "C_max": fit["C_max"], "notes": fit["notes"], "design_checks": checks,
-                "stability": stability(runs, args.min_tokens, None)}
+                "C_max": fit["C_max"], "notes": fit["notes"], "form_checks": checks,
+                "form_scores": {p: c["scores"] for p, c in checks.items()},
+                "fixed_d_check": fixed_d_check([r for r in runs if r["D"] >= args.min_tokens]),
+                "stability": stability(runs, args.min_tokens, None, fit["form"])}
     if args.design_only:
         fit_part["cost"] = {"sweep": sweep["cost"], "bench_wall_s": round(time.perf_counter() - t0, 1),
                             "loadavg_start": load0, "loadavg_end": os.getloadavg(),
                             "loadavg_1min_sampled": load.stop()}
-        (work / "bench_scaling_design.json").write_text(json.dumps(fit_part, indent=1))
+        design_file.write_text(json.dumps(fit_part, indent=1))
         print(json.dumps(fit_part, indent=1))
         return
     # ---- held out: a bigger size at >= 4 x C_max, lr from the law and a 3-point sweep around it
@@ -176,7 +215,8 @@ def main() -> None:
     best = min(ok, key=lambda h: h["loss"]) if ok else None
     lo, hi = pred["interval"]
 
-    stab = stability(runs, args.min_tokens, (n_h, d_h))
+    stab = stability(runs, args.min_tokens, (n_h, d_h), fit["form"])
+    fit_part["fixed_d_check"] = fixed_d_check([r for r in runs if r["D"] >= args.min_tokens], n_h)
     heldout_cost = {"cpu_s": round(sum(h["cpu_s"] for h in held), 1), "wall_s": round(sum(h["wall_s"] for h in held), 1)}
     out = {
         "data": {"source": args.source, "vocab": vocab, "pools_tokens": json.loads((Path(pools) / "pools.json")
@@ -197,7 +237,7 @@ def main() -> None:
                  "bench_wall_s": round(time.perf_counter() - t0, 1),
                  "loadavg_start": load0, "loadavg_end": os.getloadavg(), "loadavg_1min_sampled": load.stop()},
     }
-    name = f"bench_scaling_{args.heldout_size}_seed{args.heldout_seed}.json"
+    name = f"bench_scaling_{args.heldout_size}_seed{args.heldout_seed}_{fit['form']}.json"
     (work / name).write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 

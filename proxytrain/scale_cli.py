@@ -2,7 +2,7 @@
 
     corpusmix scale sweep   --data out/pools --mixture out/mix/mixture.json --tokenizer out/tokenizer/tokenizer.json \\
                             --out out/scale                      # the grid of small `corpusmix train` runs
-    corpusmix scale fit     --sweep out/scale/sweep.json --output out/scale/fit.json
+    corpusmix scale fit     --sweep out/scale/sweep.json --output out/scale/fit.json [--form kaplan|hoffmann|auto]
     corpusmix scale check   --sweep out/scale/sweep.json         # each size / the largest D predicted from the rest
     corpusmix scale predict --fit out/scale/fit.json --flops 1e15 --output out/scale/prediction.json
     corpusmix scale predict --fit out/scale/fit.json --params 2e6 --tokens 4e7
@@ -109,17 +109,25 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(fit, indent=1, sort_keys=True))
-    summary = {"constants": fit["constants"], "intervals": fit["intervals"], "rmse_log": fit["rmse_log"],
+    summary = {"form": fit["form"], "constants": fit["constants"], "intervals": fit["intervals"], "rmse_log": fit["rmse_log"],
                "lr_law": fit["lr_law"], "drops": fit["drops"], "output": str(out)}
     print(json.dumps(summary))
     return 0
 
 
 def run_check_cmd(args: argparse.Namespace) -> int:
-    from proxytrain.scaling_fit import FitConfig, FitError, design_checks
+    from proxytrain.scaling_fit import FitConfig, FitError, compare_forms, design_checks
 
     cfg = config_from(FitConfig, params=load_params(args.params, "scale.fit"), args=args, where="scale.fit")
     try:
+        if cfg.form == "auto":  # both forms' checks, and the one auto picks
+            both = compare_forms(read_runs(args.sweep), cfg)
+            if args.output:
+                Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.output).write_text(json.dumps(both, indent=1, sort_keys=True))
+            print(json.dumps({"chosen": both["chosen"], "scores": both["scores"],
+                              **{f: _check_summary(c) for f, c in both["checks"].items()}}))
+            return 0
         checks = design_checks(read_runs(args.sweep), cfg)
     except FitError as exc:
         print(f"corpusmix scale check: error: {exc}", file=sys.stderr)
@@ -127,11 +135,16 @@ def run_check_cmd(args: argparse.Namespace) -> int:
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(json.dumps(checks, indent=1, sort_keys=True))
-    print(json.dumps({"leave_one_size_out": {f["left_out"]: f.get("signed_error_pct", f.get("error"))
-                                             for f in checks["leave_one_size_out"]},
-                      "leave_largest_d_out": checks["leave_largest_d_out"].get(
-                          "signed_error_pct", checks["leave_largest_d_out"].get("error"))}))
+    print(json.dumps(_check_summary(checks)))
     return 0
+
+
+def _check_summary(checks: dict[str, Any]) -> dict[str, Any]:
+    return {"form": checks["form"], "score": checks["score"],
+            "leave_one_size_out": {f["left_out"]: f.get("signed_error_pct", f.get("error"))
+                                   for f in checks["leave_one_size_out"]},
+            "leave_largest_d_out": checks["leave_largest_d_out"].get(
+                "signed_error_pct", checks["leave_largest_d_out"].get("error"))}
 
 
 def run_predict_cmd(args: argparse.Namespace) -> int:

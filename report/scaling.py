@@ -84,6 +84,9 @@ def scaling_section(scaling: Mapping[str, Mapping[str, Any]]) -> Section | None:
     sec.blocks.append(f"{fit['law']}, fitted on {len(fit['points'])} runs ({label}): N {fit['N_range'][0]:,}-"
                       f"{fit['N_range'][1]:,} non-embedding parameters, D {fit['D_range'][0]:,}-"
                       f"{fit['D_range'][1]:,} tokens; RMSE of log residuals {100 * fit['rmse_log']:.2f} %.")
+    sel = fit.get("form_selection")
+    sec.blocks.append(f"Law form: {fit.get('form', 'hoffmann')}" + (
+        f" (chosen by auto: design-check RMS left-out error {sel['scores']})" if sel else "") + ".")
     sec.blocks.append(Table("Fitted constants", ["constant", "value", f"{lvl} % low", f"{lvl} % high"], rows,
                             note=f"bootstrap over runs ({len(fit.get('bootstrap') or [])} refits)"))
     if fit.get("lr_law"):
