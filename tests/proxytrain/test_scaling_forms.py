@@ -135,3 +135,13 @@ def test_cli_fit_and_check_with_a_form(tmp_path, capsys):
     assert main(["scale", "fit", "--sweep", str(sweep), "--output", str(out), "--params", none,
                  "--form", "power"]) == 2
     assert "form must be hoffmann, kaplan or auto" in capsys.readouterr().err
+
+
+def test_report_section_names_the_form_and_draws_the_kaplan_frontier():
+    from report.render import Figure
+    from report.scaling import scaling_section
+
+    fit = fit_scaling(_synthetic(KAPLAN, 0.0, sizes=SIZES[1:]), FitConfig(bootstrap=0, starts=1, form="kaplan"))
+    sec = scaling_section({"fit.json": fit, "prediction.json": predict(fit, flops=1e13)})
+    assert "Law form: kaplan." in [b for b in sec.blocks if isinstance(b, str)]
+    assert all(b.png.startswith(b"\x89PNG") for b in sec.blocks if isinstance(b, Figure))
