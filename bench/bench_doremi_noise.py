@@ -2,7 +2,8 @@
 
     python bench/bench_doremi_noise.py [--work /tmp/bench_doremi_noise] [--seeds 1,2,3]
         [--excess-source probe|batch] [--update-every 8] [--probe-windows 0] [--batch-size 16] [--eta 1]
-        [--update eg|softmax] [--temperature 0.5] [--pools DIR --preset tiny]
+        [--update eg|softmax|eg_softmax] [--temperature 0.5] [--excess-clip token|domain]
+        [--excess-ema 0.5] [--pools DIR --preset tiny]
 
 Trains the reference once (cached under ``--work``) and one DRO proxy per seed against it (two
 processes), recording every step's per-domain excess. Default data: the replication set (real
@@ -13,8 +14,9 @@ averaged window (the signal), the step-to-step standard deviation of the excess 
 spread that noise alone would give the log-weights through the exponentiated-gradient update (a
 random walk: ``eta * sd * sqrt(steps)``; with ``probe`` the excess changes only at updates, so the
 sd is taken over the updates and the walk is ``eta * update_every * sd * sqrt(updates)``), the
-observed spread across seeds of the log-weights and of the output weights, and the seconds of each
-DRO proxy (2 in parallel; with the load average).
+observed spread across seeds of the log-weights and of the output weights, how far the mean
+weights are from the uniform and the natural mixture (L1; a uniform output has no seed spread), and
+the seconds of each DRO proxy (2 in parallel; with the load average).
 """
 
 from __future__ import annotations
