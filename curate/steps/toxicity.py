@@ -142,7 +142,7 @@ class BadwordCounter:
             return sum(1 for _ in self.pattern.finditer(text))
         runs = set(_RUN.findall(" ".join(set(text.split()))))
         by_run, words = self.by_run, self.words
-        cand = sorted(i for r in runs if r in by_run for i in by_run[r]
+        cand = sorted(i for r in runs.intersection(by_run) for i in by_run[r]
                       if self.runs[i] <= runs and words[i] in text)
         cand += [i for i in self.always if words[i] in text]
         if not cand:
