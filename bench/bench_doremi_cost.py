@@ -1,7 +1,9 @@
-"""Cost of one DoReMi DRO proxy: per-batch excess (the paper) vs the fixed probe (docs/mix.md).
+"""Cost of one DoReMi DRO proxy: per-batch excess (the paper) vs the fixed probe, or (``--versus
+update``) the paper's exponentiated-gradient update with the per-token clip vs the default
+``eg_softmax`` update with the domain clip, both on the probe (docs/mix.md).
 
     python bench/bench_doremi_cost.py --pools out/pools [--preset tiny] [--steps 40] [--rounds 3]
-        [--update-every 8] [--probe-windows 0]
+        [--update-every 8] [--probe-windows 0] [--versus source|update]
 
 The two settings alternate in rounds in one process (one torch thread, as a proxy worker runs),
 each a DRO proxy of ``--steps`` steps against the same reference (its weights do not change the
@@ -31,6 +33,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--update-every", type=int, default=0, help="0 = DoReMiConfig's default")
     ap.add_argument("--probe-windows", type=int, default=-1, help="-1 = DoReMiConfig's default")
+    ap.add_argument("--versus", default="source", choices=["source", "update"],
+                    help="source: probe vs batch excess; update: eg (token clip) vs the default update (probe)")
     args = ap.parse_args()
     pcfg = ProxyConfig(**{**PRESETS[args.preset]["proxy"], "steps": args.steps}, device="cpu")
     base = DoReMiConfig(**{**PRESETS[args.preset]["doremi"], "steps": args.steps})
@@ -38,6 +42,8 @@ def main() -> None:
             "probe_windows": args.probe_windows if args.probe_windows >= 0 else None}
     probe = dataclasses.replace(base, excess_source="probe", **{k: v for k, v in over.items() if v is not None})
     batch = dataclasses.replace(base, excess_source="batch")
+    if args.versus == "update":  # "batch" then names the paper's update on the same probe
+        batch = dataclasses.replace(probe, update="eg", excess_clip="token")
     reference = build_proxy_model(args.pools, pcfg, 0)
     rounds = []
     for r in range(args.rounds):
@@ -51,7 +57,11 @@ def main() -> None:
         rounds.append({"round": r, **secs, "ratio_probe_over_batch": round(secs["probe"] / secs["batch"], 3),
                        "loadavg": os.getloadavg()})
         print(json.dumps(rounds[-1]), flush=True)
-    print(json.dumps({"preset": args.preset, "steps": args.steps, "update_every": probe.update_every,
+    print(json.dumps({"preset": args.preset, "steps": args.steps, "versus": args.versus,
+                      "probe_setting": {"update": probe.update, "excess_clip": probe.excess_clip},
+                      "batch_setting": {"source": batch.excess_source, "update": batch.update,
+                                        "excess_clip": batch.excess_clip},
+                      "update_every": probe.update_every,
                       "probe_windows": probe.probe_windows,
                       "median_ratio": statistics.median(r["ratio_probe_over_batch"] for r in rounds)}))
 
