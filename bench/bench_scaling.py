@@ -22,6 +22,8 @@
     python bench/bench_scaling.py --work /tmp/scale-bench                 # then the held-out runs
     python bench/bench_scaling.py --work /tmp/scale-bench --form hoffmann --heldout-size 112x2 --heldout-seed 2
                                                                           # the third design
+    python bench/bench_scaling.py --work /tmp/scale-bench --form per_d --heldout-size 96x3 --heldout-seed 4
+                                                                          # the fifth design (fixed-D law)
 
 Runs are cached under --work (keyed by config): a re-run only fits and prints.
 """
@@ -91,7 +93,10 @@ class LoadSampler:
 
 def stability(runs: list[dict], min_tokens: int, heldout: tuple[int, int] | None, form: str = "hoffmann"
               ) -> list[dict]:
-    """Full refits (8 best grid starts, no warm start) on 3 bootstrap resamples of the fitted points."""
+    """Full refits (8 best grid starts, no warm start) on 3 bootstrap resamples of the fitted points (per_d:
+    none; its slices' leave-one-size-out folds, ``slice_checks``, stand for it)."""
+    if form == "per_d":
+        return []
     pts, _ = usable_points(runs, min_tokens)
     out = []
     for seed in (1, 2, 3):
@@ -141,7 +146,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--bootstrap", type=int, default=100)
     ap.add_argument("--heldout-size", default="128x2")
-    ap.add_argument("--form", default="kaplan", choices=["hoffmann", "kaplan", "auto"], help="law form fitted")
+    ap.add_argument("--form", default="kaplan", choices=["hoffmann", "kaplan", "per_d", "auto"], help="law form fitted")
     ap.add_argument("--heldout-tokens", type=int, default=983040)
     ap.add_argument("--min-tokens", type=int, default=TOKENS[1],
                     help="fit only runs with D >= this (the 192-step runs are still on the loss plateau)")
@@ -177,6 +182,7 @@ def main() -> None:
                 "log_residuals": [round(r, 5) for r in fit["log_residuals"]], "lr_law": fit["lr_law"],
                 "lr_optima": [{k: o[k] for k in ("N", "D", "lr", "how", "edge")} for o in fit["lr_optima"]],
                 "C_max": fit["C_max"], "notes": fit["notes"], "form_checks": checks,
+                "slice_checks": fit.get("slice_checks"), "interval_method": fit.get("interval_method"),
                 "form_scores": {p: c["scores"] for p, c in checks.items()},
                 "fixed_d_check": fixed_d_check([r for r in runs if r["D"] >= args.min_tokens]),
                 "stability": stability(runs, args.min_tokens, None, fit["form"])}
@@ -202,7 +208,7 @@ def main() -> None:
     noise_jobs = [(s, TOKENS[0], sweep["sizes"][s]["best_lr"] or cfg.lr) for s in ("16x2", "48x2")]
     jobs = [(held_cfg, args.heldout_size, d_h, lr, n_h) for lr in (lr_pred / 2, lr_pred, lr_pred * 2)]
     jobs += [(noise_cfg, s, d, lr, sweep["sizes"][s]["N"]) for s, d, lr in noise_jobs]
-    with ThreadPoolExecutor(max_workers=args.workers + 1) as ex:  # the 3 held-out runs at once
+    with ThreadPoolExecutor(max_workers=args.workers) as ex:  # at most --workers trainings at once
         done = list(ex.map(lambda j: run_one(j[0], *j[1:4], n_params=j[4], fingerprint=fp), jobs))
     held, rep = done[:3], done[3:]
     noise = []

@@ -2,7 +2,7 @@
 
     corpusmix scale sweep   --data out/pools --mixture out/mix/mixture.json --tokenizer out/tokenizer/tokenizer.json \\
                             --out out/scale                      # the grid of small `corpusmix train` runs
-    corpusmix scale fit     --sweep out/scale/sweep.json --output out/scale/fit.json [--form kaplan|hoffmann|auto]
+    corpusmix scale fit     --sweep out/scale/sweep.json --output out/scale/fit.json [--form per_d|kaplan|hoffmann|auto]
     corpusmix scale check   --sweep out/scale/sweep.json         # each size / the largest D predicted from the rest
     corpusmix scale predict --fit out/scale/fit.json --flops 1e15 --output out/scale/prediction.json
     corpusmix scale predict --fit out/scale/fit.json --params 2e6 --tokens 4e7
@@ -144,7 +144,8 @@ def _check_summary(checks: dict[str, Any]) -> dict[str, Any]:
             "leave_one_size_out": {f["left_out"]: f.get("signed_error_pct", f.get("error"))
                                    for f in checks["leave_one_size_out"]},
             "leave_largest_d_out": checks["leave_largest_d_out"].get(
-                "signed_error_pct", checks["leave_largest_d_out"].get("error"))}
+                "signed_error_pct", checks["leave_largest_d_out"].get("error", checks["leave_largest_d_out"].get(
+                    "skipped")))}
 
 
 def run_predict_cmd(args: argparse.Namespace) -> int:

@@ -45,8 +45,23 @@ log-loss, log L = LSE(e, alpha_D * LSE(r (log N_c - log N), log D_c - log D)) wi
 L-BFGS from the best points of a start grid, delta continuation. E makes it 5 free parameters like
 Hoffmann's, and E -> 0 (the grid's e = -5 row) is Kaplan's original 4-parameter form. Its
 compute-optimal frontier is found numerically (a bounded 1-D search in log N with D = C / 6N).
-``form = "auto"`` runs the design checks for both forms and fits the one with the lower RMS left-out
-error (``compare_forms``).
+A third form (``FitConfig.form = "per_d"``) is a law in N alone at each swept token count ("fixed D")::
+
+    L(N | D) = E_D + A_D / N**alpha_D        (one fit per swept D with >= 3 usable sizes)
+
+It makes no assumption on how the size effect changes with D (the measured one grows with D, which the
+joint forms average over), and it makes no claim outside the swept token counts: ``predict`` at an
+unswept D is an error, and the frontier for a budget C is discrete, over the swept D only (N = C / 6D
+in each slice, the lowest predicted loss wins). Each slice is fitted by least squares on the log-loss
+(3-5 points carry no outlier for Huber to down-weight), L-BFGS-B from 2 starts (E ~ 0, and the best
+linear least-squares fit in (E, A) over a grid of alpha), E_D in (0, the slice's lowest loss), alpha_D > 0.
+Its interval is empirical: the largest |error| of the slice's leave-one-size-out folds, widened in
+proportion to how far (in log N) the prediction lies outside the swept sizes relative to the extrapolating
+fold's own step (a bootstrap over 4-5 sizes with 3 free parameters is degenerate).
+
+``form = "auto"`` runs the design checks for every form and fits the one with the lower RMS left-out
+error (``compare_forms``); per_d is scored on the leave-one-size-out folds only (it has no leave-largest-D
+fold: it does not predict across D), so its score covers less than the joint forms' scores do.
 """
 
 from __future__ import annotations
@@ -62,8 +77,9 @@ from typing import Any
 import numpy as np
 
 N_FREE = 5  # E, A, B, alpha, beta (Kaplan form: E, N_c, D_c, alpha_N, alpha_D)
-FORMS = ("hoffmann", "kaplan")
-LAW_TEXT = {"hoffmann": "L(N,D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, approach 3)",
+FORMS = ("hoffmann", "kaplan", "per_d")
+LAW_TEXT = {"per_d": "L(N|D) = E_D + A_D/N^alpha_D at each swept D (fixed-D law; no extrapolation in D)",
+            "hoffmann": "L(N,D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, approach 3)",
             "kaplan": "L(N,D) = E + [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D (Kaplan et al. 2020, eq. 1.5)"}
 # an exponent this small makes its term a constant that trades off against E: the law says nothing
 MIN_EXPONENT = 0.01
@@ -97,7 +113,8 @@ class FitConfig:
                                                       "non_embedding (runs record both counts)"})
     form: str = field(default="hoffmann", metadata={"help": "law form: hoffmann (E + A/N^a + B/D^b), kaplan "
                                                     "(E + [(N_c/N)^(aN/aD) + D_c/D]^aD), or auto (the one with "
-                                                    "the lower design-check error)"})
+                                                    "the lower design-check error), per_d (E_D + A_D/N^a_D "
+                                                    "at each swept D; no D extrapolation)"})
 
     def validate(self) -> None:
         if not 0 < self.confidence < 1:
@@ -107,7 +124,7 @@ class FitConfig:
         if self.huber_delta <= 0 or self.starts < 1:
             raise FitError("huber_delta must be > 0 and starts >= 1")
         if self.form not in (*FORMS, "auto"):
-            raise FitError(f"form must be hoffmann, kaplan or auto, got {self.form!r}")
+            raise FitError(f"form must be hoffmann, kaplan, per_d or auto, got {self.form!r}")
         if self.params_count not in ("", "total", "non_embedding"):
             raise FitError(f"params_count must be empty, total or non_embedding, got {self.params_count!r}")
 
@@ -296,19 +313,23 @@ def _constants(theta: np.ndarray, form: str = "hoffmann") -> dict[str, float]:
     return {"E": math.exp(e), "A": math.exp(a), "B": math.exp(b), "alpha": alpha, "beta": beta}
 
 
-def form_of(c: dict[str, float]) -> str:
-    """``kaplan`` or ``hoffmann``, from the names of the constants."""
-    return "kaplan" if "N_c" in c else "hoffmann"
+def form_of(c: dict[str, Any]) -> str:
+    """``kaplan``, ``hoffmann`` or ``per_d``, from the names of the constants."""
+    return "per_d" if "slices" in c else "kaplan" if "N_c" in c else "hoffmann"
 
 
 def exponents(c: dict[str, float]) -> dict[str, float]:
-    """The N and D exponents of a fit, by their names in its form."""
+    """The N and D exponents of a fit, by their names in its form (per_d: alpha at each fitted D)."""
+    if "slices" in c:
+        return {f"alpha_{k}": s["alpha"] for k, s in c["slices"].items()}
     return {"alpha_N": c["alpha_N"], "alpha_D": c["alpha_D"]} if "N_c" in c else \
         {"alpha": c["alpha"], "beta": c["beta"]}
 
 
 def law(c: dict[str, float], n: Any, d: Any) -> Any:
-    """L(N, D) for constants ``c`` (either form)."""
+    """L(N, D) for constants ``c`` (any form; per_d: a FitError at a D that is not a fitted slice)."""
+    if "slices" in c:
+        return _law_per_d(c, n, d)
     if "N_c" in c:
         n, d = np.asarray(n, dtype=np.float64), np.asarray(d, dtype=np.float64)
         r = c["alpha_N"] / c["alpha_D"]
@@ -319,7 +340,10 @@ def law(c: dict[str, float], n: Any, d: Any) -> Any:
 
 def frontier(c: dict[str, float], flops: Any) -> tuple[Any, Any]:
     """Compute-optimal (N*, D*) for a budget C = 6 N D: closed form for the Hoffmann form, a bounded 1-D
-    search in log N (D = C / 6N) for the Kaplan form (its L is unimodal in log N at fixed C)."""
+    search in log N (D = C / 6N) for the Kaplan form (its L is unimodal in log N at fixed C), and the
+    discrete frontier over the fitted token counts for the per_d form."""
+    if "slices" in c:
+        return _frontier_per_d(c, flops)
     if "N_c" in c:
         return _frontier_numeric(c, flops)
     al, be = c["alpha"], c["beta"]
@@ -420,6 +444,8 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
         selection = compare_forms(runs, cfg)
     form = selection["chosen"] if selection else cfg.form
     runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
+    if form == "per_d":
+        return _fit_per_d(runs, cfg, selection)
     pts, drops = usable_points(runs, cfg.min_tokens)
     notes = check_points(pts, drops, cfg)
     theta, obj = _fit_theta(pts, cfg.huber_delta, cfg.starts, form=form)
@@ -534,6 +560,8 @@ def _bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray, form: str = "
 def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None = None,
             d: float | None = None, seed: int = 0) -> dict[str, Any]:
     """Loss with a prediction interval at (N, D), or at the compute-optimal (N*, D*) for ``flops``."""
+    if fit.get("form") == "per_d":
+        return _predict_per_d(fit, flops, n, d)
     c = fit["constants"]
     if flops is not None:
         if flops <= 0:
@@ -575,7 +603,7 @@ def design_checks(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> d
     cfg = FitConfig(**{**asdict(cfg or FitConfig()), "bootstrap": 0})
     cfg.validate()
     if cfg.form == "auto":
-        raise FitError("design_checks needs one form (hoffmann or kaplan); compare_forms checks both")
+        raise FitError("design_checks needs one form (hoffmann, kaplan or per_d); compare_forms checks them all")
     runs = _renumber(_retarget(runs, cfg.target), cfg.params_count)
     pts, _ = usable_points(runs, cfg.min_tokens)
     if len(pts) == 0:
@@ -584,14 +612,24 @@ def design_checks(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> d
     def fold(keep: np.ndarray, name: str) -> dict[str, Any]:
         out: dict[str, Any] = {"left_out": name}
         train = [{"N": n, "D": d, "lr": 0.0, "loss": loss, "status": "ok"} for n, d, loss in pts[keep]]
+        if cfg.form == "per_d":  # the slices only (no interval folds inside a fold, no lr law)
+            slices, skipped, _ = _per_d_slices(pts[keep])
+            c: dict[str, Any] = {"slices": slices, "skipped": skipped}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)
-                c = fit_scaling(train, FitConfig(**{**asdict(cfg), "min_tokens": 0, "params_count": "",
-                                                    "target": "all"}))["constants"]
+                if cfg.form != "per_d":
+                    c = fit_scaling(train, FitConfig(**{**asdict(cfg), "min_tokens": 0, "params_count": "",
+                                                        "target": "all"}))["constants"]
         except FitError as exc:
             return {**out, "error": str(exc)}
         test = pts[~keep]
+        if "slices" in c:  # per_d: a point at a token count the fold could not fit is listed, not scored
+            hit = np.array([any(abs(d - float(k)) <= D_MATCH * float(k) for k in c["slices"]) for d in test[:, 1]])
+            if not hit.any():
+                return {**out, "error": f"per_d: no left-out point lies on a slice this fold fitted ({c['skipped']})"}
+            out["unscored"] = [[int(n), int(d)] for n, d, _ in test[~hit]]
+            test = test[hit]
         err = 100 * (law(c, test[:, 0], test[:, 1]) - test[:, 2]) / test[:, 2]
         return {**out, "points": [[int(n), int(d)] for n, d, _ in test],
                 "signed_error_pct": [round(float(e), 2) for e in err],
@@ -600,9 +638,12 @@ def design_checks(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> d
     sizes = sorted(set(pts[:, 0]))
     by_size = [fold(pts[:, 0] != n, f"N={int(n)}") for n in sizes]
     d_max = pts[:, 1].max()
-    largest_d = fold(pts[:, 1] != d_max, f"D={int(d_max)}")
+    if cfg.form == "per_d":  # it makes no claim across D: no such fold (the score covers the size folds only)
+        largest_d = {"left_out": f"D={int(d_max)}", "skipped": PER_D_SCOPE}
+    else:
+        largest_d = fold(pts[:, 1] != d_max, f"D={int(d_max)}")
     ok = [f["max_abs_error_pct"] for f in by_size if "error" not in f]
-    folds = [*by_size, largest_d]
+    folds = [*by_size] if cfg.form == "per_d" else [*by_size, largest_d]
     errs = [e for f in folds for e in f.get("signed_error_pct", [])]
     score = None if any("error" in f for f in folds) else round(float(np.sqrt(np.mean(np.square(errs)))), 3)
     return {"form": cfg.form, "leave_one_size_out": by_size, "leave_largest_size_out": by_size[-1],
@@ -615,13 +656,233 @@ SCORE_TEXT = ("RMS of the signed % errors of every left-out point over all folds
 
 
 def compare_forms(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dict[str, Any]:
-    """Design checks of both law forms on the same runs and the form ``auto`` picks (lower ``score``)."""
+    """Design checks of every law form on the same runs and the form ``auto`` picks (lower ``score``; per_d's
+    score has no leave-largest-D fold: ``PER_D_SCOPE``)."""
     cfg = cfg or FitConfig()
     checks = {f: design_checks(runs, FitConfig(**{**asdict(cfg), "form": f})) for f in FORMS}
     scores = {f: (math.inf if c["score"] is None else c["score"]) for f, c in checks.items()}
     if all(math.isinf(v) for v in scores.values()):
-        raise FitError("form auto: no design-check fold could be fitted for either form (each fold needs >= 3 "
-                       "sizes and 3 token counts left); choose scale.fit.form hoffmann or kaplan")
-    chosen = min(FORMS, key=lambda f: (scores[f], FORMS.index(f)))  # a tie keeps hoffmann
+        raise FitError("form auto: no design-check fold could be fitted for any form (each fold needs >= 3 "
+                       "sizes and 3 token counts left); choose scale.fit.form hoffmann, kaplan or per_d")
+    chosen = min(FORMS, key=lambda f: (scores[f], FORMS.index(f)))  # a tie keeps hoffmann, then kaplan
     return {"chosen": chosen, "score": SCORE_TEXT, "scores": {f: checks[f]["score"] for f in FORMS},
-            "checks": checks}
+            "per_d_scope": PER_D_SCOPE, "checks": checks}
+
+
+# ----------------------------------------------------------------------------- the per_d (fixed-D) form
+
+D_MATCH = 0.01  # a D within 1 % of a swept token count is that slice
+PER_D_SCOPE = ("per_d predicts only at the swept token counts (no extrapolation in D); its design-check score "
+               "is the leave-one-size-out folds only, while the joint forms' scores also include a "
+               "leave-largest-D-out fold")
+PER_D_INTERVAL = ("empirical: +-(largest |error| of the slice's leave-one-size-out folds), widened by the distance "
+                  "in log N outside the swept sizes over the extrapolating fold's own log-N step; not a "
+                  "calibrated confidence level (a bootstrap over 4-5 sizes with 3 free parameters is degenerate)")
+
+
+def _fit_slice(nl: np.ndarray) -> dict[str, float]:
+    """E + A / N^alpha on one slice's ``[[N, loss], ...]``: least squares on log L = LSE(a - alpha log N, e),
+    E in (0, the slice's lowest loss), alpha in (0, 10]. Starts: for each alpha of a 60-point grid the linear
+    least squares in (E, A), the best by the log objective, and E ~ 0 (a line in log-log); L-BFGS-B from both."""
+    from scipy.optimize import minimize
+
+    logn, logl = np.log(nl[:, 0]), np.log(nl[:, 1])
+    e_hi = float(logl.min()) - 1e-9
+
+    def obj(t: np.ndarray) -> tuple[float, np.ndarray]:
+        u = t[0] - t[2] * logn
+        pred = np.logaddexp(u, t[1])
+        r = pred - logl
+        w = np.exp(u - pred)
+        return float(r @ r), np.array([2 * (r * w).sum(), 2 * (r * (1 - w)).sum(), -2 * (r * w * logn).sum()])
+
+    slope, icept = np.polyfit(logn, logl, 1)
+    starts = [np.array([icept, -30.0, min(max(-slope, 1e-3), 10.0)])]  # E ~ 0: a power law in N
+    best_g, x_g = math.inf, None
+    for al in np.geomspace(0.01, 3.0, 60):
+        x = np.exp(-al * logn)
+        (e, a), *_ = np.linalg.lstsq(np.stack([np.ones_like(x), x], axis=1), nl[:, 1], rcond=None)
+        if a <= 0 or not 0 < e < math.exp(e_hi):
+            continue
+        f = obj(np.array([math.log(a), math.log(e), al]))[0]
+        if f < best_g:
+            best_g, x_g = f, np.array([math.log(a), math.log(e), al])
+    if x_g is not None:
+        starts.append(x_g)
+    best, best_f = None, math.inf
+    with _one_blas_thread(), np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for x0 in starts:
+            res = minimize(obj, x0, jac=True, method="L-BFGS-B",
+                           bounds=[(-50.0, 300.0), (-30.0, e_hi), (1e-6, 10.0)],
+                           options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-12})
+            if np.all(np.isfinite(res.x)) and res.fun < best_f:
+                best, best_f = res.x, float(res.fun)
+    if best is None:
+        raise FitError("per_d: L-BFGS found no finite fit of a slice: check that the losses are positive and finite")
+    return {"E": math.exp(best[1]), "A": math.exp(best[0]), "alpha": float(best[2])}
+
+
+def _slice_law(s: dict[str, float], n: Any) -> Any:
+    return s["E"] + s["A"] / np.power(n, s["alpha"])
+
+
+def _slice_key(c: dict[str, Any], d: float) -> str:
+    """The fitted slice a token count D falls on (within 1 %), or a FitError naming the swept counts."""
+    for k in c["slices"]:
+        if abs(float(d) - float(k)) <= D_MATCH * float(k):
+            return k
+    swept = sorted(int(k) for k in c["slices"])
+    skipped = c.get("skipped") or {}
+    why = f" (D={int(round(d))} was swept but not fitted: {skipped[str(int(round(d)))]})" \
+        if str(int(round(d))) in skipped else ""
+    raise FitError(f"per_d law: D={d:.6g} tokens is not a fitted token count (fitted: {swept}){why}; the fixed-D "
+                   "law does not extrapolate in D: add this D to scale.sweep.tokens and re-run the sweep, or use "
+                   "scale.fit.form kaplan or hoffmann")
+
+
+def _law_per_d(c: dict[str, Any], n: Any, d: Any) -> Any:
+    nb, db = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(d, dtype=np.float64))
+    out = np.empty(nb.shape)
+    for i in np.ndindex(nb.shape):
+        out[i] = _slice_law(c["slices"][_slice_key(c, float(db[i]))], float(nb[i]))
+    return float(out) if out.ndim == 0 else out
+
+
+def _frontier_per_d(c: dict[str, Any], flops: Any) -> tuple[Any, Any]:
+    """The discrete frontier: at each swept D, N = C / 6D; the slice with the lowest predicted loss wins."""
+    cs = np.asarray(flops, dtype=np.float64)
+    ds = np.array(sorted(float(k) for k in c["slices"]))
+    n_opt, d_opt = np.empty(cs.shape), np.empty(cs.shape)
+    for i, cc in np.ndenumerate(cs):
+        ls = [_slice_law(c["slices"][_slice_key(c, d)], cc / (6.0 * d)) for d in ds]
+        j = int(np.argmin(ls))
+        n_opt[i], d_opt[i] = cc / (6.0 * ds[j]), ds[j]
+    if cs.ndim == 0:
+        return float(n_opt), float(d_opt)
+    return n_opt, d_opt
+
+
+def _per_d_slices(pts: np.ndarray) -> tuple[dict[str, dict[str, float]], dict[str, str], list[str]]:
+    slices: dict[str, dict[str, float]] = {}
+    skipped: dict[str, str] = {}
+    flat: list[str] = []
+    for d in sorted(set(pts[:, 1])):
+        nl = pts[pts[:, 1] == d][:, [0, 2]]
+        if len(nl) < 3:
+            skipped[str(int(d))] = f"{len(nl)} usable size(s); E_D, A_D, alpha_D need >= 3"
+            continue
+        if np.polyfit(np.log(nl[:, 0]), np.log(nl[:, 1]), 1)[0] > 0:  # loss rises with size across the slice
+            skipped[str(int(d))] = ("loss rises with model size (log-log slope > 0): check for undertrained or "
+                                    "diverged runs, or raise scale.fit.min_tokens past this D")
+            continue
+        s = _fit_slice(nl)
+        if s["alpha"] < MIN_EXPONENT:
+            flat.append(f"D={int(d)}: alpha_D={s['alpha']:.3g}")
+        slices[str(int(d))] = s
+    return slices, skipped, flat
+
+
+def _slice_loso(nl: np.ndarray) -> dict[str, Any]:
+    """Each size of a slice left out and predicted from the others (>= 4 sizes; 3 points fit 3 parameters)."""
+    if len(nl) < 4:
+        return {"signed_error_pct": [], "half_width_pct": None}
+    errs = []
+    for i in range(len(nl)):
+        s = _fit_slice(np.delete(nl, i, axis=0))
+        errs.append(100 * (float(_slice_law(s, nl[i, 0])) - nl[i, 1]) / nl[i, 1])
+    ns = np.log(nl[:, 0])
+    return {"sizes": [int(x) for x in nl[:, 0]], "signed_error_pct": [round(e, 3) for e in errs],
+            "half_width_pct": round(max(abs(e) for e in errs), 3),
+            "log_n_step_lo": float(ns[1] - ns[0]), "log_n_step_hi": float(ns[-1] - ns[-2])}
+
+
+def _fit_per_d(runs: list[dict[str, Any]], cfg: FitConfig, selection: dict[str, Any] | None) -> dict[str, Any]:
+    pts, drops = usable_points(runs, cfg.min_tokens)
+    if len(pts) == 0:
+        raise FitError(f"no usable runs (dropped: {drops or 'none'})")
+    notes = []
+    bad = {k: v for k, v in drops.items() if k not in ("worse_lr_same_point", "below_min_tokens")}
+    if bad:
+        notes.append(f"dropped runs: {bad} (diverged or failed runs are not fitted; see their logs)")
+    slices, skipped, flat = _per_d_slices(pts)
+    if flat:
+        notes.append(f"per_d: loss is almost flat in N at {', '.join(flat)} (E_D and A_D trade off there; the "
+                     "predictions stay flat in N)")
+    if not slices:
+        raise FitError(f"per_d: no token count could be fitted ({skipped}); sweep at least 3 sizes (4+ for an "
+                       "interval) at each token count in scale.sweep, with loss falling with size")
+    if skipped:
+        notes.append(f"per_d: token counts not fitted: {skipped}")
+    c = {"slices": slices, "skipped": skipped}
+    checks = {k: _slice_loso(pts[pts[:, 1] == float(k)][:, [0, 2]]) for k in slices}
+    for k, ch in checks.items():
+        if ch["half_width_pct"] is None:
+            notes.append(f"per_d: D={k} has 3 sizes: no leave-one-size-out fold, so no interval there")
+    fitted = pts[np.isin(pts[:, 1], [float(k) for k in slices])]
+    resid = np.log(fitted[:, 2]) - np.log(_law_per_d(c, fitted[:, 0], fitted[:, 1]))
+    optima = lr_optima(runs)
+    lr_law = fit_lr_law(optima)
+    if lr_law is None:
+        notes.append("no lr law: fewer than 2 model sizes have an lr sweep of >= 3 learning rates")
+    elif lr_law["at_sweep_edge"]:
+        notes.append(f"{lr_law['at_sweep_edge']} size(s) had their best lr at the edge of the sweep: widen it")
+    for n in notes:
+        warnings.warn(n, FitWarning, stacklevel=3)
+    out = {"law": LAW_TEXT["per_d"], "form": "per_d", "constants": c, "intervals": {}, "config": asdict(cfg),
+           "objective": float(resid @ resid), "points": [[int(n), int(d), float(loss)] for n, d, loss in fitted],
+           "log_residuals": [float(r) for r in resid], "rmse_log": float(np.sqrt(np.mean(resid ** 2))),
+           "bootstrap": [], "drops": drops, "lr_optima": optima, "lr_law": lr_law, "notes": notes,
+           "slice_checks": checks, "interval_method": PER_D_INTERVAL, "scope": PER_D_SCOPE,
+           "N_range": [int(fitted[:, 0].min()), int(fitted[:, 0].max())],
+           "D_range": [int(fitted[:, 1].min()), int(fitted[:, 1].max())],
+           "C_max": float((6 * fitted[:, 0] * fitted[:, 1]).max()),
+           "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
+           "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")})}
+    if selection:
+        out["form_selection"] = selection
+    return out
+
+
+def _per_d_interval(fit: dict[str, Any], key: str, n: float, point: float) -> list[float] | None:
+    ch = fit.get("slice_checks", {}).get(key) or {}
+    if ch.get("half_width_pct") is None:
+        return None
+    m = ch["half_width_pct"] / 100
+    lo_n, hi_n = min(ch["sizes"]), max(ch["sizes"])
+    if n > hi_n:
+        m *= max(1.0, math.log(n / hi_n) / ch["log_n_step_hi"])
+    elif n < lo_n:
+        m *= max(1.0, math.log(lo_n / n) / ch["log_n_step_lo"])
+    return [float(point / (1 + m)), float(point / (1 - m)) if m < 1 else math.inf]
+
+
+def _predict_per_d(fit: dict[str, Any], flops: float | None, n: float | None, d: float | None) -> dict[str, Any]:
+    c = fit["constants"]
+    out: dict[str, Any] = {}
+    if flops is not None:
+        if flops <= 0:
+            raise FitError(f"--flops must be > 0, got {flops}")
+        cands = [{"D": int(k), "N": flops / (6.0 * float(k)), "loss": float(_slice_law(s, flops / (6.0 * float(k))))}
+                 for k, s in sorted(c["slices"].items(), key=lambda kv: float(kv[0]))]
+        best = min(cands, key=lambda x: x["loss"])
+        n, d = best["N"], float(best["D"])
+        out["frontier"] = cands
+        out["frontier_note"] = ("discrete frontier over the swept token counts only: N = C / 6D at each fitted D, "
+                                "the lowest predicted loss wins; a D between or beyond them is not considered")
+    elif n is None or d is None or n <= 0 or d <= 0:
+        raise FitError("give --flops C, or both --params N and --tokens D (positive)")
+    key = _slice_key(c, d)
+    point = float(_slice_law(c["slices"][key], n))
+    out = {"N": float(n), "D": float(d), "flops": 6.0 * n * d, "loss": point, "lr": lr_for(fit.get("lr_law"), n, d),
+           "slice_D": int(key), **out}
+    batches = fit.get("batch_sizes") or []
+    if len(batches) == 1:
+        out["batch_size"], out["seq_len"] = batches[0], (fit.get("seq_len") or [None])[0]
+    iv = _per_d_interval(fit, key, float(n), point)
+    if iv is not None:
+        out["interval"], out["interval_method"] = iv, PER_D_INTERVAL
+    extrap = out["flops"] / fit["C_max"]
+    out["extrapolation_x"] = extrap
+    if extrap > 100:
+        out["warning"] = f"{extrap:.0f}x the largest fitted run's compute: treat the interval as optimistic"
+    return out

@@ -19,7 +19,7 @@ from report.render import Figure, Section, Table
 
 def scaling_kind(obj: Mapping[str, Any]) -> str | None:
     """``fit`` / ``prediction`` for the files of ``corpusmix scale``, else None."""
-    if isinstance(obj.get("constants"), Mapping) and str(obj.get("law", "")).startswith("L(N,D)"):
+    if isinstance(obj.get("constants"), Mapping) and str(obj.get("law", "")).startswith(("L(N,D)", "L(N|D)")):
         return "fit"
     if "extrapolation_x" in obj and "loss" in obj and "N" in obj:
         return "prediction"
@@ -38,6 +38,8 @@ def _loss_vs_compute(fit: Mapping[str, Any], preds: list[Mapping[str, Any]]) -> 
         sel = pts[pts[:, 0] == n]
         ax.scatter(6 * sel[:, 0] * sel[:, 1], sel[:, 2], color=color(i), s=18, label=f"N={int(n):,}")
         d = np.geomspace(sel[:, 1].min() / 2, sel[:, 1].max() * 4, 40)
+        if "slices" in c:  # per_d: the law exists at the fitted token counts only
+            d = np.array(sorted(float(k) for k in c["slices"]))
         ax.plot(6 * n * d, law(c, n, d), color=color(i), lw=0.8, alpha=0.6)
     cmax = max([6 * pts[:, 0].max() * pts[:, 1].max()] + [float(p["flops"]) for p in preds])
     cs = np.geomspace(6 * pts[:, 0].min() * pts[:, 1].min(), cmax * 2, 80)
@@ -81,6 +83,8 @@ def scaling_section(scaling: Mapping[str, Mapping[str, Any]]) -> Section | None:
     lvl = int(round(100 * fit.get("config", {}).get("confidence", 0.9)))
     iv = fit.get("intervals", {})
     rows = [[k, v, *(iv.get(k) or ["", ""])] for k, v in fit["constants"].items()]
+    if "slices" in fit["constants"]:  # per_d: E, A, alpha of each fitted token count
+        rows = [[f"{k} (D={d})", v, "", ""] for d, s in fit["constants"]["slices"].items() for k, v in s.items()]
     sec.blocks.append(f"{fit['law']}, fitted on {len(fit['points'])} runs ({label}): N {fit['N_range'][0]:,}-"
                       f"{fit['N_range'][1]:,} non-embedding parameters, D {fit['D_range'][0]:,}-"
                       f"{fit['D_range'][1]:,} tokens; RMSE of log residuals {100 * fit['rmse_log']:.2f} %.")

@@ -98,7 +98,8 @@ def test_auto_picks_the_form_the_runs_come_from(true_form):
     assert sel["chosen"] == true_form
     other = "kaplan" if true_form == "hoffmann" else "hoffmann"
     assert sel["scores"][true_form] < sel["scores"][other]
-    assert set(sel["checks"]) == {"hoffmann", "kaplan"} and "RMS" in sel["score"]
+    assert set(sel["checks"]) == {"hoffmann", "kaplan", "per_d"} and "RMS" in sel["score"]
+    assert sel["scores"][true_form] < sel["scores"]["per_d"]  # per_d is a candidate, and loses on joint-form data
     fit = fit_scaling(runs, FitConfig(bootstrap=0, starts=1, form="auto"))
     assert fit["form"] == true_form and fit["form_selection"]["chosen"] == true_form
 
@@ -109,7 +110,7 @@ def test_kaplan_bad_input_gives_clear_errors():
               for n in (1e4, 3e4, 1e5) for d in (3e4, 1e5, 3e5)]
     with pytest.raises(FitError, match="loss does not fall with model size"):
         fit_scaling(rising, FitConfig(bootstrap=0, starts=1, form="kaplan"))
-    with pytest.raises(FitError, match="form must be hoffmann, kaplan or auto"):
+    with pytest.raises(FitError, match="form must be hoffmann, kaplan, per_d or auto"):
         fit_scaling(_synthetic(KAPLAN, 0.0), FitConfig(bootstrap=0, form="chinchilla"))
     with pytest.raises(FitError, match="one form"):
         design_checks(_synthetic(KAPLAN, 0.0), FitConfig(form="auto"))
@@ -131,10 +132,10 @@ def test_cli_fit_and_check_with_a_form(tmp_path, capsys):
     assert set(json.loads(out.read_text())["constants"]) == set(KAPLAN)
     assert main(["scale", "check", "--sweep", str(sweep), "--params", none, "--form", "auto", "--starts", "1"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["chosen"] == "kaplan" and set(summary["scores"]) == {"hoffmann", "kaplan"}
+    assert summary["chosen"] == "kaplan" and set(summary["scores"]) == {"hoffmann", "kaplan", "per_d"}
     assert main(["scale", "fit", "--sweep", str(sweep), "--output", str(out), "--params", none,
                  "--form", "power"]) == 2
-    assert "form must be hoffmann, kaplan or auto" in capsys.readouterr().err
+    assert "form must be hoffmann, kaplan, per_d or auto" in capsys.readouterr().err
 
 
 def test_report_section_names_the_form_and_draws_the_kaplan_frontier():
