@@ -23,6 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_chain_throughput import loadavg, warm_toxicity_cache  # noqa: E402
+
 CHILD = r'''
 import hashlib, json, sys, time
 import pyarrow.parquet as pq
@@ -59,10 +62,6 @@ print(json.dumps(out))
 '''
 
 
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
 def run_once(tree: Path, inp: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(inp)], cwd=tree, env=env, capture_output=True, text=True)
@@ -79,10 +78,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     sides = {"base": args.base.resolve(), "ours": args.ours.resolve()}
-    for tree in sides.values():  # the toxicity weights cache, as an earlier run would have built it
-        if (tree / "curate/steps/toxicity_linear.py").exists():
-            subprocess.run([sys.executable, "-c", "from curate.steps.toxicity_linear import load_packaged; "
-                            "load_packaged()"], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+    warm_toxicity_cache(sides.values())  # as an earlier run on the machine would have built it
     runs: dict[str, list[dict]] = {"base": [], "ours": []}
     for r in range(args.rounds):
         for name in (("base", "ours") if r % 2 == 0 else ("ours", "base")):

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,6 +50,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def loadavg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def warm_toxicity_cache(trees: Iterable[Path]) -> None:
+    """A tree that scores toxicity from cached linear weights builds the cache once, untimed (the one-off
+    sklearn load, ~3-4 CPU-s, that any later process on the machine skips)."""
+    for tree in trees:
+        if (tree / "curate/steps/toxicity_linear.py").exists():
+            subprocess.run([sys.executable, "-c", "from curate.steps.toxicity_linear import load_packaged; "
+                            "load_packaged()"], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
 
 
 def make_slice(src: Path, mb: float, dest: Path) -> Path:
@@ -126,12 +136,7 @@ def main() -> None:
              for s in pq.read_table(f, columns=["text"]).column("text").to_pylist()) / 1e6
     print(f"input {inp}: {mb:.1f} MB of text", flush=True)
     sides = {"base": args.base.resolve(), "ours": args.ours.resolve()}
-    for tree in sides.values():
-        # a tree that scores toxicity from cached linear weights builds the cache once, untimed
-        # (the one-off sklearn load, ~3-4 CPU-s, any later process on the machine skips)
-        if (tree / "curate/steps/toxicity_linear.py").exists():
-            subprocess.run([sys.executable, "-c", "from curate.steps.toxicity_linear import load_packaged; "
-                            "load_packaged()"], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+    warm_toxicity_cache(sides.values())
     runs: dict[str, list[dict]] = {"base": [], "ours": []}
     for r in range(args.rounds):
         for name in (("base", "ours") if r % 2 == 0 else ("ours", "base")):

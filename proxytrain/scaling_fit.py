@@ -435,6 +435,17 @@ def lr_for(lr_law: dict[str, Any] | None, n: float, d: float | None = None) -> f
 
 # ----------------------------------------------------------------------------- fit + bootstrap + predict
 
+def _lr_law_noted(runs: list[dict[str, Any]], notes: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The lr optima and lr law of a sweep (every law form uses the same), with their warnings added to ``notes``."""
+    optima = lr_optima(runs)
+    lr_law = fit_lr_law(optima)
+    if lr_law is None:
+        notes.append("no lr law: fewer than 2 model sizes have an lr sweep of >= 3 learning rates")
+    elif lr_law["at_sweep_edge"]:
+        notes.append(f"{lr_law['at_sweep_edge']} size(s) had their best lr at the edge of the sweep: widen it")
+    return optima, lr_law
+
+
 def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dict[str, Any]:
     """Fit L(N, D), bootstrap it, and fit the lr law; the JSON-able result ``predict`` reads."""
     cfg = cfg or FitConfig()
@@ -465,12 +476,7 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     boot, skipped = _bootstrap(pts, cfg, theta, form)
     if skipped:
         notes.append(f"{skipped} bootstrap resamples skipped (one size/token count, or a non-positive exponent)")
-    optima = lr_optima(runs)
-    lr_law = fit_lr_law(optima)
-    if lr_law is None:
-        notes.append("no lr law: fewer than 2 model sizes have an lr sweep of >= 3 learning rates")
-    elif lr_law["at_sweep_edge"]:
-        notes.append(f"{lr_law['at_sweep_edge']} size(s) had their best lr at the edge of the sweep: widen it")
+    optima, lr_law = _lr_law_noted(runs, notes)
     for n in notes:
         warnings.warn(n, FitWarning, stacklevel=2)
     q = (1 - cfg.confidence) / 2
@@ -820,12 +826,7 @@ def _fit_per_d(runs: list[dict[str, Any]], cfg: FitConfig, selection: dict[str, 
             notes.append(f"per_d: D={k} has 3 sizes: no leave-one-size-out fold, so no interval there")
     fitted = pts[np.isin(pts[:, 1], [float(k) for k in slices])]
     resid = np.log(fitted[:, 2]) - np.log(_law_per_d(c, fitted[:, 0], fitted[:, 1]))
-    optima = lr_optima(runs)
-    lr_law = fit_lr_law(optima)
-    if lr_law is None:
-        notes.append("no lr law: fewer than 2 model sizes have an lr sweep of >= 3 learning rates")
-    elif lr_law["at_sweep_edge"]:
-        notes.append(f"{lr_law['at_sweep_edge']} size(s) had their best lr at the edge of the sweep: widen it")
+    optima, lr_law = _lr_law_noted(runs, notes)
     for n in notes:
         warnings.warn(n, FitWarning, stacklevel=3)
     out = {"law": LAW_TEXT["per_d"], "form": "per_d", "constants": c, "intervals": {}, "config": asdict(cfg),
