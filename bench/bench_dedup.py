@@ -2,10 +2,15 @@
 
     python bench/bench_dedup.py [--mb 4] [--rounds 2] [--spark] [--rss] [--json out.json]
     python bench/bench_dedup.py --gen 100 --ours-workers 1 --skip datatrove,rensa --rounds 1
+    python bench/bench_dedup.py --gen-dir CORPUS --ours-workers 2 --datatrove-workers 2 \
+        --skip datasketch,rensa,ours_w1 --rounds 1
 
 ``--gen MB`` replaces the data below by a corpus of distinct documents from ``bench/gen_corpus.py``
-(seed 0, 3 % exact + 3 % near planted copies; generated under ``--gen-dir``); ``--ours-workers 1``
-makes the alternating "ours" single-process, like datasketch.
+(seed 0, 3 % exact + 3 % near planted copies; generated under ``--gen-dir``); ``--gen-dir`` naming
+an existing gen_corpus output uses it as is. On generated data the removed ids of every method are
+scored against the planted copies (found per kind, unplanted documents removed).
+``--ours-workers 1`` makes the alternating "ours" single-process, like datasketch;
+``--datatrove-workers N`` gives datatrove N processes (see ``run_datatrove``).
 
 Data: real English documents of /work/shared/corpora (round-robin over the seven domains, up to
 ``--mb`` MB of text), plus 5 % exact copies (case/whitespace changed) and 5 % near copies
@@ -14,12 +19,14 @@ Data: real English documents of /work/shared/corpora (round-robin over the seven
 
 * ``datasketch``: ``MinHash.update_batch`` per document + ``MinHashLSH`` insert and query, one process;
 * ``datatrove``: its 4-stage MinHash pipeline (signatures, buckets, clusters, filter) with
-  ``LocalPipelineExecutor`` (1 task/worker, 14 buckets x 8 hashes: its default), Parquet in and out;
+  ``LocalPipelineExecutor`` (``--datatrove-workers`` tasks/workers, 14 buckets x 8 hashes: its
+  default), Parquet in (written before the clock starts) and out;
 * ``rensa``: ``RMinHash`` + ``RMinHashLSH`` (16 bands), one process — the ceiling to approach;
 * ``ours``: ``dedup_table`` with ``workers=2`` (and ``workers=1``), exact + near, verification on.
 
-Each round runs every method once, alternating with ours, and the report gives medians (MB/s) and
-the ratio ours / method. ``--spark`` adds ours on Spark ``local[2]`` (session start excluded);
+Each round runs every method once, alternating with ours, and the report gives medians of wall
+seconds (MB/s) and of CPU seconds (this process + reaped children: ``getrusage``), the ratios
+method / ours, and the load average at the start of every run. ``--spark`` adds ours on Spark ``local[2]`` (session start excluded);
 ``--rss`` measures ours' peak RSS (one process) in a fresh process at 1x and 10x the data.
 """
 
@@ -28,11 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -72,13 +81,17 @@ def load(mb: float, seed: int = 0) -> pa.Table:
     return pa.Table.from_pylist(rows + extra)
 
 
-def load_generated(mb: float, gen_dir: Path) -> pa.Table:
-    """``id``/``text`` of a gen_corpus corpus of ``mb`` MB (generated once under ``gen_dir``)."""
-    out = gen_dir / f"gen-{mb:g}"
+def load_generated(mb: float, gen_dir: Path) -> tuple[pa.Table, list[dict]]:
+    """``id``/``text`` and planted-copy ground truth of a gen_corpus corpus: ``gen_dir`` itself when it
+    is one (has ``manifest.json``), else one of ``mb`` MB generated once under ``gen_dir``."""
+    out = gen_dir if (gen_dir / "manifest.json").exists() else gen_dir / f"gen-{mb:g}"
     if not (out / "manifest.json").exists():
+        if mb <= 0:
+            sys.exit(f"error: {gen_dir} is not a gen_corpus output (no manifest.json) and --gen MB was not given")
         subprocess.run([sys.executable, str(Path(__file__).with_name("gen_corpus.py")), "--out", str(out),
                         "--mb", str(mb)], check=True, stdout=subprocess.DEVNULL)
-    return pq.read_table(out / "docs", columns=["id", "text"])
+    truth = pq.read_table(out / "ground_truth.parquet").to_pylist()
+    return pq.read_table(out / "docs", columns=["id", "text"]), truth
 
 
 def shingles(text: str, n: int = 5) -> set[str]:
@@ -86,7 +99,7 @@ def shingles(text: str, n: int = 5) -> set[str]:
     return {" ".join(w[i:i + n]) for i in range(len(w) - n + 1)}
 
 
-def run_datasketch(t: pa.Table) -> int:
+def run_datasketch(t: pa.Table) -> set[str]:
     from datasketch import MinHash, MinHashLSH
 
     lsh = MinHashLSH(threshold=0.8, num_perm=128)
@@ -96,10 +109,11 @@ def run_datasketch(t: pa.Table) -> int:
         m.update_batch([s.encode() for s in shingles(text)])
         lsh.insert(i, m)
         sigs.append(m)
-    return sum(1 for i, m in enumerate(sigs) if any(j < i for j in lsh.query(m)))
+    ids = t.column("id").to_pylist()
+    return {ids[i] for i, m in enumerate(sigs) if any(j < i for j in lsh.query(m))}
 
 
-def run_rensa(t: pa.Table) -> int:
+def run_rensa(t: pa.Table) -> set[str]:
     from rensa import RMinHash, RMinHashLSH
 
     lsh = RMinHashLSH(threshold=0.8, num_perm=128, num_bands=16)
@@ -109,10 +123,37 @@ def run_rensa(t: pa.Table) -> int:
         m.update(list(shingles(text)))
         lsh.insert(i, m)
         sigs.append(m)
-    return sum(1 for i, m in enumerate(sigs) if any(j < i for j in lsh.query(m)))
+    ids = t.column("id").to_pylist()
+    return {ids[i] for i, m in enumerate(sigs) if any(j < i for j in lsh.query(m))}
 
 
-def run_datatrove(t: pa.Table) -> int:
+def datatrove_input(t: pa.Table, tasks: int, folder: Path) -> Path:
+    """``t`` as ``tasks`` Parquet files of about equal text bytes (datatrove's readers shard by file)."""
+    src = folder / f"in-{tasks}"
+    if src.exists():
+        return src
+    src.mkdir(parents=True)
+    sizes = [len(x.encode()) for x in t.column("text").to_pylist()]
+    total, start, acc = sum(sizes), 0, 0
+    for k in range(tasks):
+        end = start
+        while end < len(sizes) and (k == tasks - 1 or acc + sizes[end] <= total * (k + 1) / tasks):
+            acc += sizes[end]
+            end += 1
+        pq.write_table(t.slice(start, end - start), src / f"docs-{k:03d}.parquet")
+        start = end
+    return src
+
+
+def run_datatrove(t: pa.Table, workers: int = 1, src: Path | None = None) -> set[str]:
+    """datatrove's 4 MinHash stages on ``src`` (``workers`` Parquet files of ``t``), removed ids out.
+
+    Signatures and the final filter run ``workers`` tasks on ``workers`` processes (one input file
+    each; the filter's tasks must match the signature's ranks), buckets 14 tasks (one per bucket,
+    its minimum) on ``workers`` processes; clustering is one task by datatrove's design. Pools use
+    ``fork`` (datatrove's default is ``forkserver``, whose workers are not this process' children,
+    so their CPU time would escape ``RUSAGE_CHILDREN``).
+    """
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.dedup import (
         MinhashDedupBuckets,
@@ -126,29 +167,74 @@ def run_datatrove(t: pa.Table) -> int:
 
     cfg = MinhashConfig()
     with tempfile.TemporaryDirectory(prefix="bench-dt-") as tmp:
-        src = Path(tmp) / "in"
-        src.mkdir()
-        pq.write_table(t, src / "docs.parquet")
-        ex = dict(logging_dir=f"{tmp}/logs", skip_completed=False)
+        if src is None:
+            src = datatrove_input(t, workers, Path(tmp))
+        ex = dict(logging_dir=f"{tmp}/logs", skip_completed=False, start_method="fork")
         LocalPipelineExecutor(pipeline=[ParquetReader(str(src)), MinhashDedupSignature(
-            output_folder=f"{tmp}/sigs", config=cfg)], tasks=1, workers=1, **ex, ).run()
+            output_folder=f"{tmp}/sigs", config=cfg)], tasks=workers, workers=workers, **ex).run()
         LocalPipelineExecutor(pipeline=[MinhashDedupBuckets(input_folder=f"{tmp}/sigs",
                                                             output_folder=f"{tmp}/buckets", config=cfg)],
-                              tasks=cfg.num_buckets, workers=1, **ex).run()
+                              tasks=cfg.num_buckets, workers=workers, **ex).run()
         LocalPipelineExecutor(pipeline=[MinhashDedupCluster(input_folder=f"{tmp}/buckets",
                                                             output_folder=f"{tmp}/remove", config=cfg)],
                               tasks=1, workers=1, **ex).run()
         LocalPipelineExecutor(pipeline=[ParquetReader(str(src)), MinhashDedupFilter(input_folder=f"{tmp}/remove"),
-                                        ParquetWriter(f"{tmp}/out")], tasks=1, workers=1, **ex).run()
-        kept = sum(pq.read_table(f).num_rows for f in Path(f"{tmp}/out").glob("*.parquet"))
-    return t.num_rows - kept
+                                        ParquetWriter(f"{tmp}/out")], tasks=workers, workers=workers, **ex).run()
+        kept = {i for f in Path(f"{tmp}/out").glob("*.parquet")
+                for i in pq.read_table(f, columns=["id"]).column("id").to_pylist()}
+    return set(t.column("id").to_pylist()) - kept
 
 
-def run_ours(t: pa.Table, workers: int) -> int:
+def run_ours(t: pa.Table, workers: int) -> set[str]:
     from curate.dedup import DedupConfig, dedup_table
 
     out = dedup_table(t, DedupConfig(workers=workers))
-    return int(sum(out.column("is_duplicate").to_pylist()))
+    return {i for i, d in zip(out.column("id").to_pylist(), out.column("is_duplicate").to_pylist(), strict=True) if d}
+
+
+def _cpu(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn: Callable[[pa.Table], set[str]], t: pa.Table) -> tuple[set[str], dict]:
+    """``fn(t)`` with its wall seconds, CPU seconds (this process + reaped children) and loadavg."""
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    c0 = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = fn(t)
+    wall = time.perf_counter() - t0
+    cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - c0
+    return out, {"wall_s": wall, "cpu_s": cpu, "loadavg": load}
+
+
+def score_planted(removed: set[str], truth: list[dict]) -> dict:
+    """Removed ids against gen_corpus' planted copies.
+
+    A group is an original with its k planted copies; a method that finds them removes k of the
+    k + 1 (which one it keeps is its choice), so a group counts min(removed in it, k) copies found
+    (credited first to the copies it removed). ``unplanted_removed`` counts removed documents outside
+    every group: the originals are distinct, so each is a false positive.
+    """
+    groups: dict[str, list[dict]] = {}
+    for r in truth:
+        groups.setdefault(r["dup_of"], []).append(r)
+    found = {"exact": 0, "near": 0}
+    total = {"exact": 0, "near": 0}
+    in_group, whole = set(), 0
+    for orig, copies in groups.items():
+        members = {orig, *(c["id"] for c in copies)}
+        in_group |= members
+        n = len(members & removed)
+        whole += n > len(copies)
+        ranked = sorted(copies, key=lambda c: c["id"] not in removed)  # removed copies first
+        for c in copies:
+            total[c["kind"]] += 1
+        for c in ranked[:min(n, len(copies))]:
+            found[c["kind"]] += 1
+    return {"exact_found": f"{found['exact']}/{total['exact']}", "near_found": f"{found['near']}/{total['near']}",
+            "recall": round((found["exact"] + found["near"]) / max(1, total["exact"] + total["near"]), 4),
+            "unplanted_removed": len(removed - in_group), "groups_wholly_removed": whole}
 
 
 def _status_mb(key: str) -> float:
@@ -182,35 +268,60 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma-separated methods to skip")
     ap.add_argument("--json", default=None)
     ap.add_argument("--gen", type=float, default=0.0, help="MB of bench/gen_corpus.py documents instead")
-    ap.add_argument("--gen-dir", default=tempfile.gettempdir())
+    ap.add_argument("--gen-dir", default=None,
+                    help="a gen_corpus output to use as is, or where --gen generates one (default: the temp dir)")
     ap.add_argument("--ours-workers", type=int, default=2)
+    ap.add_argument("--datatrove-workers", type=int, default=1,
+                    help="datatrove's processes: signature/filter tasks and workers, bucket-stage workers")
     ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rss_child:
         rss_child(args.rss_child)
         return
-    t = load_generated(args.gen, Path(args.gen_dir)) if args.gen else load(args.mb)
+    if args.ours_workers < 1 or args.datatrove_workers < 1:
+        sys.exit("error: --ours-workers and --datatrove-workers must be >= 1")
+    truth: list[dict] | None = None
+    if args.gen or args.gen_dir:
+        t, truth = load_generated(args.gen, Path(args.gen_dir or tempfile.gettempdir()))
+    else:
+        t = load(args.mb)
     mb = sum(len(x.encode()) for x in t.column("text").to_pylist()) / 1e6
-    methods = {"datasketch": run_datasketch, "datatrove": run_datatrove, "rensa": run_rensa,
-               "ours_w1": lambda x: run_ours(x, 1)}
+    dt_tmp = tempfile.TemporaryDirectory(prefix="bench-dt-in-")
+    dt_src = None  # datatrove's input files: written once, outside the clock
+    if "datatrove" not in args.skip.split(","):
+        dt_src = datatrove_input(t, args.datatrove_workers, Path(dt_tmp.name))
+    methods = {"datasketch": run_datasketch,
+               "datatrove": lambda x: run_datatrove(x, args.datatrove_workers, dt_src),
+               "rensa": run_rensa, "ours_w1": lambda x: run_ours(x, 1)}
     methods = {k: v for k, v in methods.items() if k not in args.skip.split(",")}
-    times: dict[str, list[float]] = {k: [] for k in [*methods, "ours"]}
-    dups: dict[str, int] = {}
+    runs: dict[str, list[dict]] = {k: [] for k in [*methods, "ours"]}
+    removed: dict[str, set[str]] = {}
     for _ in range(args.rounds):
         for name, fn in methods.items():
             for label, f in (("ours", lambda x: run_ours(x, args.ours_workers)), (name, fn)):
-                t0 = time.perf_counter()
-                dups[label] = f(t)
-                times[label].append(time.perf_counter() - t0)
-                print(f"{label}: {times[label][-1]:.2f}s dups={dups[label]}", file=sys.stderr)
-    med = {k: statistics.median(v) for k, v in times.items() if v}
+                removed[label], m = timed(f, t)
+                runs[label].append(m)
+                print(f"{label}: {m['wall_s']:.2f}s wall {m['cpu_s']:.2f} CPU s dups={len(removed[label])} "
+                      f"loadavg {m['loadavg']}", file=sys.stderr)
+    dt_tmp.cleanup()
+    med = {k: statistics.median(r["wall_s"] for r in v) for k, v in runs.items() if v}
+    cpu = {k: statistics.median(r["cpu_s"] for r in v) for k, v in runs.items() if v}
     report = {"mb": round(mb, 2), "docs": t.num_rows, "rounds": args.rounds, "ours_workers": args.ours_workers,
-              "data": f"gen_corpus {args.gen:g} MB" if args.gen else "shared corpora + planted copies",
+              "datatrove_workers": args.datatrove_workers,
+              "data": (f"gen_corpus {args.gen_dir or args.gen}" if truth is not None
+                       else "shared corpora + planted copies"),
               "loadavg": Path("/proc/loadavg").read_text().split()[:3],
               "mb_per_s": {k: round(mb / v, 3) for k, v in med.items()},
               "seconds": {k: round(v, 3) for k, v in med.items()},
+              "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
+              "mb_per_cpu_s": {k: round(mb / v, 3) for k, v in cpu.items()},
               "ours_speedup_vs": {k: round(v / med["ours"], 2) for k, v in med.items() if k != "ours"},
-              "duplicates_found": dups}
+              "ours_cpu_ratio_vs": {k: round(v / cpu["ours"], 2) for k, v in cpu.items() if k != "ours"},
+              "runs": {k: [{**r, "wall_s": round(r["wall_s"], 2), "cpu_s": round(r["cpu_s"], 2)} for r in v]
+                       for k, v in runs.items()},
+              "duplicates_found": {k: len(v) for k, v in removed.items()}}
+    if truth is not None:
+        report["planted"] = {k: score_planted(v, truth) for k, v in removed.items()}
     if args.spark:
         from curate.dedup import DedupConfig
         from curate.dedup.spark import dedup_table_spark, get_spark
