@@ -9,6 +9,10 @@ Every bad record becomes a drop with step ``read`` and one of these reasons, nev
 ``too_large`` (text over ``max_doc_bytes``), ``missing_id`` (when ``derive_ids`` is off),
 ``duplicate_id`` (an id seen before in the same task).
 
+Memory per record is bounded whatever the input: a JSONL line over :func:`line_cap` (6 x
+``max_doc_bytes`` + 1 MiB) is a ``too_large`` drop read and discarded in bounded chunks, never
+parsed; a Parquet text over ``max_doc_bytes`` is measured in Arrow and never copied into Python.
+
 A missing ``text`` column of a Parquet file is a clear error before any work starts
 (``check_inputs``). Writers write to a temporary name and rename, so a killed run never leaves a
 half-written file under the final name.
@@ -16,16 +20,20 @@ half-written file under the final name.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datatrove.data import Document
 
@@ -107,18 +115,61 @@ def list_units(files: list[Path]) -> list[Unit]:
     return units
 
 
-def _open_text_lines(path: str) -> Iterator[bytes]:
+# A JSONL line longer than this cannot hold a record whose text is within ``max_doc_bytes``: JSON
+# escapes at most 6 bytes per byte of UTF-8 text (``\u0001``), plus this much for the other fields.
+LINE_SLACK_BYTES = 1 << 20
+_HEAD_BYTES = 1 << 16  # where an oversize line's id and domain are looked for
+
+
+def line_cap(max_doc_bytes: int) -> int:
+    """Longest JSONL line that is parsed; longer ones are ``too_large`` drops read in bounded chunks."""
+    return 6 * max_doc_bytes + LINE_SLACK_BYTES
+
+
+@contextlib.contextmanager
+def _open_binary(path: str) -> Iterator[Any]:
     if path.endswith(".gz"):
         with gzip.open(path, "rb") as fh:
-            yield from fh
+            yield fh
     elif path.endswith(".zst"):
         import zstandard
 
         with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as zr:
-            yield from io.BufferedReader(zr)
+            yield io.BufferedReader(zr)
     else:
         with open(path, "rb") as fh:
-            yield from fh
+            yield fh
+
+
+def _bounded_lines(path: str, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """``(line, oversize)`` for every line. A line of ``cap`` bytes or more is oversize: it yields
+    only its first 64 KiB (where its id is looked for) and the rest is read and discarded ``cap``
+    bytes at a time, so no line costs more than ``cap`` bytes of memory whatever its length."""
+    with _open_binary(path) as fh:
+        while True:
+            raw = fh.readline(cap)
+            if not raw:
+                return
+            if len(raw) < cap or raw.endswith(b"\n"):
+                yield raw, False
+                continue
+            while True:  # the rest of the oversize line
+                more = fh.readline(cap)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield raw[:_HEAD_BYTES], True
+
+
+def _field_from_head(head: bytes, name: str) -> str | None:
+    """A string or integer field of a JSON object from the first bytes of its line (None: not there)."""
+    m = re.search(rb'"' + re.escape(name.encode()) + rb'"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)', head)
+    if m is None:
+        return None
+    try:
+        v = json.loads(m.group(1))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return str(v) if v != "" else None
 
 
 class RecordReader:
@@ -159,18 +210,49 @@ class RecordReader:
         meta["domain"] = domain
         return Document(text=text, id=doc_id, metadata=meta)
 
+    def _blank_oversize(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, set[int]]:
+        """The batch with the text of rows over ``max_doc_bytes`` nulled, and those rows: their text
+        is measured in Arrow and never copied into Python strings."""
+        col = self.cfg.text_column
+        idx = batch.schema.get_field_index(col)
+        if idx < 0:
+            return batch, set()
+        arr = batch.column(idx)
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_binary(arr.type)
+                or pa.types.is_large_binary(arr.type)):
+            return batch, set()
+        mask = pc.fill_null(pc.greater(pc.binary_length(arr), self.cfg.max_doc_bytes), False)
+        over = set(np.flatnonzero(mask.to_numpy(zero_copy_only=False)).tolist())
+        if not over:
+            return batch, over
+        blanked = pc.if_else(mask, pa.scalar(None, arr.type), arr)
+        return batch.set_column(idx, batch.schema.field(idx), blanked), over
+
+    def _too_large(self, rec: dict[str, Any], fallback_id: str) -> Drop:
+        domain = rec.get("domain")
+        domain = domain if isinstance(domain, str) and domain else self.cfg.default_domain
+        doc_id = rec.get(self.cfg.id_column)
+        return Drop(fallback_id if doc_id is None or doc_id == "" else str(doc_id), "too_large", domain)
+
     def read_unit(self, unit: Unit) -> Iterator[Document | Drop]:
         name = Path(unit.path).name
         if unit.row_group >= 0:
             pf = pq.ParquetFile(unit.path)
             row = 0
             for batch in pf.iter_batches(batch_size=self.cfg.batch_rows, row_groups=[unit.row_group]):
-                for rec in batch.to_pylist():
-                    yield self.make(rec, f"{name}#rg{unit.row_group}:{row}")
+                batch, over = self._blank_oversize(batch)
+                for i, rec in enumerate(batch.to_pylist()):
+                    fallback = f"{name}#rg{unit.row_group}:{row}"
+                    yield self.make(rec, fallback) if i not in over else self._too_large(rec, fallback)
                     row += 1
             return
-        for lineno, raw in enumerate(_open_text_lines(unit.path), start=1):
+        for lineno, (raw, oversize) in enumerate(_bounded_lines(unit.path, line_cap(self.cfg.max_doc_bytes)),
+                                                 start=1):
             fallback = f"{name}#L{lineno}"
+            if oversize:  # never parsed: its text cannot be within max_doc_bytes
+                domain = _field_from_head(raw, "domain") or self.cfg.default_domain
+                yield Drop(_field_from_head(raw, self.cfg.id_column) or fallback, "too_large", domain)
+                continue
             if not raw.strip():
                 continue  # blank lines are not records
             try:

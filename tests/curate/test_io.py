@@ -125,3 +125,47 @@ def test_fifty_megabyte_document_is_a_too_large_drop(tmp_path):
     recs = list(cio.read_documents(p))
     assert isinstance(recs[0], cio.Drop) and (recs[0].id, recs[0].reason) == ("huge", "too_large")
     assert recs[1].id == "ok"
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_line_over_the_cap_is_skipped_unparsed_with_its_id(tmp_path, suffix):
+    cfg = cio.ReadConfig(max_doc_bytes=1000)
+    cap = cio.line_cap(cfg.max_doc_bytes)
+    lines = [json.dumps({"id": "a", "text": GOOD}),
+             json.dumps({"id": "big", "domain": "web", "text": "x" * (3 * cap)}),  # id before the text
+             json.dumps({"text": "y" * cap, "id": "late"}),  # id after the text: not seen, line id used
+             json.dumps({"id": "b", "text": GOOD})]
+    p = tmp_path / f"in{suffix}"
+    data = ("\n".join(lines) + "\n").encode()
+    p.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    recs = list(cio.read_documents(p, cfg))
+    assert [(r.id, r.reason, r.domain) for r in recs if isinstance(r, cio.Drop)] == [
+        ("big", "too_large", "web"), (f"in{suffix}#L3", "too_large", "unknown")]
+    assert [r.id for r in recs if not isinstance(r, cio.Drop)] == ["a", "b"]
+
+
+def test_escaped_text_within_max_doc_bytes_is_parsed(tmp_path):
+    cfg = cio.ReadConfig(max_doc_bytes=1000)
+    # a text within max_doc_bytes whose JSON escapes make the line 6x longer: still parsed, kept
+    text = "a" + "\x01" * 999
+    line = json.dumps({"id": "esc", "text": text})
+    assert len(line) > 5 * cfg.max_doc_bytes and len(line) < cio.line_cap(cfg.max_doc_bytes)
+    p = tmp_path / "esc.jsonl"
+    p.write_text(line + "\n")
+    (rec,) = list(cio.read_documents(p, cfg))
+    assert not isinstance(rec, cio.Drop) and rec.text == text
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_parquet_oversize_text_is_dropped_without_python_copy(tmp_path, binary):
+    cfg = cio.ReadConfig(max_doc_bytes=100, batch_rows=2)
+    texts = ["short one", "z" * 101, None, "é" * 51, "fine again"]  # "é" x 51 = 102 bytes > 100
+    col = pa.array([t.encode() if (binary and t) else t for t in texts],
+                   type=pa.binary() if binary else pa.string())
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["s", "big", "none", "wide", "f"], "text": col,
+                             "domain": ["d1", "d2", "d3", "d4", "d5"]}), p)
+    recs = list(cio.read_documents(p, cfg))
+    assert [(r.id, r.reason, r.domain) for r in recs if isinstance(r, cio.Drop)] == [
+        ("big", "too_large", "d2"), ("none", "missing_text", "d3"), ("wide", "too_large", "d4")]
+    assert [r.id for r in recs if not isinstance(r, cio.Drop)] == ["s", "f"]
