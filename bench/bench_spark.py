@@ -260,6 +260,13 @@ def summarize(recs: list[dict[str, Any]]) -> None:
         print(f"| {r['engine']} | {r['mb']:.1f} | {r['docs']} | {r['wall']:.1f} | {r['inside']:.1f} | {r['dedup']:.1f} | "
               f"{100 * r['overhead_share']:.0f} | {100 * r['overhead_x'] / r['wall']:.0f} | {sh:,.0f} | "
               f"{r['tree_peak_rss_mb']:.0f} | {r.get('dedup_docs_s_core', 0):.0f} | {r['load_start']:.1f} |")
+    for e in dict.fromkeys(r["engine"] for r in recs):
+        if e == "local":
+            continue
+        rs = [r for r in recs if r["engine"] == e]
+        per = ", ".join("{:.0f} MB: {:.0f}".format(r["mb"], r.get("dedup_docs_s_core", 0)) for r in rs)
+        print(f"{e}: session start {max(r['session_start'] for r in rs):.1f} s cold, {min(r['session_start'] for r in rs):.1f} s warm; "
+              f"dedup docs/s per core vs text-dedup's ~{TEXT_DEDUP_DOCS_S_CORE:.0f}: {per}")
     sizes = sorted({r["mb"] for r in recs})
     if len(sizes) < 2:
         return
@@ -276,7 +283,7 @@ def summarize(recs: list[dict[str, Any]]) -> None:
             a = 0.8 * fw[0] - fi[0] - sub * fd[0]
             b = fi[1] + sub * fd[1] - 0.8 * fw[1]
             measured = [r["mb"] for r in rs if r["wall"] - r["inside"] - sub * r["dedup"] < 0.2 * r["wall"]]
-            cross = f"measured at {min(measured):.0f} MB" if measured else (
+            cross = f"measured at {', '.join(f'{m:.0f}' for m in measured)} MB" if measured else (
                 f"extrapolated: {a / b:,.0f} MB" if b > 0 and a / b > 0 else
                 ("already at 0 MB by the fit" if a <= 0 and b >= 0 else "never (the fit's slope does not get there)"))
             print(f"  {label}: {cross}")
@@ -284,20 +291,23 @@ def summarize(recs: list[dict[str, Any]]) -> None:
               f"{100 * (1 - (fi[0] + 1000 * fi[1]) / (fw[0] + 1000 * fw[1])):.0f} %")
     if "local" in fits:
         fl = fits["local"]["wall"]
+        med = {(r["engine"], r["mb"]): statistics.median(q["wall"] for q in recs
+                                                           if q["engine"] == r["engine"] and q["mb"] == r["mb"])
+               for r in recs}
         for e in engines:
             if e == "local":
                 continue
             fs = fits[e]["wall"]
-            ss = statistics.fmean(r["session_start"] for r in recs if r["engine"] == e)
-            for label, extra in (("without", 0.0), (f"with its {ss:.0f} s", ss)):
+            cold = max(r["session_start"] for r in recs if r["engine"] == e)  # the first: JVM + executors
+            for label, extra in (("without", 0.0), (f"with its cold {cold:.0f} s", cold)):
                 a, b = fs[0] + extra - 1.2 * fl[0], 1.2 * fl[1] - fs[1]
-                measured = [s for s in sizes if any(r["engine"] == e and r["mb"] == s for r in recs)
-                            and next(r["wall"] for r in recs if r["engine"] == e and r["mb"] == s) + extra
-                            <= 1.2 * next(r["wall"] for r in recs if r["engine"] == "local" and r["mb"] == s)]
-                where = f"measured at {min(measured):.0f} MB" if measured else (
-                    f"extrapolated: {a / b:,.0f} MB" if b > 0 and a > 0 else
-                    ("at every size by the fit" if a <= 0 and b >= 0 else "never by the fit (slope above 1.2x local's)"))
-                print(f"  {e} within 20 % of the local engine's wall ({label} session start): {where}")
+                met = [f"{s:.0f} MB {'yes' if med[(e, s)] + extra <= 1.2 * med[('local', s)] else 'no'} "
+                       f"({(med[(e, s)] + extra) / med[('local', s)]:.2f}x)" for s in sizes if (e, s) in med]
+                where = (f"extrapolated from the fits: {a / b:,.0f} MB" if b > 0 and a > 0 else
+                         ("at every size by the fits" if a <= 0 and b >= 0 else
+                          "never by the fits (slope above 1.2x the local engine's)"))
+                print(f"  {e} within 20 % of the local engine's wall ({label} session start): "
+                      f"measured {'; '.join(met)}; {where}")
 
 
 def main() -> int:
@@ -313,9 +323,14 @@ def main() -> int:
     ap.add_argument("--worker-memory", default="2g", help="memory each standalone worker offers")
     ap.add_argument("--work-dir", default="", help="folder for inputs, outputs and Spark's local dirs")
     ap.add_argument("--json-out", default="", help="append one JSON record per run to this file")
+    ap.add_argument("--from-json", action="append", default=[],
+                    help="only print the tables and fits of the records in these --json-out files")
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--no-dedup", action="store_true", help="leave global dedup out of both chains")
     args = ap.parse_args()
+    if args.from_json:
+        summarize([json.loads(line) for f in args.from_json for line in Path(f).read_text().splitlines() if line])
+        return 0
 
     from corpusmix.config import config_from, load_params
     from curate.engine_local import EngineConfig
@@ -389,13 +404,6 @@ def main() -> int:
                 same &= agree
                 print(f"same kept ids on every engine: {agree} ({len(ids['local'])} kept of {n_docs})", flush=True)
     summarize(recs)
-    for e in dict.fromkeys(r["engine"] for r in recs):
-        if e == "local":
-            continue
-        rs = [r for r in recs if r["engine"] == e]
-        per = ", ".join("{:.0f} MB: {:.0f}".format(r["mb"], r.get("dedup_docs_s_core", 0)) for r in rs)
-        print(f"{e}: session start {statistics.median(r['session_start'] for r in rs):.1f} s (median); "
-              f"dedup docs/s per core vs text-dedup's ~{TEXT_DEDUP_DOCS_S_CORE:.0f}: {per}")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0 if same else 1
 
