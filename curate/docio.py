@@ -181,8 +181,7 @@ class RecordReader:
 
     def make(self, rec: dict[str, Any], fallback_id: str) -> Document | Drop:
         cfg = self.cfg
-        domain = rec.get("domain")
-        domain = domain if isinstance(domain, str) and domain else cfg.default_domain
+        domain = self._domain_of(rec)
         doc_id = rec.get(cfg.id_column)
         if doc_id is None or doc_id == "":
             if not cfg.derive_ids:
@@ -228,11 +227,13 @@ class RecordReader:
         blanked = pc.if_else(mask, pa.scalar(None, arr.type), arr)
         return batch.set_column(idx, batch.schema.field(idx), blanked), over
 
-    def _too_large(self, rec: dict[str, Any], fallback_id: str) -> Drop:
+    def _domain_of(self, rec: dict[str, Any]) -> str:
         domain = rec.get("domain")
-        domain = domain if isinstance(domain, str) and domain else self.cfg.default_domain
+        return domain if isinstance(domain, str) and domain else self.cfg.default_domain
+
+    def _too_large(self, rec: dict[str, Any], fallback_id: str) -> Drop:
         doc_id = rec.get(self.cfg.id_column)
-        return Drop(fallback_id if doc_id is None or doc_id == "" else str(doc_id), "too_large", domain)
+        return Drop(fallback_id if doc_id is None or doc_id == "" else str(doc_id), "too_large", self._domain_of(rec))
 
     def read_unit(self, unit: Unit) -> Iterator[Document | Drop]:
         name = Path(unit.path).name
