@@ -12,11 +12,16 @@ seconds and drops; ``--base-tree`` runs the same child on another checkout (the
 anchor: e.g. a ``git worktree`` of the commit before the bounded reader) in the same run.
 ``--chain`` also runs ``corpusmix curate run`` (the default chain of ``params.yaml``, 1 task, 1
 worker) on the JSONL file and checks conservation: documents in = kept + dropped-with-reason.
+``--spark`` reads the JSONL file with the Spark engine's reader (``curate.engine_spark.read_documents``,
+``local[2]``, default driver memory) and turns the rows into documents and drops in the partitions
+as ``run_spark`` does; its peak is the summed RSS of the child's whole process tree (the driver's
+JVM and the Python workers), sampled every 0.2 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -42,6 +47,33 @@ for r in docio.read_documents(sys.argv[1]):
     else:
         kept += 1
 print(json.dumps({"records": n, "documents": kept, "drops": drops, "seconds": round(time.perf_counter() - t0, 1)}))
+"""
+
+
+CHILD_SPARK = """
+import json, os, sys, time
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+from curate.docio import Drop, RecordReader
+from curate.engine_spark import SparkConfig, get_session, read_documents
+from curate.spark_partition import records_to_docs
+t0 = time.perf_counter()
+spark = get_session(SparkConfig(master="local[2]", conf={"spark.ui.enabled": "false"}))
+
+def count(rows):
+    docs, drops = records_to_docs([r.asDict() for r in rows], RecordReader())
+    out = {"documents": len(docs)}
+    for d in drops:
+        out[d.reason] = out.get(d.reason, 0) + 1
+    yield out
+
+total = {}
+for part in read_documents(spark, [sys.argv[1]]).rdd.mapPartitions(count).collect():
+    for k, v in part.items():
+        total[k] = total.get(k, 0) + v
+spark.stop()
+kept = total.pop("documents", 0)
+print(json.dumps({"records": kept + sum(total.values()), "documents": kept, "drops": total,
+                  "seconds": round(time.perf_counter() - t0, 1)}))
 """
 
 
@@ -98,12 +130,42 @@ def run_child(argv: list[str], tree: Path) -> tuple[dict, float, float]:
     return json.loads(lines[-1]) if lines else {}, usage.ru_maxrss / 1024, time.perf_counter() - t0
 
 
+def run_tree_child(argv: list[str], tree: Path) -> tuple[dict, float, float]:
+    """Like ``run_child``, but the peak is the summed RSS of the child and all its descendants
+    (a JVM started by the child is not in its ``ru_maxrss``), sampled every 0.2 s."""
+    import psutil
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    t0 = time.perf_counter()
+    peak = 0
+    with tempfile.TemporaryFile("w+") as so:
+        proc = subprocess.Popen([sys.executable, *argv], cwd=tree, stdout=so, stderr=subprocess.DEVNULL, env=env)
+        root = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            total = 0
+            try:
+                for p in [root, *root.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        total += p.memory_info().rss
+            except psutil.Error:
+                pass
+            peak = max(peak, total)
+            time.sleep(0.2)
+        so.seek(0)
+        lines = so.read().strip().splitlines()
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"failed": f"exit status {proc.returncode}"}, peak / 2**20, wall
+    return json.loads(lines[-1]) if lines else {}, peak / 2**20, wall
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=2000.0, help="size of the huge document")
     ap.add_argument("--formats", default="jsonl,parquet")
     ap.add_argument("--base-tree", type=Path, default=None, help="another checkout to run the same reads on")
     ap.add_argument("--chain", action="store_true", help="also `corpusmix curate run` on the JSONL file")
+    ap.add_argument("--spark", action="store_true", help="also read the JSONL file with the Spark engine's reader")
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--make-only", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -128,6 +190,14 @@ def main() -> None:
                 res, rss, wall = run_child(["-c", CHILD, str(path)], tree)
                 row = {"format": fmt, "tree": name, "huge_mb": a.mb, "peak_rss_mb": round(rss, 1),
                        "wall_s": round(wall, 1), "loadavg": load, **res}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        if a.spark and "jsonl" in inputs:
+            for name, tree in trees:
+                load = Path("/proc/loadavg").read_text().split()[0]
+                res, rss, wall = run_tree_child(["-c", CHILD_SPARK, str(inputs["jsonl"])], tree)
+                row = {"format": "jsonl", "reader": "spark local[2]", "tree": name, "huge_mb": a.mb,
+                       "peak_tree_rss_mb": round(rss, 1), "wall_s": round(wall, 1), "loadavg": load, **res}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         if a.chain and "jsonl" in inputs:

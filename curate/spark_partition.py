@@ -22,6 +22,7 @@ from datatrove.data import Document
 from corpusmix.stats import StepStats
 from curate.docio import ANNOTATION_TYPES, Drop, RecordReader
 from curate.runner import run_steps
+from curate.spark_lines import OVERSIZE_COL
 from curate.spark_models import process_steps
 from curate.stats import count_read
 
@@ -39,6 +40,9 @@ def records_to_docs(rows: list[dict[str, Any]], reader: RecordReader, *, prefix:
         fname = rec.pop(FILE_COL, None) or "input"
         corrupt = rec.pop("_corrupt_record", None)
         fallback = f"{fname}#{prefix}{i}"
+        if rec.pop(OVERSIZE_COL, None):  # a JSON line Hadoop skipped (curate.spark_lines): never parsed
+            drops.append(Drop(rec.get("id") or fallback, "too_large", rec.get("domain") or reader.cfg.default_domain))
+            continue
         if corrupt is not None:
             drops.append(Drop(fallback, "malformed_json"))
             continue
@@ -120,7 +124,7 @@ def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: l
     steps on a sample of records (a column that is always null there becomes a string).
     """
     names = ["id", "text"] + [n for n in input_schema.names
-                              if n not in ("id", "text", FILE_COL, "_corrupt_record")]
+                              if n not in ("id", "text", FILE_COL, "_corrupt_record", OVERSIZE_COL)]
     if "domain" not in names:
         names.append("domain")
     fields = [pa.field(n, pa.string()) if n in ("id", "text", "domain") else input_schema.field(n)

@@ -110,3 +110,84 @@ def test_spark_reader_never_crashes_and_accounts_for_every_line(spark, tmp_path_
 def test_spark_reader_decides_like_the_local_one(spark, tmp_path_factory, lines) -> None:
     local, spark_out, _ = _both(spark, tmp_path_factory, lines)
     assert _outcome(spark_out) == _outcome(local)
+
+
+# ------------------------------------------------------------------ over-long lines, mixed folders
+def _decisions(items: list) -> list[tuple[str, str, str]]:
+    return sorted((d.id, d.reason if isinstance(d, Drop) else "kept",
+                   d.domain if isinstance(d, Drop) else d.metadata.get("domain")) for d in items)
+
+
+def _spark_items(spark, path, cfg) -> list:
+    rows = [r.asDict() for r in read_documents(spark, [str(path)], cfg).collect()]
+    docs, drops = records_to_docs(rows, RecordReader(cfg))
+    return docs + drops
+
+
+def test_over_long_lines_are_too_large_drops_like_the_local_reader(spark, tmp_path) -> None:
+    """A line too long for any text within ``max_doc_bytes`` is never parsed by Spark: it is one
+    ``too_large`` drop (id and domain from its head), as locally, also when it crosses split
+    boundaries (small splits force that) and in gzip files; nothing else changes."""
+    import gzip
+
+    from curate.docio import ReadConfig, line_cap
+
+    cfg = ReadConfig(max_doc_bytes=1000)
+    big = "y" * (line_cap(cfg.max_doc_bytes) + 10)
+    ordinary = [json.dumps({"id": f"a{i}", "text": f"document number {i} " * 20}) for i in range(1500)]
+    lines = (ordinary[:700] + [json.dumps({"id": "big1", "domain": "news", "text": big}),
+                               json.dumps({"text": big, "id": "big2"}),  # id after 64 KiB: a line id
+                               json.dumps({"text": big}), "", "{broken"]
+             + ordinary[700:] + [json.dumps({"id": "last", "text": big})])
+    plain = tmp_path / "m.jsonl"
+    plain.write_text("\n".join(lines) + "\n")
+    gz = tmp_path / "g.jsonl.gz"
+    with gzip.open(gz, "wt") as fh:
+        fh.write("\n".join(ordinary[:10] + [json.dumps({"id": "gbig", "text": big})]) + "\n")
+    only = tmp_path / "only.jsonl"
+    only.write_text(json.dumps({"id": "onlybig", "text": big}))  # no final newline
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(256 * 1024))  # lines cross split boundaries
+    try:
+        for path in (plain, gz, only):
+            local = list(local_read(path, cfg))
+            got = _spark_items(spark, path, cfg)
+            assert len(got) == len(local)  # every non-blank line: one document or one drop
+            want = [(i, r, d) for i, r, d in _decisions(local) if r != "malformed_json"]
+            assert [(i, r, d) for i, r, d in _decisions(got) if r != "malformed_json"] == want
+            assert Counter(r for _, r, _ in _decisions(got)) == Counter(r for _, r, _ in _decisions(local))
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+    big_rows = {i for i, r, _ in _decisions(_spark_items(spark, plain, cfg)) if r == "too_large"}
+    assert big_rows == {"big1", "m.jsonl#L702", "m.jsonl#L703", "last"}
+
+
+def test_mixed_folder_of_parquet_and_jsonl(spark, tmp_path) -> None:
+    """A folder (with a subfolder, ``_SUCCESS`` and other files) mixing Parquet files of different
+    columns with JSON lines whose ids are numbers: the same documents as the local reader; a
+    missing input and a folder without data files are one clear error each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curate.docio import ReadConfig
+
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["p1", "p2"], "text": ["parquet one", "parquet two"], "domain": ["news", "code"]}),
+                   tmp_path / "in" / "a.parquet")
+    pq.write_table(pa.table({"id": ["p3"], "text": ["parquet three"], "lang_hint": ["en"]}),
+                   tmp_path / "in" / "sub" / "b.parquet")
+    (tmp_path / "in" / "c.jsonl").write_text(json.dumps({"id": 7, "text": "json seven", "extra": 1}) + "\n"
+                                             + json.dumps({"text": "no id"}) + "\n")
+    (tmp_path / "in" / "_SUCCESS").write_text("")
+    (tmp_path / "in" / "notes.txt").write_text("not a data file")
+    cfg = ReadConfig()
+    local = list(local_read(tmp_path / "in", cfg))
+    got = _spark_items(spark, tmp_path / "in", cfg)
+    assert len(got) == len(local) == 5
+    assert [x for x in _decisions(got) if not x[0].startswith("c.jsonl#")] == \
+        [x for x in _decisions(local) if not x[0].startswith("c.jsonl#")]
+    assert {r for _, r, _ in _decisions(got)} == {"kept"}
+    (tmp_path / "empty").mkdir()
+    for bad, msg in ((tmp_path / "nope", "does not exist"), (tmp_path / "empty", "no Parquet/JSONL files")):
+        with pytest.raises(ValueError, match=msg):
+            read_documents(spark, [str(bad)], cfg)
