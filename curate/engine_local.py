@@ -90,7 +90,8 @@ class ChainTask(PipelineStep):
         out_dir = work / "out"
         for old in out_dir.glob(f"{rank:05d}-*.parquet"):
             old.unlink()  # leftovers of a killed attempt of this task
-        drops: list[tuple[str, str, str, str]] = []
+        drops: list[tuple[str, str, str, str]] = []  # flushed every batch_docs rows: memory per task is bounded
+        drop_writer = cio.AtomicParquetWriter(work / "drops" / f"{rank:05d}.parquet", cio.DROP_SCHEMA)
         stats: dict[str, StepStats] = {}
         t0 = time.perf_counter()
         read_name = cio.READ_STEP if self.stage == "a" else "reread"
@@ -99,30 +100,38 @@ class ChainTask(PipelineStep):
         if self.verdicts_dir:
             vfile = Path(self.verdicts_dir) / f"{rank:05d}.parquet"
             verdicts = {}
-            if vfile.exists():
-                t = pq.read_table(vfile).to_pylist()
+            if vfile.exists():  # only the copies: every other document keeps its own id as cluster
+                t = pq.read_table(vfile, filters=[("is_duplicate", "=", True)]).to_pylist()
                 verdicts = {r["id"]: (r["dup_cluster"], r["is_duplicate"], r["dup_kind"]) for r in t}
             steps.insert(0, DedupApply(verdicts))
-        part = 0
-        batch: list[Document] = []
-        for res in run_steps(steps, self._source(rank, world_size, stats[read_name]), stats=stats):
-            if not res.kept:
-                drops.append(drop_row(res))
-                continue
-            batch.append(res.doc)
-            if len(batch) >= self.batch_docs:
+        try:
+            part = 0
+            batch: list[Document] = []
+            for res in run_steps(steps, self._source(rank, world_size, stats[read_name]), stats=stats):
+                if not res.kept:
+                    drops.append(drop_row(res))
+                    if len(drops) >= self.batch_docs:
+                        drop_writer.write_table(cio.drops_table(drops))
+                        drops = []
+                    continue
+                batch.append(res.doc)
+                if len(batch) >= self.batch_docs:
+                    cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+                    part += 1
+                    batch = []
+            if batch:
                 cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
-                part += 1
-                batch = []
-        if batch:
-            cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
-        stats[read_name].seconds = max(0.0, time.perf_counter() - t0 - sum(
-            s.seconds for k, s in stats.items() if k != read_name))
-        for name, s in stats.items():
-            s.check(name)
-        if read_name == "reread":
-            stats.pop(read_name)
-        cio.atomic_write_table(cio.drops_table(drops), work / "drops" / f"{rank:05d}.parquet")
+            stats[read_name].seconds = max(0.0, time.perf_counter() - t0 - sum(
+                s.seconds for k, s in stats.items() if k != read_name))
+            for name, s in stats.items():
+                s.check(name)
+            if read_name == "reread":
+                stats.pop(read_name)
+            drop_writer.write_table(cio.drops_table(drops))
+            drop_writer.close()
+        except BaseException:
+            drop_writer.abort()  # no half-written drops file under a temporary name
+            raise
         write_task_stats(work / "stats" / f"{rank:05d}.json", stats)
         return
         yield  # a generator, as datatrove expects
@@ -183,7 +192,8 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
     drop_files = sorted((work / "a" / "drops").glob("*.parquet")) + sorted((work / "b" / "drops").glob("*.parquet"))
     with cio.AtomicParquetWriter(out / "drops.parquet", cio.DROP_SCHEMA) as dw:
         for f in drop_files:
-            dw.write_table(pq.read_table(f))
+            for b in pq.ParquetFile(f).iter_batches(batch_size=65_536):
+                dw.write_table(pa.Table.from_batches([b]))
     stat_files = sorted((work / "a" / "stats").glob("*.json")) + sorted((work / "b" / "stats").glob("*.json"))
     steps = merge_stats((read_stats(f) for f in stat_files), order=step_order)
     gd = work / "dedup" / "stats.json"
