@@ -68,7 +68,7 @@ def sample_input(inputs: list[str], read_cfg: Any, max_docs: int) -> tuple[dict[
     heaps: dict[str, list[tuple[int, str, Document]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     seen: set[str] = set()
-    for unit in cio.list_units(files):
+    for unit in cio.list_units(files, getattr(read_cfg, "jsonl_split_bytes", 0)):
         for rec in reader.read_unit(unit):
             if isinstance(rec, cio.Drop) or rec.id in seen:
                 continue

@@ -53,18 +53,27 @@ class ReadConfig:
         "help": "give records without id a stable id <file>#<row>; off: drop them (missing_id)"})
     max_doc_bytes: int = field(default=10_000_000, metadata={"help": "drop texts larger than this (too_large)"})
     batch_rows: int = field(default=1024, metadata={"help": "rows per Parquet read batch"})
+    jsonl_split_bytes: int = field(default=64 << 20, metadata={
+        "help": "an uncompressed JSONL file larger than this is read as several units cut at line starts, "
+                "so tasks share one big file (0: one unit per file)"})
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One piece of input work: a Parquet row group or a whole JSONL file."""
+    """One piece of input work: a Parquet row group, a whole JSONL file, or the lines of a JSONL
+    file that start in ``[start, end)`` (``first_line``: the number of the first, as in the file)."""
 
     path: str
     row_group: int = -1
+    start: int = 0
+    end: int = -1
+    first_line: int = 1
 
     @property
     def label(self) -> str:
-        return self.path if self.row_group < 0 else f"{self.path}@rg{self.row_group}"
+        if self.row_group >= 0:
+            return f"{self.path}@rg{self.row_group}"
+        return self.path if self.end < 0 else f"{self.path}@{self.start}-{self.end}"
 
 
 @dataclass
@@ -104,15 +113,48 @@ def check_inputs(files: list[Path], cfg: ReadConfig) -> None:
                     f"add one or set curate.read.text_column")
 
 
-def list_units(files: list[Path]) -> list[Unit]:
+def list_units(files: list[Path], split_bytes: int = 0) -> list[Unit]:
+    """Units of ``files``: a Parquet row group each; a JSONL file whole, or, when uncompressed and
+    larger than ``split_bytes`` (> 0), in pieces of about that size cut at line starts."""
     units: list[Unit] = []
     for f in files:
         if f.name.endswith(PARQUET_SUFFIXES):
             n = pq.ParquetFile(f).metadata.num_row_groups
             units.extend(Unit(str(f), rg) for rg in range(n))
+        elif split_bytes > 0 and not f.name.endswith((".gz", ".zst")) and f.stat().st_size > split_bytes:
+            units.extend(_line_units(f, split_bytes))
         else:
             units.append(Unit(str(f)))
     return units
+
+
+def _line_units(path: Path, split_bytes: int, chunk: int = 1 << 22) -> list[Unit]:
+    """Pieces of an uncompressed JSONL file cut after the first newline at or past every multiple of
+    ``split_bytes``, with the line number each starts at (one pass counting newlines, ``chunk``
+    bytes held at a time): the pieces hold exactly the file's lines, numbered as in the file."""
+    size = path.stat().st_size
+    cuts, lines_before = [0], [0]
+    next_cut, newlines = split_bytes, 0
+    with open(path, "rb") as fh:
+        pos = 0
+        while True:
+            buf = fh.read(chunk)
+            if not buf:
+                break
+            while next_cut < pos + len(buf):
+                i = buf.find(b"\n", max(0, next_cut - 1 - pos))
+                if i < 0:
+                    break  # the line holding the cut goes on in the next chunk
+                cut = pos + i + 1
+                if cut < size:
+                    cuts.append(cut)
+                    lines_before.append(newlines + buf.count(b"\n", 0, i + 1))
+                next_cut = max(next_cut + split_bytes, cut + 1)
+            newlines += buf.count(b"\n")
+            pos += len(buf)
+    ends = cuts[1:] + [size]
+    return [Unit(str(path), start=s, end=e, first_line=n + 1)
+            for s, e, n in zip(cuts, ends, lines_before, strict=True)]
 
 
 # A JSONL line longer than this cannot hold a record whose text is within ``max_doc_bytes``: JSON
@@ -141,12 +183,17 @@ def _open_binary(path: str) -> Iterator[Any]:
             yield fh
 
 
-def _bounded_lines(path: str, cap: int) -> Iterator[tuple[bytes, bool]]:
-    """``(line, oversize)`` for every line. A line of ``cap`` bytes or more is oversize: it yields
-    only its first 64 KiB (where its id is looked for) and the rest is read and discarded ``cap``
-    bytes at a time, so no line costs more than ``cap`` bytes of memory whatever its length."""
+def _bounded_lines(path: str, cap: int, start: int = 0, end: int = -1) -> Iterator[tuple[bytes, bool]]:
+    """``(line, oversize)`` for every line (of those starting in ``[start, end)`` when ``end`` >= 0,
+    an uncompressed file). A line of ``cap`` bytes or more is oversize: it yields only its first
+    64 KiB (where its id is looked for) and the rest is read and discarded ``cap`` bytes at a time,
+    so no line costs more than ``cap`` bytes of memory whatever its length."""
     with _open_binary(path) as fh:
+        if start:
+            fh.seek(start)
         while True:
+            if end >= 0 and fh.tell() >= end:
+                return
             raw = fh.readline(cap)
             if not raw:
                 return
@@ -247,8 +294,8 @@ class RecordReader:
                     yield self.make(rec, fallback) if i not in over else self._too_large(rec, fallback)
                     row += 1
             return
-        for lineno, (raw, oversize) in enumerate(_bounded_lines(unit.path, line_cap(self.cfg.max_doc_bytes)),
-                                                 start=1):
+        lines = _bounded_lines(unit.path, line_cap(self.cfg.max_doc_bytes), unit.start, unit.end)
+        for lineno, (raw, oversize) in enumerate(lines, start=unit.first_line):
             fallback = f"{name}#L{lineno}"
             if oversize:  # never parsed: its text cannot be within max_doc_bytes
                 domain = _field_from_head(raw, "domain") or self.cfg.default_domain
@@ -278,7 +325,7 @@ def read_documents(path: str | Path, cfg: ReadConfig | None = None) -> Iterator[
     files = list_input_files(path)
     check_inputs(files, cfg)
     reader = RecordReader(cfg)
-    for unit in list_units(files):
+    for unit in list_units(files, cfg.jsonl_split_bytes):
         yield from reader.read_unit(unit)
 
 

@@ -76,7 +76,7 @@ class ChainTask(PipelineStep):
     def _source(self, rank: int, world_size: int, st: StepStats) -> Iterator[Document | Outcome]:
         """This task's records: documents, and ``read`` outcomes for records that are none."""
         if self.stage == "a":
-            units = cio.list_units([Path(p) for p in self.inputs])[rank::world_size]
+            units = cio.list_units([Path(p) for p in self.inputs], self.read_cfg.jsonl_split_bytes)[rank::world_size]
         else:
             units = [cio.Unit(p, rg) for p in self.inputs if Path(p).name.startswith(f"{rank:05d}-")
                      for rg in range(pq.ParquetFile(p).metadata.num_row_groups)]

@@ -149,3 +149,26 @@ def test_rerun_with_other_params_is_refused(clean_run, tmp_path):
     p.write_text(PARAMS.replace("threshold: 0.8", "threshold: 0.7"))
     with pytest.raises(ConfigError, match="other inputs or params"):
         run_local(inputs=inp, output=out, params_path=str(p))
+
+
+def test_one_big_jsonl_file_is_shared_by_tasks(tmp_path):
+    """One JSONL file over ``curate.read.jsonl_split_bytes`` is cut at line starts into units that
+    several tasks share: the same curated rows and drops as one task reading it whole."""
+    texts = pq.read_table(DEMO / "en" / "news.parquet", columns=["text"]).column("text").to_pylist()[:60]
+    lines = [json.dumps({"id": f"d{i}", "text": t, "domain": "news"}) for i, t in enumerate(texts)]
+    lines[5] = lines[4].replace('"d4"', '"d4-copy"')  # an exact copy across units: dedup drops it
+    lines[9] = '{"id": "x", "te'
+    (tmp_path / "one.jsonl").write_text("\n".join(lines) + "\n")
+    runs = []
+    for name, tasks, split in (("whole", 1, 0), ("split", 3, 4000)):
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(f"curate:\n  engine:\n    steps: [normalize, dedup]\n    tasks: {tasks}\n"
+                     f"  read:\n    jsonl_split_bytes: {split}\ndedup:\n  threshold: 0.8\n")
+        run_local(inputs=tmp_path / "one.jsonl", output=tmp_path / name, params_path=str(p))
+        curated, drops, stats = _read_run(tmp_path / name)
+        runs.append(({k: sorted(v, key=lambda r: r["id"]) for k, v in curated.items()}, drops,
+                     stats["totals"]))
+    assert runs[0] == runs[1]
+    assert ("d4-copy", "dedup", "exact_duplicate", "news") in runs[0][1] or \
+        ("d4", "dedup", "exact_duplicate", "news") in runs[0][1]
+    assert len(list((tmp_path / "split" / "work" / "a" / "stats").glob("*.json"))) == 3

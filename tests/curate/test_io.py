@@ -169,3 +169,43 @@ def test_parquet_oversize_text_is_dropped_without_python_copy(tmp_path, binary):
     assert [(r.id, r.reason, r.domain) for r in recs if isinstance(r, cio.Drop)] == [
         ("big", "too_large", "d2"), ("none", "missing_text", "d3"), ("wide", "too_large", "d4")]
     assert [r.id for r in recs if not isinstance(r, cio.Drop)] == ["s", "f"]
+
+
+def _as_tuples(items: list) -> list[tuple]:
+    return [(r.id, r.reason) if isinstance(r, cio.Drop) else (r.id, r.text, r.metadata.get("domain")) for r in items]
+
+
+@pytest.mark.parametrize("split", [1, 7, 64, 300, 10_000])
+def test_big_jsonl_file_split_at_line_starts_reads_the_same_records(tmp_path, split):
+    """An uncompressed JSONL file over ``jsonl_split_bytes`` is read as several units cut at line
+    starts (so tasks share one big file): the same records, in order, with the same line-derived
+    ids, over blank lines, bad lines, an over-size line and no final newline; any split size."""
+    lines = _jsonl_lines()[:6] + [b"", json.dumps({"text": "no id " * 3}).encode(), b"   ",
+                                  json.dumps({"id": "z", "text": "y" * 900}).encode(), b"{bad"] + [
+        json.dumps({"id": f"n{i}", "text": f"line {i} " * (i % 5 + 1)}).encode() for i in range(40)]
+    p = tmp_path / "big.jsonl"
+    p.write_bytes(b"\n".join(lines))  # no newline at the end
+    cfg_whole = cio.ReadConfig(jsonl_split_bytes=0, max_doc_bytes=500)
+    cfg_split = cio.ReadConfig(jsonl_split_bytes=split, max_doc_bytes=500)
+    whole = list(cio.read_documents(p, cfg_whole))
+    units = cio.list_units([p], split)
+    if split >= p.stat().st_size:
+        assert units == [cio.Unit(str(p))]
+        return
+    assert len(units) > 1 and units[0].start == 0 and units[-1].end == p.stat().st_size
+    assert all(a.end == b.start for a, b in zip(units, units[1:], strict=False))
+    data = p.read_bytes()
+    assert all(data[u.start - 1:u.start] == b"\n" for u in units[1:])  # every cut at a line start
+    assert [u.first_line for u in units] == [data[:u.start].count(b"\n") + 1 for u in units]
+    assert _as_tuples(list(cio.read_documents(p, cfg_split))) == _as_tuples(whole)
+    reader = cio.RecordReader(cfg_split)
+    assert _as_tuples([r for u in units for r in reader.read_unit(u)]) == _as_tuples(whole)
+    assert any(isinstance(r, cio.Drop) and r.reason == "too_large" for r in whole)
+    assert "big.jsonl#L8" in {r.id for r in whole}  # a line-derived id, the same whatever the split
+
+
+def test_compressed_jsonl_is_never_split(tmp_path):
+    p = tmp_path / "a.jsonl.gz"
+    p.write_bytes(gzip.compress(b"\n".join(json.dumps({"id": str(i), "text": "t " * 50}).encode()
+                                           for i in range(100))))
+    assert cio.list_units([p], 10) == [cio.Unit(str(p))]
