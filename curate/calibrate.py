@@ -67,12 +67,10 @@ def sample_input(inputs: list[str], read_cfg: Any, max_docs: int) -> tuple[dict[
     reader = cio.RecordReader(read_cfg)
     heaps: dict[str, list[tuple[int, str, Document]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
-    seen: set[str] = set()
     for unit in cio.list_units(files, getattr(read_cfg, "jsonl_split_bytes", 0)):
         for rec in reader.read_unit(unit):
-            if isinstance(rec, cio.Drop) or rec.id in seen:
+            if isinstance(rec, cio.Drop):  # a repeated id is a Drop of the reader (duplicate_id)
                 continue
-            seen.add(rec.id)
             dom = rec.metadata.get("domain") or "unknown"
             counts[dom] += 1
             key = int(hashlib.sha1(rec.id.encode("utf-8")).hexdigest()[:15], 16)
