@@ -122,9 +122,7 @@ def run_check_cmd(args: argparse.Namespace) -> int:
     try:
         if cfg.form == "auto":  # both forms' checks, and the one auto picks
             both = compare_forms(read_runs(args.sweep), cfg)
-            if args.output:
-                Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.output).write_text(json.dumps(both, indent=1, sort_keys=True))
+            _write_json(args.output, both)
             print(json.dumps({"chosen": both["chosen"], "scores": both["scores"],
                               **{f: _check_summary(c) for f, c in both["checks"].items()}}))
             return 0
@@ -132,11 +130,16 @@ def run_check_cmd(args: argparse.Namespace) -> int:
     except FitError as exc:
         print(f"corpusmix scale check: error: {exc}", file=sys.stderr)
         return 2
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(checks, indent=1, sort_keys=True))
+    _write_json(args.output, checks)
     print(json.dumps(_check_summary(checks)))
     return 0
+
+
+def _write_json(path: str | None, doc: dict[str, Any]) -> None:
+    """``doc`` as indented, key-sorted JSON at ``path`` (its folder made); nothing when no path."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True))
 
 
 def _check_summary(checks: dict[str, Any]) -> dict[str, Any]:
@@ -164,8 +167,6 @@ def run_predict_cmd(args: argparse.Namespace) -> int:
     except FitError as exc:
         print(f"corpusmix scale predict: error: {exc}", file=sys.stderr)
         return 2
-    if cfg.output:
-        Path(cfg.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(cfg.output).write_text(json.dumps(pred, indent=1, sort_keys=True))
+    _write_json(cfg.output, pred)
     print(json.dumps(pred))
     return 0
