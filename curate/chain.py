@@ -126,24 +126,26 @@ class ChainConfig:
 
             cfg.toxicity = typed(ToxicityConfig, "toxicity")
         if "quality" in on and engine.quality_models_dir:
-            try:
-                from curate.steps.quality import QualityConfig
-            except ImportError as exc:
-                raise ConfigError(f"step 'quality' is enabled but curate.steps.quality cannot be imported ({exc}); "
-                                  "remove it from curate.engine.steps") from exc
-            cfg.quality = typed(QualityConfig, "quality")
+            cfg.quality = typed(_step_config("quality", "QualityConfig"), "quality")
         if "pii" in on:
-            try:
-                from curate.steps.pii import PIIConfig
-            except ImportError as exc:
-                raise ConfigError(f"step 'pii' is enabled but curate.steps.pii cannot be imported ({exc}); "
-                                  "remove it from curate.engine.steps") from exc
-            cfg.pii = typed(PIIConfig, "pii")
+            cfg.pii = typed(_step_config("pii", "PIIConfig"), "pii")
         if "dedup" in on:
             from curate.dedup import DedupConfig
 
             cfg.dedup = typed(DedupConfig, "dedup")
         return cfg
+
+
+def _step_config(step: str, name: str) -> type:
+    """The config class ``name`` of ``curate.steps.<step>``, whose import needs optional packages
+    (fastText/KenLM, presidio): a clear error naming the step when they are missing."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(f"curate.steps.{step}"), name)
+    except ImportError as exc:
+        raise ConfigError(f"step {step!r} is enabled but curate.steps.{step} cannot be imported ({exc}); "
+                          "remove it from curate.engine.steps") from exc
 
 
 def build_steps(chain: ChainConfig, *, stage: str = "a") -> list[CurationStep]:

@@ -8,11 +8,13 @@ by ``curate.chain.build_steps``; each part switchable in ``params.yaml`` ``curat
          -> [global] dedup -> pii -> [global] merge
 
 Stage ``a`` and stage ``b`` are datatrove pipelines of ``tasks`` tasks run by ``workers`` processes;
-each task streams its share of the input (Parquet row groups / JSONL files) through the steps
+each task streams its share of the input (Parquet row groups; JSONL files, an uncompressed one over
+``curate.read.jsonl_split_bytes`` in pieces cut at line starts) through the steps
 (``curate.runner.run_steps``, the runner of both engines) and
-writes ``OUT/work/<stage>/out/<rank>-<part>.parquet`` plus its drops and per-step stats. dedup is
-global: it reads stage a's output (``id``, ``text``, ``quality_ft``) once, calls
-``curate.dedup.dedup_table`` and writes per-task verdicts, applied in stage b. The merge writes
+writes ``OUT/work/<stage>/out/<rank>-<part>.parquet`` plus its drops (streamed, ``batch_docs`` rows
+at a time) and per-step stats. dedup is global: it streams stage a's output (``id``, ``text``,
+``quality_ft``; ``curate.dedup.stream``) and writes per-task verdicts, applied in stage b (which
+keeps only the copies' verdicts in memory). The merge writes
 
 * ``OUT/curated/<domain>.parquet`` (all input columns plus annotations, zstd),
 * ``OUT/drops.parquet`` (``id, step, reason, domain``), ``OUT/stats.json`` (DVC metric).
