@@ -183,11 +183,11 @@ def _open_binary(path: str) -> Iterator[Any]:
             yield fh
 
 
-def _bounded_lines(path: str, cap: int, start: int = 0, end: int = -1) -> Iterator[tuple[bytes, bool]]:
-    """``(line, oversize)`` for every line (of those starting in ``[start, end)`` when ``end`` >= 0,
-    an uncompressed file). A line of ``cap`` bytes or more is oversize: it yields only its first
-    64 KiB (where its id is looked for) and the rest is read and discarded ``cap`` bytes at a time,
-    so no line costs more than ``cap`` bytes of memory whatever its length."""
+def _bounded_lines(path: str, cap: int, start: int = 0, end: int = -1) -> Iterator[tuple[bytes, bytes | None]]:
+    """``(line, None)`` for every line (of those starting in ``[start, end)`` when ``end`` >= 0, an
+    uncompressed file); ``(head, tail)`` for a line of ``cap`` bytes or more (oversize): its first
+    and last 64 KiB (where its id and domain are looked for), the rest read and discarded ``cap``
+    bytes at a time, so no line costs more than ``cap`` bytes of memory whatever its length."""
     with _open_binary(path) as fh:
         if start:
             fh.seek(start)
@@ -198,13 +198,31 @@ def _bounded_lines(path: str, cap: int, start: int = 0, end: int = -1) -> Iterat
             if not raw:
                 return
             if len(raw) < cap or raw.endswith(b"\n"):
-                yield raw, False
+                yield raw, None
                 continue
-            while True:  # the rest of the oversize line
-                more = fh.readline(cap)
-                if not more or more.endswith(b"\n"):
-                    break
-            yield raw[:_HEAD_BYTES], True
+            yield _skip_rest(fh, raw, cap)
+
+
+def _skip_rest(fh: Any, raw: bytes, cap: int) -> tuple[bytes, bytes]:
+    """``(first, last 64 KiB)`` of an oversize line whose first ``cap`` bytes are ``raw``, the rest of
+    the line read from ``fh`` and discarded ``cap`` bytes at a time."""
+    head, tail = raw[:_HEAD_BYTES], raw[-_HEAD_BYTES:]
+    complete = raw.endswith(b"\n")
+    del raw
+    while not complete:
+        more = fh.readline(cap)
+        complete = not more or more.endswith(b"\n")
+        if more:
+            tail = (tail + more[-_HEAD_BYTES:])[-_HEAD_BYTES:]
+    return head, tail
+
+
+def oversize_fields(head: bytes, tail: bytes, id_column: str = "id") -> tuple[str | None, str | None]:
+    """``(id, domain)`` of an oversize JSON line from its first and last 64 KiB (a key that comes
+    after a huge text is in the tail; inside a JSON string a quote is always escaped, so a key
+    pattern cannot match text content). None where not found."""
+    return (_field_from_head(head, id_column) or _field_from_head(tail, id_column),
+            _field_from_head(head, "domain") or _field_from_head(tail, "domain"))
 
 
 def _field_from_head(head: bytes, name: str) -> str | None:
@@ -295,11 +313,11 @@ class RecordReader:
                     row += 1
             return
         lines = _bounded_lines(unit.path, line_cap(self.cfg.max_doc_bytes), unit.start, unit.end)
-        for lineno, (raw, oversize) in enumerate(lines, start=unit.first_line):
+        for lineno, (raw, tail) in enumerate(lines, start=unit.first_line):
             fallback = f"{name}#L{lineno}"
-            if oversize:  # never parsed: its text cannot be within max_doc_bytes
-                domain = _field_from_head(raw, "domain") or self.cfg.default_domain
-                yield Drop(_field_from_head(raw, self.cfg.id_column) or fallback, "too_large", domain)
+            if tail is not None:  # oversize, never parsed: its text cannot be within max_doc_bytes
+                doc_id, domain = oversize_fields(raw, tail, self.cfg.id_column)
+                yield Drop(doc_id or fallback, "too_large", domain or self.cfg.default_domain)
                 continue
             if not raw.strip():
                 continue  # blank lines are not records

@@ -7,7 +7,7 @@ and, when a long line crosses a split boundary, hands its pieces to Spark as rec
 Spark reads them, :func:`bound_jsonl` scans every JSON-lines file in the executors (one task per
 file, at most ``max_len`` bytes held): a line whose length with its terminator is
 :func:`hadoop_line_limit` or more (the local reader's ``line_cap`` rule, ``curate.docio``) becomes
-one row with its id and domain, read from its first 64 KiB, which the partitions turn into a
+one row with its id and domain, read from its first or last 64 KiB, which the partitions turn into a
 ``too_large`` drop, as the local reader does. A file holding such a line is copied without it
 (same name, same compression) under a scratch folder and Spark reads the copy; other files are
 read in place, and an uncompressed file smaller than the limit is not even scanned. The limit is
@@ -24,7 +24,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from curate.docio import _HEAD_BYTES, _field_from_head, line_cap
+from curate.docio import _skip_rest, line_cap, oversize_fields
 
 #: the Hadoop setting that bounds a line of Spark's text-based sources (passed as a read option)
 LINE_MAX_KEY = "mapreduce.input.linerecordreader.line.maxlength"
@@ -71,13 +71,10 @@ def oversize_lines(uri: str, max_len: int, id_column: str = "id") -> list[tuple[
             lineno += 1
             if len(raw) < max_len:
                 continue
-            head, complete = raw[:_HEAD_BYTES], raw.endswith(b"\n")
+            head, tail = _skip_rest(fh, raw, max_len)  # the rest read and discarded max_len bytes at a time
             del raw
-            while not complete:  # the rest of the line, read and discarded max_len bytes at a time
-                more = fh.readline(max_len)
-                complete = not more or more.endswith(b"\n")
-            out.append((_field_from_head(head, id_column) or f"{name}#L{lineno}",
-                        _field_from_head(head, "domain"), name, lineno))
+            doc_id, domain = oversize_fields(head, tail, id_column)
+            out.append((doc_id or f"{name}#L{lineno}", domain, name, lineno))
     return out
 
 

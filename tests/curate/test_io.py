@@ -128,19 +128,20 @@ def test_fifty_megabyte_document_is_a_too_large_drop(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
-def test_line_over_the_cap_is_skipped_unparsed_with_its_id(tmp_path, suffix):
+def test_line_over_the_cap_is_skipped_unparsed_with_its_id_and_domain(tmp_path, suffix):
     cfg = cio.ReadConfig(max_doc_bytes=1000)
     cap = cio.line_cap(cfg.max_doc_bytes)
     lines = [json.dumps({"id": "a", "text": GOOD}),
              json.dumps({"id": "big", "domain": "web", "text": "x" * (3 * cap)}),  # id before the text
-             json.dumps({"text": "y" * cap, "id": "late"}),  # id after the text: not seen, line id used
+             json.dumps({"text": "y" * cap, "id": "late", "domain": "news"}),  # after the text: from the tail
+             json.dumps({"text": 'say \\"id\\": \\"fake\\" ' + "z" * cap}),  # a key-like text: line id
              json.dumps({"id": "b", "text": GOOD})]
     p = tmp_path / f"in{suffix}"
     data = ("\n".join(lines) + "\n").encode()
     p.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
     recs = list(cio.read_documents(p, cfg))
     assert [(r.id, r.reason, r.domain) for r in recs if isinstance(r, cio.Drop)] == [
-        ("big", "too_large", "web"), (f"in{suffix}#L3", "too_large", "unknown")]
+        ("big", "too_large", "web"), ("late", "too_large", "news"), (f"in{suffix}#L4", "too_large", "unknown")]
     assert [r.id for r in recs if not isinstance(r, cio.Drop)] == ["a", "b"]
 
 
