@@ -15,6 +15,7 @@ per-task files, the Spark engine from joined columns: :class:`ColumnDedupApply`)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,9 +198,14 @@ class DedupApply(CurationStep):
     name = "dedup (apply verdicts)"
     columns = ("dup_cluster", "is_duplicate")
 
-    def __init__(self, verdicts: dict[str, tuple[str, bool, str | None]]) -> None:
+    def __init__(self, verdicts: dict[str, tuple[str, bool, str | None]] | None = None, *,
+                 stream: Iterator[tuple[str, str, bool, str | None]] | None = None) -> None:
+        """``verdicts``: id -> (cluster, is_duplicate, kind), a missing id is a unique document; or
+        ``stream``: one ``(id, cluster, is_duplicate, kind)`` row per document in the order the
+        documents come (the local engine's per-task verdict file), so nothing per document is held."""
         super().__init__()
-        self.verdicts = verdicts
+        self.verdicts = verdicts or {}
+        self.stream = stream
 
     def decide(self, doc: Document, cluster: str, is_dup: bool, kind: str | None) -> bool | tuple[bool, str]:
         doc.metadata["dup_cluster"] = cluster
@@ -209,7 +215,14 @@ class DedupApply(CurationStep):
         return True
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        return self.decide(doc, *self.verdicts.get(doc.id, (doc.id, False, None)))
+        if self.stream is None:
+            return self.decide(doc, *self.verdicts.get(doc.id, (doc.id, False, None)))
+        row = next(self.stream, None)
+        if row is None or row[0] != doc.id:
+            raise RuntimeError(f"dedup verdicts out of step with this task's documents (document {doc.id!r}, "
+                               f"verdict {row[0] if row else 'none left'!r}): the dedup output does not match "
+                               "stage a's; delete OUT/work/dedup and OUT/work/b and re-run")
+        return self.decide(doc, *row[1:])
 
 
 class ColumnDedupApply(DedupApply):

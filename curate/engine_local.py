@@ -14,7 +14,7 @@ each task streams its share of the input (Parquet row groups; JSONL files, an un
 writes ``OUT/work/<stage>/out/<rank>-<part>.parquet`` plus its drops (streamed, ``batch_docs`` rows
 at a time) and per-step stats. dedup is global: it streams stage a's output (``id``, ``text``,
 ``quality_ft``; ``curate.dedup.stream``) and writes per-task verdicts, applied in stage b (which
-keeps only the copies' verdicts in memory). The merge writes
+reads its verdicts as a stream in step with its documents). The merge writes
 
 * ``OUT/curated/<domain>.parquet`` (all input columns plus annotations, zstd),
 * ``OUT/drops.parquet`` (``id, step, reason, domain``), ``OUT/stats.json`` (DVC metric).
@@ -101,11 +101,8 @@ class ChainTask(PipelineStep):
         steps = list(self.steps)
         if self.verdicts_dir:
             vfile = Path(self.verdicts_dir) / f"{rank:05d}.parquet"
-            verdicts = {}
-            if vfile.exists():  # only the copies: every other document keeps its own id as cluster
-                t = pq.read_table(vfile, filters=[("is_duplicate", "=", True)]).to_pylist()
-                verdicts = {r["id"]: (r["dup_cluster"], r["is_duplicate"], r["dup_kind"]) for r in t}
-            steps.insert(0, DedupApply(verdicts))
+            # one verdict row per document of this task, in the order its parts are re-read
+            steps.insert(0, DedupApply(stream=_verdict_rows(vfile)) if vfile.exists() else DedupApply())
         try:
             part = 0
             batch: list[Document] = []
@@ -137,6 +134,13 @@ class ChainTask(PipelineStep):
         write_task_stats(work / "stats" / f"{rank:05d}.json", stats)
         return
         yield  # a generator, as datatrove expects
+
+
+def _verdict_rows(path: Path) -> Iterator[tuple[str, str, bool, str | None]]:
+    """``(id, dup_cluster, is_duplicate, dup_kind)`` rows of a verdict file, 65,536 at a time."""
+    for b in pq.ParquetFile(path).iter_batches(batch_size=65_536,
+                                                columns=["id", "dup_cluster", "is_duplicate", "dup_kind"]):
+        yield from zip(*(b.column(i).to_pylist() for i in range(4)), strict=True)
 
 
 # -- global stages -------------------------------------------------------------------------------

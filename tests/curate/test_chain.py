@@ -57,6 +57,16 @@ def test_dedup_apply_from_verdicts_and_from_columns_decide_alike() -> None:
         assert DedupApply(verdicts).filter(d1) == ColumnDedupApply().filter(d2)
         assert d1.metadata == d2.metadata
     assert DedupApply(verdicts).filter(Document(text="t", id="b")) == (False, "near_duplicate")
+    # streamed: one row per document in order (the local engine's verdict file), the same decisions
+    rows = [(i, *verdicts.get(i, (i, False, None))) for i in ("a", "b", "c")]
+    streamed, by_id = DedupApply(stream=iter(rows)), DedupApply(verdicts)
+    for doc_id in ("a", "b", "c"):
+        d1, d2 = Document(text="t", id=doc_id), Document(text="t", id=doc_id)
+        assert streamed.filter(d1) == by_id.filter(d2) and d1.metadata == d2.metadata
+    with pytest.raises(RuntimeError, match="out of step"):
+        DedupApply(stream=iter(rows)).filter(Document(text="t", id="b"))
+    with pytest.raises(RuntimeError, match="none left"):
+        DedupApply(stream=iter([])).filter(Document(text="t", id="a"))
 
 
 def test_curate_run_reads_the_params_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
