@@ -115,7 +115,7 @@ def check_inputs(files: list[Path], cfg: ReadConfig) -> None:
 
 def list_units(files: list[Path], split_bytes: int = 0) -> list[Unit]:
     """Units of ``files``: a Parquet row group each; a JSONL file whole, or, when uncompressed and
-    larger than ``split_bytes`` (> 0), in pieces of about that size cut at line starts."""
+    larger than ``split_bytes`` (> 0), in equal pieces of at most about that size cut at line starts."""
     units: list[Unit] = []
     for f in files:
         if f.name.endswith(PARQUET_SUFFIXES):
@@ -129,12 +129,14 @@ def list_units(files: list[Path], split_bytes: int = 0) -> list[Unit]:
 
 
 def _line_units(path: Path, split_bytes: int, chunk: int = 1 << 22) -> list[Unit]:
-    """Pieces of an uncompressed JSONL file cut after the first newline at or past every multiple of
-    ``split_bytes``, with the line number each starts at (one pass counting newlines, ``chunk``
-    bytes held at a time): the pieces hold exactly the file's lines, numbered as in the file."""
+    """Pieces of an uncompressed JSONL file: ceil(size / ``split_bytes``) pieces of about equal size
+    (so tasks get equal shares), each cut after the first newline at or past its nominal start,
+    with the line number each starts at (one pass counting newlines, ``chunk`` bytes held at a
+    time): the pieces hold exactly the file's lines, numbered as in the file."""
     size = path.stat().st_size
+    step = -(-size // -(-size // split_bytes))  # size / number of pieces, rounded up
     cuts, lines_before = [0], [0]
-    next_cut, newlines = split_bytes, 0
+    next_cut, newlines = step, 0
     with open(path, "rb") as fh:
         pos = 0
         while True:
@@ -149,7 +151,7 @@ def _line_units(path: Path, split_bytes: int, chunk: int = 1 << 22) -> list[Unit
                 if cut < size:
                     cuts.append(cut)
                     lines_before.append(newlines + buf.count(b"\n", 0, i + 1))
-                next_cut = max(next_cut + split_bytes, cut + 1)
+                next_cut = max(next_cut + step, cut + 1)
             newlines += buf.count(b"\n")
             pos += len(buf)
     ends = cuts[1:] + [size]

@@ -197,6 +197,9 @@ def test_big_jsonl_file_split_at_line_starts_reads_the_same_records(tmp_path, sp
     assert all(a.end == b.start for a, b in zip(units, units[1:], strict=False))
     data = p.read_bytes()
     assert all(data[u.start - 1:u.start] == b"\n" for u in units[1:])  # every cut at a line start
+    longest = max(len(x) for x in lines) + 1
+    assert max(u.end - u.start for u in units) <= split + longest  # about equal shares
+    assert len(units) <= -(-len(data) // split)
     assert [u.first_line for u in units] == [data[:u.start].count(b"\n") + 1 for u in units]
     assert _as_tuples(list(cio.read_documents(p, cfg_split))) == _as_tuples(whole)
     reader = cio.RecordReader(cfg_split)
