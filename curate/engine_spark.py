@@ -116,10 +116,12 @@ def read_documents(spark: Any, inputs: Sequence[str], read_cfg: Any = None, scra
     for the ids of records without one. A JSON line too long to hold a text within
     ``max_doc_bytes`` (``read_cfg``) is never held whole and never parsed: it becomes a row that
     the partitions turn into a ``too_large`` drop, and Spark reads a copy of its file without it,
-    written under ``scratch`` (default: a new temporary folder) (:mod:`curate.spark_lines`).
+    written under ``scratch`` (default: a new folder under the temporary directory, made only when
+    needed) (:mod:`curate.spark_lines`).
     """
     import os
     import tempfile
+    import uuid
 
     from pyspark.sql import functions as F
 
@@ -131,7 +133,8 @@ def read_documents(spark: Any, inputs: Sequence[str], read_cfg: Any = None, scra
     cfg = read_cfg or ReadConfig()
     max_len = hadoop_line_limit(cfg.max_doc_bytes)
     plan = [(str(path), *_input_files(spark, str(path))) for path in inputs]
-    scratch = scratch or tempfile.mkdtemp(prefix="corpusmix-jsonl-")
+    # made only when a file has over-long lines (curate.spark_lines.copy_without creates it)
+    scratch = scratch or os.path.join(tempfile.gettempdir(), f"corpusmix-jsonl-{uuid.uuid4().hex}")
     if "://" not in scratch and not scratch.startswith("file:"):
         scratch = os.path.abspath(scratch)  # executors of a cluster do not share the driver's cwd
     read_files, oversize = bound_jsonl(spark, [f for _, js, _, _ in plan for f in js], max_len, scratch,
@@ -148,7 +151,9 @@ def read_documents(spark: Any, inputs: Sequence[str], read_cfg: Any = None, scra
     for path, jsonl, parquet, folder in plan:
         if jsonl:
             files, at = read_files[at:at + len(jsonl)], at + len(jsonl)
-            reader = spark.read.option(LINE_MAX_KEY, str(max_len))  # a guard: no line of `files` reaches it
+            # lines end at "\n" only, as in the local reader (Hadoop's default also splits at a bare "\r");
+            # the line limit is a guard: no line of `files` reaches it
+            reader = spark.read.option("lineSep", "\n").option(LINE_MAX_KEY, str(max_len))
             df = reader.option("mode", "PERMISSIVE").json(files)
             if df.columns == ["_corrupt_record"]:
                 # every line malformed: Spark refuses queries on a raw JSON file that reference only

@@ -191,3 +191,17 @@ def test_mixed_folder_of_parquet_and_jsonl(spark, tmp_path) -> None:
     for bad, msg in ((tmp_path / "nope", "does not exist"), (tmp_path / "empty", "no Parquet/JSONL files")):
         with pytest.raises(ValueError, match=msg):
             read_documents(spark, [str(bad)], cfg)
+
+
+def test_bare_carriage_returns_do_not_split_lines(spark, tmp_path) -> None:
+    """Lines end at "\\n" only, as in the local reader: a bare "\\r" inside a line (found by the fuzz
+    above: Hadoop's default reader split b"\\x00\\r\\x00" into two records) stays in its line, and
+    CRLF-ended records parse the same."""
+    p = tmp_path / "cr.jsonl"
+    p.write_bytes(b"\x00\r\x00\n" + json.dumps({"id": "a", "text": "crlf ended"}).encode() + b"\r\n"
+                  + b'{"id": "b", "te\rxt": "x"}\n' + json.dumps({"id": "c", "text": "plain"}).encode() + b"\n")
+    local = list(local_read(p))
+    got = _spark_items(spark, p, None)
+    assert len(got) == len(local) == 4
+    assert [x for x in _decisions(got) if x[1] == "kept"] == [x for x in _decisions(local) if x[1] == "kept"]
+    assert Counter(r for _, r, _ in _decisions(got)) == Counter(r for _, r, _ in _decisions(local))
