@@ -28,14 +28,14 @@ from curate.docio import _skip_rest, line_cap, oversize_fields
 
 #: the Hadoop setting that bounds a line of Spark's text-based sources (passed as a read option)
 LINE_MAX_KEY = "mapreduce.input.linerecordreader.line.maxlength"
-#: rows of :func:`oversize_lines` carry this column set to true
+#: the rows :func:`bound_jsonl` adds for over-long lines carry this column set to true
 OVERSIZE_COL = "_oversize"
 
 
 def hadoop_line_limit(max_doc_bytes: int) -> int:
-    """Hadoop's maximum line length for ``max_doc_bytes``: one more than the local reader's
-    ``line_cap``, so that with ``\\n`` endings both skip exactly the lines of ``line_cap`` bytes or
-    more (Hadoop counts the terminator, the local reader does not)."""
+    """The scan's (and Hadoop's guard) line limit for ``max_doc_bytes``: one more than the local
+    reader's ``line_cap``, because the length here counts the ``\\n`` terminator and the local
+    reader's does not; both then drop exactly the ``\\n``-ended lines of ``line_cap`` bytes or more."""
     return line_cap(max_doc_bytes) + 1
 
 
@@ -54,7 +54,7 @@ def _open(uri: str) -> tuple[Any, str]:
 
 def oversize_lines(uri: str, max_len: int, id_column: str = "id") -> list[tuple[str, str | None, str, int]]:
     """``(id, domain, file name, line number)`` of every line of ``uri`` whose length with its
-    terminator is ``max_len`` or more; the id is the line's own (from its first 64 KiB) or
+    terminator is ``max_len`` or more; the id is the line's own (from its first or last 64 KiB) or
     ``<file>#L<line>``. Holds at most ``max_len`` bytes of the file at a time."""
     fs, path = _open(uri)
     name = path.rsplit("/", 1)[-1]

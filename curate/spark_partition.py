@@ -40,7 +40,7 @@ def records_to_docs(rows: list[dict[str, Any]], reader: RecordReader, *, prefix:
         fname = rec.pop(FILE_COL, None) or "input"
         corrupt = rec.pop("_corrupt_record", None)
         fallback = f"{fname}#{prefix}{i}"
-        if rec.pop(OVERSIZE_COL, None):  # a JSON line Hadoop skipped (curate.spark_lines): never parsed
+        if rec.pop(OVERSIZE_COL, None):  # an over-long JSON line (curate.spark_lines): never parsed
             drops.append(Drop(rec.get("id") or fallback, "too_large", rec.get("domain") or reader.cfg.default_domain))
             continue
         if corrupt is not None:
