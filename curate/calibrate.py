@@ -58,16 +58,20 @@ def _needs(step: Any) -> bool:
     return hasattr(step, "set_calibration") and getattr(step, "needs_calibration", True)
 
 
-def sample_input(inputs: list[str], read_cfg: Any, max_docs: int) -> tuple[dict[str, list[Document]], dict[str, int]]:
-    """(deterministic sample per domain, documents read per domain)."""
+def sample_input(inputs: list[str], read_cfg: Any, max_docs: int,
+                 units: list[Any] | None = None) -> tuple[dict[str, list[Document]], dict[str, int]]:
+    """(deterministic sample per domain, documents read per domain); ``units``: the inputs' units
+    when the caller has listed them already (``docio.list_units``)."""
     from curate import docio as cio
 
-    files = cio.list_input_files(inputs[0]) if len(inputs) == 1 else [
-        f for p in inputs for f in cio.list_input_files(p)]
+    if units is None:
+        files = cio.list_input_files(inputs[0]) if len(inputs) == 1 else [
+            f for p in inputs for f in cio.list_input_files(p)]
+        units = cio.list_units(files, getattr(read_cfg, "jsonl_split_bytes", 0))
     reader = cio.RecordReader(read_cfg)
     heaps: dict[str, list[tuple[int, str, Document]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
-    for unit in cio.list_units(files, getattr(read_cfg, "jsonl_split_bytes", 0)):
+    for unit in units:
         for rec in reader.read_unit(unit):
             if isinstance(rec, cio.Drop):  # a repeated id is a Drop of the reader (duplicate_id)
                 continue
@@ -110,8 +114,10 @@ def fit_steps(steps: list[Any], sample: dict[str, list[Document]]) -> dict[str, 
 
 
 def calibrate_steps(steps: list[Any], *, inputs: list[str], read_cfg: Any,
-                    cfg: CalibrateConfig | None = None) -> dict[str, Any] | None:
-    """Calibrate (or load the pinned calibration into) every step that needs it; the document or None."""
+                    cfg: CalibrateConfig | None = None, units: list[Any] | None = None) -> dict[str, Any] | None:
+    """Calibrate (or load the pinned calibration into) every step that needs it; the document or None.
+
+    ``units``: the inputs' units (``docio.list_units``) when the engine has listed them already."""
     cfg = cfg or CalibrateConfig()
     needing = [s for s in steps if _needs(s)]
     if not needing:
@@ -129,7 +135,7 @@ def calibrate_steps(steps: list[Any], *, inputs: list[str], read_cfg: Any,
             s.set_calibration(doc["steps"][s.calibration_key])
         log.info("calibration pinned", extra={"data": {"file": cfg.file}})
         return doc
-    sample, counts = sample_input([str(i) for i in inputs], read_cfg, cfg.max_docs_per_domain)
+    sample, counts = sample_input([str(i) for i in inputs], read_cfg, cfg.max_docs_per_domain, units)
     sections = fit_steps(steps, sample)
     doc = {"version": VERSION, "max_docs_per_domain": cfg.max_docs_per_domain,
            "domain_docs": counts, "sampled": {d: len(v) for d, v in sample.items()}, "steps": sections}

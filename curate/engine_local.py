@@ -69,16 +69,19 @@ class ChainTask(PipelineStep):
     type = "corpusmix"
 
     def __init__(self, *, stage: str, work: str, inputs: list[str], read_cfg: cio.ReadConfig,
-                 steps: list[CurationStep], batch_docs: int, verdicts_dir: str = "") -> None:
+                 steps: list[CurationStep], batch_docs: int, verdicts_dir: str = "",
+                 units: list[cio.Unit] | None = None) -> None:
         super().__init__()
         self.stage, self.work, self.inputs = stage, work, inputs
         self.read_cfg, self.steps, self.batch_docs = read_cfg, steps, batch_docs
         self.verdicts_dir = verdicts_dir
+        self.units = units  # stage a: the input's units, listed once by run_local (None: list them here)
 
     def _source(self, rank: int, world_size: int, st: StepStats) -> Iterator[Document | Outcome]:
         """This task's records: documents, and ``read`` outcomes for records that are none."""
         if self.stage == "a":
-            units = cio.list_units([Path(p) for p in self.inputs], self.read_cfg.jsonl_split_bytes)[rank::world_size]
+            units = (self.units if self.units is not None else
+                     cio.list_units([Path(p) for p in self.inputs], self.read_cfg.jsonl_split_bytes))[rank::world_size]
         else:
             units = [cio.Unit(p, rg) for p in self.inputs if Path(p).name.startswith(f"{rank:05d}-")
                      for rg in range(pq.ParquetFile(p).metadata.num_row_groups)]
@@ -251,7 +254,10 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
         raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output or "
                           f"delete {str(work)!r}")
     fp_file.write_text(fingerprint)
-    calibration = _calibrate(steps_a, files, read_cfg, chain.calibrate, out)
+    # listed once (a big JSONL file is cut into pieces by counting its lines): calibration and every
+    # stage-a task read these units
+    units = cio.list_units(files, read_cfg.jsonl_split_bytes)
+    calibration = _calibrate(steps_a, files, read_cfg, chain.calibrate, out, units)
     # stats.json marks a finished run: it goes first and is written last, so a run killed anywhere
     # never leaves a stale marker next to half-rewritten outputs
     (out / "stats.json").unlink(missing_ok=True)
@@ -263,7 +269,8 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     def execute(stage: str, inp: list[str], steps: list[CurationStep], verdicts: str = "") -> None:
         LocalPipelineExecutor(
             pipeline=[ChainTask(stage=stage, work=str(work), inputs=inp, read_cfg=read_cfg, steps=steps,
-                                batch_docs=cfg.batch_docs, verdicts_dir=verdicts)],
+                                batch_docs=cfg.batch_docs, verdicts_dir=verdicts,
+                                units=units if stage == "a" else None)],
             tasks=tasks, workers=min(cfg.workers, tasks), logging_dir=str(work / "logs" / stage),
             skip_completed=True).run()
 
@@ -310,7 +317,7 @@ def _frozen_params(work: Path, chain: ChainConfig) -> str:
 
 
 def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadConfig, ccfg: Any,
-               out: Path) -> dict[str, Any] | None:
+               out: Path, units: list[cio.Unit] | None = None) -> dict[str, Any] | None:
     """Calibrate the steps once over the whole input (before any task) and write OUT/calibration.json.
 
     A resumed run (same fingerprint) reloads the calibration it wrote, so all tasks agree."""
@@ -321,7 +328,7 @@ def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadC
     target = out / "calibration.json"
     if not ccfg.file and target.exists() and (out / "work" / ".calibrated").exists():
         ccfg = replace(ccfg, file=str(target))
-    doc = calibrate_steps(steps, inputs=[str(f) for f in files], read_cfg=read_cfg, cfg=ccfg)
+    doc = calibrate_steps(steps, inputs=[str(f) for f in files], read_cfg=read_cfg, cfg=ccfg, units=units)
     if doc is not None and Path(ccfg.file or "").resolve() != target.resolve():
         tmp = out / ".calibration.json.tmp"
         tmp.write_text(json.dumps(doc, indent=1) + "\n")

@@ -172,3 +172,23 @@ def test_one_big_jsonl_file_is_shared_by_tasks(tmp_path):
     assert ("d4-copy", "dedup", "exact_duplicate", "news") in runs[0][1] or \
         ("d4", "dedup", "exact_duplicate", "news") in runs[0][1]
     assert len(list((tmp_path / "split" / "work" / "a" / "stats").glob("*.json"))) == 3
+
+
+def test_units_are_listed_once_per_run(tmp_path, monkeypatch):
+    """A big JSONL file is cut into units by counting its lines: run_local does it once and hands
+    the units to the calibration and to every stage-a task (not once per task)."""
+    from curate import docio as cio
+
+    texts = pq.read_table(DEMO / "en" / "news.parquet", columns=["text"]).column("text").to_pylist()[:40]
+    (tmp_path / "one.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": t, "domain": "news"}) + "\n"
+                                                for i, t in enumerate(texts)))
+    calls = []
+    real = cio.list_units
+    monkeypatch.setattr(cio, "list_units", lambda *a, **k: calls.append(a) or real(*a, **k))
+    p = tmp_path / "p.yaml"
+    p.write_text("curate:\n  engine:\n    steps: [normalize, filters]\n    tasks: 3\n    workers: 1\n"
+                 "  read:\n    jsonl_split_bytes: 4000\n")
+    stats = run_local(inputs=tmp_path / "one.jsonl", output=tmp_path / "out", params_path=str(p))
+    assert len(calls) == 1
+    assert stats["totals"]["kept"] + stats["totals"]["dropped"] == 40
+    assert (tmp_path / "out" / "calibration.json").exists()
