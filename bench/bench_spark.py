@@ -177,6 +177,8 @@ def spark_session(master: str, tmp: Path, args: argparse.Namespace) -> Any:
             "spark.ui.retainedJobs": "100000", "spark.sql.ui.retainedExecutions": "100000",
             "spark.executor.processTreeMetrics.enabled": "true", "spark.executor.metrics.pollingInterval": "1s",
             "spark.local.dir": str(tmp / "spark-local")}
+    if args.max_partition_mb:  # input splits of at most this much Parquet (Spark's default: 128 MB or bytes / cores)
+        conf["spark.sql.files.maxPartitionBytes"] = str(int(args.max_partition_mb * 2**20))
     if master.startswith("spark://"):
         conf.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                      "spark.executor.cores": "1", "spark.cores.max": str(CORES),
@@ -302,7 +304,7 @@ def summarize(recs: list[dict[str, Any]]) -> None:
             for label, extra in (("without", 0.0), (f"with its cold {cold:.0f} s", cold)):
                 a, b = fs[0] + extra - 1.2 * fl[0], 1.2 * fl[1] - fs[1]
                 met = [f"{s:.0f} MB {'yes' if med[(e, s)] + extra <= 1.2 * med[('local', s)] else 'no'} "
-                       f"({(med[(e, s)] + extra) / med[('local', s)]:.2f}x)" for s in sizes if (e, s) in med]
+                       f"({(med[(e, s)] + extra) / med[('local', s)]:.2f}x)" for s in sizes if (e, s) in med and ('local', s) in med]
                 where = (f"extrapolated from the fits: {a / b:,.0f} MB" if b > 0 and a > 0 else
                          ("at every size by the fits" if a <= 0 and b >= 0 else
                           "never by the fits (slope above 1.2x the local engine's)"))
@@ -319,6 +321,10 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--standalone", action="store_true", help="also run on a standalone master + 2 workers")
     ap.add_argument("--no-spark-local", action="store_true", help="leave the --master run out")
+    ap.add_argument("--no-local", action="store_true",
+                    help="leave the local engine's run out (the kept-ids check is then between the Spark runs)")
+    ap.add_argument("--max-partition-mb", type=float, default=0.0,
+                    help="spark.sql.files.maxPartitionBytes in MB for both Spark masters (0 = Spark's own splits)")
     ap.add_argument("--executor-memory", default="1g", help="spark.executor.memory on the standalone cluster")
     ap.add_argument("--worker-memory", default="2g", help="memory each standalone worker offers")
     ap.add_argument("--work-dir", default="", help="folder for inputs, outputs and Spark's local dirs")
@@ -378,7 +384,7 @@ def main() -> int:
         for src, inp, n_docs, mb in inputs:
             print(f"\ninput {src}: {n_docs} documents, {mb:.1f} MB of text", flush=True)
             for r in range(args.rounds):
-                runs = [("local", None)]
+                runs = [] if args.no_local else [("local", None)]
                 if not args.no_spark_local:
                     runs.append((f"spark {args.master}", args.master))
                 if cluster is not None:
@@ -400,9 +406,10 @@ def main() -> int:
                     if args.json_out:
                         with open(args.json_out, "a") as fh:
                             fh.write(json.dumps(rec) + "\n")
-                agree = all(v == ids["local"] for v in ids.values())
+                first = next(iter(ids.values()), set())
+                agree = all(v == first for v in ids.values())
                 same &= agree
-                print(f"same kept ids on every engine: {agree} ({len(ids['local'])} kept of {n_docs})", flush=True)
+                print(f"same kept ids on every engine: {agree} ({len(first)} kept of {n_docs})", flush=True)
     summarize(recs)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0 if same else 1
