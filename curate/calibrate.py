@@ -345,7 +345,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           where="curate.calibrate")
         cfg.file = ""  # this command always calibrates
         chain = ChainConfig.from_params(params, params_path=str(args.params))
-        doc = calibrate_steps(build_steps(chain, stage="a"), inputs=[args.input], read_cfg=chain.read, cfg=cfg)
+        doc = calibrate_steps(build_steps(chain, stage="a"), inputs=[args.input], read_cfg=chain.read, cfg=cfg,
+                              workers=chain.engine.workers)
         if doc is None:
             raise ConfigError("no step of curate.engine.steps needs a calibration (profile web, per_domain off)")
         out = Path(args.output)

@@ -310,8 +310,9 @@ def sample_on_executors(spark: Any, df: Any, read_cfg: Any, max_docs: int) -> tu
     domain and counts its documents, and Spark picks the ``max_docs`` smallest of those per domain;
     the second returns just the chosen documents to the driver. The driver holds the sample, never
     the input, and reads nothing itself, so any URI works. Same sample as the driver's reader for
-    documents with ids; records without one take stage a's partition-based ids (``file#p<N>:...``),
-    so they are sampled by those ids. Counts, like stage a's, find repeated ids within a partition.
+    documents with ids; records without one are sampled by the partition-based ids Spark's reader
+    gives them (``file#p<N>:...``, as in stage a), not by the local reader's line numbers. Counts,
+    like stage a's, find repeated ids within a partition.
     """
     import pickle
     from collections import defaultdict
