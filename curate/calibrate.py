@@ -1,7 +1,8 @@
 """Per-domain calibration of the curation decisions, and the loud guard.
 
 ``calibrate_steps(steps, inputs=..., read_cfg=...)`` is called by every engine before any task
-starts (``corpusmix curate run``, local or Spark). It reads the whole input once, keeps a
+starts (``corpusmix curate run``, local or Spark). It reads the whole input once (the local
+engine: in as many processes as it has workers, ``sample_input``; Spark: on the driver), keeps a
 deterministic sample per domain (the ``max_docs_per_domain`` documents with the smallest
 ``sha1(id)``: independent of file order, partitions and engine), runs the chain's steps on it in
 order, and lets every step that calibrates (``fit`` / ``set_calibration``: the per-domain language
@@ -24,7 +25,9 @@ import hashlib
 import heapq
 import json
 import statistics
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,16 +61,22 @@ def _needs(step: Any) -> bool:
     return hasattr(step, "set_calibration") and getattr(step, "needs_calibration", True)
 
 
-def sample_input(inputs: list[str], read_cfg: Any, max_docs: int,
-                 units: list[Any] | None = None) -> tuple[dict[str, list[Document]], dict[str, int]]:
-    """(deterministic sample per domain, documents read per domain); ``units``: the inputs' units
-    when the caller has listed them already (``docio.list_units``)."""
+#: below this much input (bytes of the files) the sample is read in one process: spawning readers costs more
+PARALLEL_MIN_BYTES = 256 << 20
+
+Partial = tuple[dict[str, list[tuple[int, str, Document]]], dict[str, int]]
+
+
+def sample_key(doc_id: str) -> int:
+    """A document's sampling key: the first 60 bits of ``sha1(id)``; the sample keeps the smallest."""
+    return int(hashlib.sha1(doc_id.encode("utf-8")).hexdigest()[:15], 16)
+
+
+def sample_units(units: list[Any], read_cfg: Any, max_docs: int) -> Partial:
+    """One reader over ``units``: per domain its ``max_docs`` smallest ``(key, id, document)``, sorted,
+    and the documents read per domain (records the reader drops, repeated ids included, are not)."""
     from curate import docio as cio
 
-    if units is None:
-        files = cio.list_input_files(inputs[0]) if len(inputs) == 1 else [
-            f for p in inputs for f in cio.list_input_files(p)]
-        units = cio.list_units(files, getattr(read_cfg, "jsonl_split_bytes", 0))
     reader = cio.RecordReader(read_cfg)
     heaps: dict[str, list[tuple[int, str, Document]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
@@ -77,14 +86,71 @@ def sample_input(inputs: list[str], read_cfg: Any, max_docs: int,
                 continue
             dom = rec.metadata.get("domain") or "unknown"
             counts[dom] += 1
-            key = int(hashlib.sha1(rec.id.encode("utf-8")).hexdigest()[:15], 16)
+            key = sample_key(rec.id)
             h = heaps[dom]
             if len(h) < max_docs:
                 heapq.heappush(h, (-key, rec.id, rec))
             elif -key > h[0][0]:
                 heapq.heapreplace(h, (-key, rec.id, rec))
-    sample = {d: [r for _, _, r in sorted(h, key=lambda x: (-x[0], x[1]))] for d, h in sorted(heaps.items())}
-    return sample, dict(sorted(counts.items()))
+    return ({d: sorted(((-k, i, r) for k, i, r in h), key=lambda x: (x[0], x[1])) for d, h in heaps.items()},
+            dict(counts))
+
+
+def merge_samples(parts: list[Partial], max_docs: int) -> tuple[dict[str, list[Document]], dict[str, int]]:
+    """The ``max_docs`` smallest keys per domain of the union of ``parts`` (smallest-k sets merge
+    exactly: the union's smallest k are among each part's smallest k); counts summed. An id sampled
+    by two parts (a repeated id read by two readers) is kept once, from the first part."""
+    cand: dict[str, list[tuple[int, str, Document]]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    for sample, cnt in parts:
+        for d, rows in sample.items():
+            cand[d].extend(rows)
+        for d, n in cnt.items():
+            counts[d] += n
+    out: dict[str, list[Document]] = {}
+    for d in sorted(cand):
+        seen: set[str] = set()
+        keep: list[Document] = []
+        for _, i, r in sorted(cand[d], key=lambda x: (x[0], x[1])):  # stable: the earlier part first
+            if i not in seen and len(keep) < max_docs:
+                seen.add(i)
+                keep.append(r)
+        out[d] = keep
+    return out, dict(sorted(counts.items()))
+
+
+def sample_input(inputs: list[str], read_cfg: Any, max_docs: int, units: list[Any] | None = None,
+                 workers: int = 1, parallel_min_bytes: int = PARALLEL_MIN_BYTES
+                 ) -> tuple[dict[str, list[Document]], dict[str, int]]:
+    """(deterministic sample per domain, documents read per domain); ``units``: the inputs' units
+    when the caller has listed them already (``docio.list_units``).
+
+    The whole input is read (to count every domain and find the smallest keys). With ``workers`` > 1
+    and at least ``parallel_min_bytes`` of input files, ``workers`` processes read every ``workers``-th unit
+    each and their samples are merged: the same sample as one reader, except that an id repeated
+    in units of two processes is counted by both (as the engine's tasks count it)."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from itertools import repeat
+    from multiprocessing import get_context
+
+    from curate import docio as cio
+
+    if units is None:
+        files = cio.list_input_files(inputs[0]) if len(inputs) == 1 else [
+            f for p in inputs for f in cio.list_input_files(p)]
+        units = cio.list_units(files, getattr(read_cfg, "jsonl_split_bytes", 0))
+    n = min(max(1, workers), len(units))
+    if n > 1 and sum(os.path.getsize(p) for p in {u.path for u in units}) < parallel_min_bytes:
+        n = 1
+    if n == 1:
+        return merge_samples([sample_units(units, read_cfg, max_docs)], max_docs)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as ex:  # spawn: no fork of loaded models
+        parts = list(ex.map(sample_units, [units[r::n] for r in range(n)], repeat(read_cfg), repeat(max_docs)))
+    log.info("calibration sample read", extra={"data": {"processes": n, "units": len(units),
+                                                        "seconds": round(time.perf_counter() - t0, 2)}})
+    return merge_samples(parts, max_docs)
 
 
 def fit_steps(steps: list[Any], sample: dict[str, list[Document]]) -> dict[str, Any]:
@@ -114,10 +180,14 @@ def fit_steps(steps: list[Any], sample: dict[str, list[Document]]) -> dict[str, 
 
 
 def calibrate_steps(steps: list[Any], *, inputs: list[str], read_cfg: Any,
-                    cfg: CalibrateConfig | None = None, units: list[Any] | None = None) -> dict[str, Any] | None:
+                    cfg: CalibrateConfig | None = None, units: list[Any] | None = None,
+                    workers: int = 1, sampler: Callable[[int], Any] | None = None) -> dict[str, Any] | None:
     """Calibrate (or load the pinned calibration into) every step that needs it; the document or None.
 
-    ``units``: the inputs' units (``docio.list_units``) when the engine has listed them already."""
+    ``units``: the inputs' units (``docio.list_units``) when the engine has listed them already;
+    ``workers``: processes that read the input for the sample (``sample_input``); ``sampler``: reads
+    the sample instead (called with ``max_docs_per_domain``, returns what ``sample_input`` returns;
+    the Spark engine's executors)."""
     cfg = cfg or CalibrateConfig()
     needing = [s for s in steps if _needs(s)]
     if not needing:
@@ -135,7 +205,10 @@ def calibrate_steps(steps: list[Any], *, inputs: list[str], read_cfg: Any,
             s.set_calibration(doc["steps"][s.calibration_key])
         log.info("calibration pinned", extra={"data": {"file": cfg.file}})
         return doc
-    sample, counts = sample_input([str(i) for i in inputs], read_cfg, cfg.max_docs_per_domain, units)
+    if sampler is not None:
+        sample, counts = sampler(cfg.max_docs_per_domain)
+    else:
+        sample, counts = sample_input([str(i) for i in inputs], read_cfg, cfg.max_docs_per_domain, units, workers)
     sections = fit_steps(steps, sample)
     doc = {"version": VERSION, "max_docs_per_domain": cfg.max_docs_per_domain,
            "domain_docs": counts, "sampled": {d: len(v) for d, v in sample.items()}, "steps": sections}
@@ -272,7 +345,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           where="curate.calibrate")
         cfg.file = ""  # this command always calibrates
         chain = ChainConfig.from_params(params, params_path=str(args.params))
-        doc = calibrate_steps(build_steps(chain, stage="a"), inputs=[args.input], read_cfg=chain.read, cfg=cfg)
+        doc = calibrate_steps(build_steps(chain, stage="a"), inputs=[args.input], read_cfg=chain.read, cfg=cfg,
+                              workers=chain.engine.workers)
         if doc is None:
             raise ConfigError("no step of curate.engine.steps needs a calibration (profile web, per_domain off)")
         out = Path(args.output)

@@ -257,7 +257,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     # listed once (a big JSONL file is cut into pieces by counting its lines): calibration and every
     # stage-a task read these units
     units = cio.list_units(files, read_cfg.jsonl_split_bytes)
-    calibration = _calibrate(steps_a, files, read_cfg, chain.calibrate, out, units)
+    calibration = _calibrate(steps_a, files, read_cfg, chain.calibrate, out, units, min(cfg.workers, cfg.tasks))
     # stats.json marks a finished run: it goes first and is written last, so a run killed anywhere
     # never leaves a stale marker next to half-rewritten outputs
     (out / "stats.json").unlink(missing_ok=True)
@@ -317,7 +317,7 @@ def _frozen_params(work: Path, chain: ChainConfig) -> str:
 
 
 def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadConfig, ccfg: Any,
-               out: Path, units: list[cio.Unit] | None = None) -> dict[str, Any] | None:
+               out: Path, units: list[cio.Unit] | None = None, workers: int = 1) -> dict[str, Any] | None:
     """Calibrate the steps once over the whole input (before any task) and write OUT/calibration.json.
 
     A resumed run (same fingerprint) reloads the calibration it wrote, so all tasks agree."""
@@ -328,7 +328,8 @@ def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadC
     target = out / "calibration.json"
     if not ccfg.file and target.exists() and (out / "work" / ".calibrated").exists():
         ccfg = replace(ccfg, file=str(target))
-    doc = calibrate_steps(steps, inputs=[str(f) for f in files], read_cfg=read_cfg, cfg=ccfg, units=units)
+    doc = calibrate_steps(steps, inputs=[str(f) for f in files], read_cfg=read_cfg, cfg=ccfg, units=units,
+                          workers=workers)
     if doc is not None and Path(ccfg.file or "").resolve() != target.resolve():
         tmp = out / ".calibration.json.tmp"
         tmp.write_text(json.dumps(doc, indent=1) + "\n")

@@ -232,15 +232,13 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     Spark jobs per stage: one small sample (output schema), one pass that runs the steps and
     materialises their result under ``_work/``, one collect of the per-partition statistics; then
     dedup's shuffles, and one write per output. Steps that calibrate (``curate.calibrate``) are
-    calibrated first, on the driver, exactly as the local engine does (same thresholds).
+    calibrated first, exactly as the local engine does (same thresholds): the sample is read by
+    the driver, or by the executors (``SparkConfig.calibration_sample``, :func:`sample_on_executors`).
     """
     from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
 
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
-    calibration = calibrate_steps(list(steps), inputs=[str(i) for i in ([inputs] if isinstance(inputs, str)
-                                                                        else inputs)],
-                                  read_cfg=read_cfg, cfg=calibrate_cfg)
-
+    inputs = [str(i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
     cfg = cfg or SparkConfig()
     spark = spark or get_session(cfg, set_master=set_master)
     output = str(output).rstrip("/")
@@ -255,6 +253,12 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         clock["start"] = now
 
     df = read_documents(spark, inputs, read_cfg, scratch=f"{work}/jsonl")
+    on_executors = cfg.calibration_sample == "executors" or (
+        cfg.calibration_sample == "auto" and not all(_local_path(i) for i in inputs))
+    calibration = calibrate_steps(
+        list(steps), inputs=inputs, read_cfg=read_cfg, cfg=calibrate_cfg,
+        sampler=(lambda k: sample_on_executors(spark, df, read_cfg, k)) if on_executors else None)
+    lap("calibrate")
     if cfg.partitions:
         df = df.repartition(cfg.partitions)
     kept, drops, stats = _stage(spark, df, steps, f"{work}/a", cfg=cfg, read_cfg=read_cfg, read=True)
@@ -289,6 +293,71 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         delete_path(spark, work)
     log.info("spark curation done", extra={"data": {"output": output, **doc["totals"]}})
     return doc
+
+
+def _local_path(path: str) -> bool:
+    """Whether the driver can read ``path`` itself (an existing local path, not a URI)."""
+    import os
+
+    return "://" not in path and not path.startswith("file:") and os.path.exists(path)
+
+
+def sample_on_executors(spark: Any, df: Any, read_cfg: Any, max_docs: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """The calibration sample (``curate.calibrate.sample_input``'s result) read by the executors.
+
+    Two passes over ``df`` (raw records, as :func:`read_documents` gives them; documents made as
+    stage a makes them): the first keeps each partition's ``max_docs`` smallest ``(key, id)`` per
+    domain and counts its documents, and Spark picks the ``max_docs`` smallest of those per domain;
+    the second returns just the chosen documents to the driver. The driver holds the sample, never
+    the input, and reads nothing itself, so any URI works. Same sample as the driver's reader for
+    documents with ids; records without one are sampled by the partition-based ids Spark's reader
+    gives them (``file#p<N>:...``, as in stage a), not by the local reader's line numbers. Counts,
+    like stage a's, find repeated ids within a partition.
+    """
+    import pickle
+    from collections import defaultdict
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from curate.docio import ReadConfig
+    from curate.spark_partition import (
+        SAMPLE_DOCS_SCHEMA,
+        SAMPLE_KEYS_SCHEMA,
+        make_sample_docs_fn,
+        make_sample_keys_fn,
+    )
+
+    read_cfg = read_cfg or ReadConfig()
+    keys = df.mapInArrow(make_sample_keys_fn(read_cfg, max_docs), from_arrow_schema(SAMPLE_KEYS_SCHEMA)).localCheckpoint()
+    counts = {r["domain"]: int(r["n"]) for r in
+              keys.where(F.col("key").isNull()).groupBy("domain").agg(F.sum("n").alias("n")).collect()}
+    ranked = (keys.where(F.col("key").isNotNull()).dropDuplicates(["domain", "key", "id"])
+              .withColumn("_r", F.row_number().over(Window.partitionBy("domain").orderBy("key", "id"))))
+    chosen: dict[str, set[str]] = defaultdict(set)
+    for r in ranked.where(F.col("_r") <= max_docs).select("domain", "id").collect():
+        chosen[r["domain"]].add(r["id"])
+    bc = spark.sparkContext.broadcast(dict(chosen))
+    try:
+        rows = df.mapInArrow(make_sample_docs_fn(read_cfg, bc), from_arrow_schema(SAMPLE_DOCS_SCHEMA)).collect()
+    finally:
+        bc.unpersist()
+    found: dict[str, list[tuple[int, str, int, bytes]]] = defaultdict(list)
+    for r in rows:
+        found[r["domain"]].append((r["key"], r["id"], r["part"], r["doc"]))
+    sample: dict[str, Any] = {}
+    for dom in sorted(found):
+        seen: set[str] = set()
+        docs = []
+        for _, i, _, blob in sorted(found[dom], key=lambda x: x[:3]):  # a repeated id: the first partition's
+            if i not in seen:
+                seen.add(i)
+                docs.append(pickle.loads(blob))
+        sample[dom] = docs
+    log.info("calibration sample read by the executors", extra={"data": {
+        "docs": sum(counts.values()), "sampled": sum(len(v) for v in sample.values())}})
+    return sample, dict(sorted(counts.items()))
 
 
 def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkConfig, read_cfg: Any,

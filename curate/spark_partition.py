@@ -159,3 +159,85 @@ def infer_output_schema(input_schema: pa.Schema, steps: Sequence[Any], sample: l
     fields += [pa.field(DROP_STEP, pa.string()), pa.field(DROP_REASON, pa.string()),
                pa.field(STATS_COL, pa.string())]
     return pa.schema(fields)
+
+
+# -- the calibration sample, read by the executors ------------------------------------------------
+
+#: rows of the sample's first pass: a partition's smallest keys per domain, and its counts (key null)
+SAMPLE_KEYS_SCHEMA = pa.schema([("domain", pa.string()), ("key", pa.int64()), ("id", pa.string()),
+                                ("n", pa.int64())])
+#: rows of the second pass: the chosen documents, pickled
+SAMPLE_DOCS_SCHEMA = pa.schema([("domain", pa.string()), ("key", pa.int64()), ("id", pa.string()),
+                                ("part", pa.int64()), ("doc", pa.binary())])
+
+
+def _rows_batch(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
+
+
+def _partition_docs(batches: Iterator[pa.RecordBatch], read_cfg: Any) -> Iterator[Document]:
+    """The documents of one partition, as stage a makes them (same reader, same fallback ids)."""
+    from pyspark import TaskContext
+
+    reader = RecordReader(read_cfg)
+    ctx = TaskContext.get()
+    part = f"p{ctx.partitionId()}:" if ctx is not None else ""
+    rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        docs, _ = records_to_docs(batch.to_pylist(), reader, prefix=f"{part}{rows}+")
+        rows += batch.num_rows
+        yield from docs
+
+
+def make_sample_keys_fn(read_cfg: Any, max_docs: int) -> Any:
+    """``mapInArrow`` function of the sample's first pass: per domain the partition's ``max_docs``
+    smallest ``(key, id)`` (``curate.calibrate.sample_key``) and one count row per domain."""
+
+    def keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import heapq
+
+        from curate.calibrate import sample_key
+
+        heaps: dict[str, list[tuple[int, str]]] = {}
+        counts: dict[str, int] = {}
+        for doc in _partition_docs(batches, read_cfg):
+            dom = doc.metadata.get("domain") or "unknown"
+            counts[dom] = counts.get(dom, 0) + 1
+            item = (-sample_key(doc.id), doc.id)
+            h = heaps.setdefault(dom, [])
+            if len(h) < max_docs:
+                heapq.heappush(h, item)
+            elif item[0] > h[0][0]:
+                heapq.heapreplace(h, item)
+        rows = [(d, -k, i, None) for d, h in heaps.items() for k, i in h] + [(d, None, None, n) for d, n in counts.items()]
+        if rows:
+            yield _rows_batch(rows, SAMPLE_KEYS_SCHEMA)
+
+    return keys
+
+
+def make_sample_docs_fn(read_cfg: Any, chosen_bc: Any) -> Any:
+    """``mapInArrow`` function of the sample's second pass: the documents whose ``(domain, id)`` the
+    first pass chose (a broadcast ``{domain: {id, ...}}``), pickled."""
+
+    def docs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pickle
+
+        from pyspark import TaskContext
+
+        from curate.calibrate import sample_key
+
+        chosen = chosen_bc.value
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else 0
+        rows = []
+        for doc in _partition_docs(batches, read_cfg):
+            dom = doc.metadata.get("domain") or "unknown"
+            if doc.id in chosen.get(dom, ()):
+                rows.append((dom, sample_key(doc.id), doc.id, part, pickle.dumps(doc)))
+        if rows:
+            yield _rows_batch(rows, SAMPLE_DOCS_SCHEMA)
+
+    return docs

@@ -32,6 +32,9 @@ class SparkConfig:
     model_files: list[str] = field(default_factory=list, metadata={
         "help": "extra files to ship to executors (models named by step attributes are found automatically)"})
     keep_work: bool = field(default=False, metadata={"help": "keep the intermediate _work/ folder"})
+    calibration_sample: str = field(default="auto", metadata={
+        "help": "who reads the input for the calibration sample: driver (one process, local paths only) | "
+                "executors (two Spark passes, any URI) | auto (driver when every input is a local path)"})
     conf: dict[str, str] = field(default_factory=dict, metadata={"help": "extra Spark conf as JSON"})
 
     def __post_init__(self) -> None:
@@ -41,6 +44,9 @@ class SparkConfig:
             raise ConfigError(f"spark.batch_rows must be >= 1, got {self.batch_rows}")
         if self.partitions < 0:
             raise ConfigError(f"spark.partitions must be >= 0, got {self.partitions}")
+        if self.calibration_sample not in ("auto", "driver", "executors"):
+            raise ConfigError(f"spark.calibration_sample must be auto, driver or executors, got "
+                              f"{self.calibration_sample!r}")
 
 
 def get_session(cfg: SparkConfig, *, set_master: bool = True) -> Any:

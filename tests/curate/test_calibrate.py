@@ -167,3 +167,31 @@ def test_report_shows_domain_table_and_guard_in_red():
     assert tables[0].rows[0][:4] == ["news", 500, 500, 1.0]
     assert 'class="alert"' in html_table(tables[1]) and "garbage:word_salad" in html_table(tables[1])
     assert md_table(tables[1]).startswith("**⚠ Guard")
+
+
+def test_sample_read_by_several_processes_is_the_one_readers_sample(tmp_path):
+    """The calibration sample read by 3 processes (every 3rd unit each, merged) is the sample one
+    reader finds: same documents in the same order, same counts, over Parquet row groups and JSONL
+    pieces. An id repeated inside one unit is read once; repeated in units of two processes, it is
+    sampled once and counted by both (as the engine's tasks count it)."""
+    from curate.calibrate import sample_input
+
+    inp = _inputs(tmp_path, files=4, seed=3)
+    rows = pq.read_table(inp / "part-0.parquet").to_pylist()
+    pq.write_table(pa.Table.from_pylist(rows), inp / "part-0.parquet", row_group_size=7)
+    news = [r for r in rows if r["domain"] == "news"][:20]
+    with open(inp / "more.jsonl", "w") as fh:
+        for r in news + news[:1]:  # the last line repeats the first line's id
+            fh.write(json.dumps({**r, "id": "j-" + r["id"]}) + "\n")
+    for split, repeat_counted in ((0, 0), (2000, 1)):
+        cfg = cio.ReadConfig(jsonl_split_bytes=split)
+        units = cio.list_units(cio.list_input_files(inp), cfg.jsonl_split_bytes)
+        assert len(units) > 10
+        for k in (5, 1000):
+            one = sample_input([str(inp)], cfg, k)
+            three = sample_input([str(inp)], cfg, k, units=units, workers=3, parallel_min_bytes=0)
+            assert {d: [x.id for x in v] for d, v in three[0].items()} == {d: [x.id for x in v] for d, v in one[0].items()}
+            assert [x.text for v in three[0].values() for x in v] == [x.text for v in one[0].values() for x in v]
+            assert sum(one[1].values()) == sum(not isinstance(r, cio.Drop) for r in cio.read_documents(inp, cfg))
+            assert three[1] == {**one[1], "news": one[1]["news"] + repeat_counted}
+            assert all(len(v) == min(k, one[1][d]) for d, v in one[0].items())

@@ -20,6 +20,7 @@ pytest.importorskip("pyspark")
 
 from datatrove.data import Document  # noqa: E402
 
+from curate import docio as cio  # noqa: E402
 from curate.chain import EngineConfig  # noqa: E402
 from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
 from curate.engine_local import run_local  # noqa: E402
@@ -350,3 +351,30 @@ def test_submit_argv_and_zip(tmp_path: Path) -> None:
     assert argv[script + 1:] == ["--input", "in a", "--input", "hdfs:///b", "--output", "out dir",
                                  "--params", "params.yaml"]
     assert f"spark.pyspark.python={sys.executable}" in argv
+
+
+def test_calibration_sample_read_by_the_executors(spark, raw: Path, tmp_path: Path) -> None:
+    """The executors' calibration sample (two Spark passes) is the driver reader's: the same
+    documents in the same order and the same counts; and an input given as a ``file://`` URI, which
+    the driver does not read itself, is calibrated that way (same calibration as the driver's)."""
+    from curate.calibrate import calibrate_steps, sample_input
+    from curate.chain import ChainConfig, build_steps
+    from curate.engine_spark import read_documents, sample_on_executors
+
+    df = read_documents(spark, [str(raw / "docs")])
+    for k in (3, 40):
+        want, want_n = sample_input([str(raw / "docs")], cio.ReadConfig(), k)
+        got, got_n = sample_on_executors(spark, df, None, k)
+        assert {d: [x.id for x in v] for d, v in got.items()} == {d: [x.id for x in v] for d, v in want.items()}
+        assert [x.text for v in got.values() for x in v] == [x.text for v in want.values() for x in v]
+        assert got_n == want_n and min(len(v) for v in got.values()) == min(k, min(want_n.values()))
+
+    def steps() -> list:
+        chain_cfg = ChainConfig.load(str(ROOT / "params.yaml"), engine=EngineConfig(steps=["normalize", "filters"]))
+        return build_steps(chain_cfg, stage="a")
+
+    driver = calibrate_steps(steps(), inputs=[str(raw / "docs")], read_cfg=cio.ReadConfig())
+    stats = run_spark(inputs=[(raw / "docs").as_uri()], output=str(tmp_path / "out"), steps=steps(), spark=spark)
+    assert json.loads((tmp_path / "out" / "calibration.json").read_text()) == json.loads(json.dumps(driver))
+    assert stats["totals"]["docs_in"] == stats["totals"]["kept"] + stats["totals"]["dropped"] > 0
+    assert "calibrate" in stats["engine"]["phases"]
