@@ -183,15 +183,14 @@ def test_sample_read_by_several_processes_is_the_one_readers_sample(tmp_path):
     with open(inp / "more.jsonl", "w") as fh:
         for r in news + news[:1]:  # the last line repeats the first line's id
             fh.write(json.dumps({**r, "id": "j-" + r["id"]}) + "\n")
-    for split, repeat_counted in ((0, 0), (2000, 1)):
+    for split, repeat_counted, k in ((0, 0, 5), (2000, 1, 1000)):  # (k = 1000: every document)
         cfg = cio.ReadConfig(jsonl_split_bytes=split)
         units = cio.list_units(cio.list_input_files(inp), cfg.jsonl_split_bytes)
         assert len(units) > 10
-        for k in (5, 1000):
-            one = sample_input([str(inp)], cfg, k)
-            three = sample_input([str(inp)], cfg, k, units=units, workers=3, parallel_min_bytes=0)
-            assert {d: [x.id for x in v] for d, v in three[0].items()} == {d: [x.id for x in v] for d, v in one[0].items()}
-            assert [x.text for v in three[0].values() for x in v] == [x.text for v in one[0].values() for x in v]
-            assert sum(one[1].values()) == sum(not isinstance(r, cio.Drop) for r in cio.read_documents(inp, cfg))
-            assert three[1] == {**one[1], "news": one[1]["news"] + repeat_counted}
-            assert all(len(v) == min(k, one[1][d]) for d, v in one[0].items())
+        one = sample_input([str(inp)], cfg, k)
+        three = sample_input([str(inp)], cfg, k, units=units, workers=3, parallel_min_bytes=0)
+        assert {d: [x.id for x in v] for d, v in three[0].items()} == {d: [x.id for x in v] for d, v in one[0].items()}
+        assert [x.text for v in three[0].values() for x in v] == [x.text for v in one[0].values() for x in v]
+        assert sum(one[1].values()) == sum(not isinstance(r, cio.Drop) for r in cio.read_documents(inp, cfg))
+        assert three[1] == {**one[1], "news": one[1]["news"] + repeat_counted}
+        assert all(len(v) == min(k, one[1][d]) for d, v in one[0].items())
