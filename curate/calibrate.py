@@ -72,6 +72,14 @@ def sample_key(doc_id: str) -> int:
     return int(hashlib.sha1(doc_id.encode("utf-8")).hexdigest()[:15], 16)
 
 
+def push_smallest(heap: list[Any], entry: tuple[Any, ...], k: int) -> None:
+    """Keep in ``heap`` (a heap of ``(-key, id, ...)`` entries) the ``k`` entries of smallest key."""
+    if len(heap) < k:
+        heapq.heappush(heap, entry)
+    elif entry[0] > heap[0][0]:
+        heapq.heapreplace(heap, entry)
+
+
 def sample_units(units: list[Any], read_cfg: Any, max_docs: int) -> Partial:
     """One reader over ``units``: per domain its ``max_docs`` smallest ``(key, id, document)``, sorted,
     and the documents read per domain (records the reader drops, repeated ids included, are not)."""
@@ -86,12 +94,7 @@ def sample_units(units: list[Any], read_cfg: Any, max_docs: int) -> Partial:
                 continue
             dom = rec.metadata.get("domain") or "unknown"
             counts[dom] += 1
-            key = sample_key(rec.id)
-            h = heaps[dom]
-            if len(h) < max_docs:
-                heapq.heappush(h, (-key, rec.id, rec))
-            elif -key > h[0][0]:
-                heapq.heapreplace(h, (-key, rec.id, rec))
+            push_smallest(heaps[dom], (-sample_key(rec.id), rec.id, rec), max_docs)
     return ({d: sorted(((-k, i, r) for k, i, r in h), key=lambda x: (x[0], x[1])) for d, h in heaps.items()},
             dict(counts))
 

@@ -321,6 +321,7 @@ def sample_on_executors(spark: Any, df: Any, read_cfg: Any, max_docs: int) -> tu
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    from curate.calibrate import merge_samples
     from curate.docio import ReadConfig
     from curate.spark_partition import (
         SAMPLE_DOCS_SCHEMA,
@@ -343,21 +344,15 @@ def sample_on_executors(spark: Any, df: Any, read_cfg: Any, max_docs: int) -> tu
         rows = df.mapInArrow(make_sample_docs_fn(read_cfg, bc), from_arrow_schema(SAMPLE_DOCS_SCHEMA)).collect()
     finally:
         bc.unpersist()
-    found: dict[str, list[tuple[int, str, int, bytes]]] = defaultdict(list)
+    # in partition order, so that merge_samples keeps a repeated id from the first partition
+    rows.sort(key=lambda r: r["part"])
+    found: dict[str, list[tuple[int, str, Any]]] = defaultdict(list)
     for r in rows:
-        found[r["domain"]].append((r["key"], r["id"], r["part"], r["doc"]))
-    sample: dict[str, Any] = {}
-    for dom in sorted(found):
-        seen: set[str] = set()
-        docs = []
-        for _, i, _, blob in sorted(found[dom], key=lambda x: x[:3]):  # a repeated id: the first partition's
-            if i not in seen:
-                seen.add(i)
-                docs.append(pickle.loads(blob))
-        sample[dom] = docs
+        found[r["domain"]].append((r["key"], r["id"], pickle.loads(r["doc"])))
+    sample, counts = merge_samples([(dict(found), counts)], max_docs)
     log.info("calibration sample read by the executors", extra={"data": {
         "docs": sum(counts.values()), "sampled": sum(len(v) for v in sample.values())}})
-    return sample, dict(sorted(counts.items()))
+    return sample, counts
 
 
 def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkConfig, read_cfg: Any,

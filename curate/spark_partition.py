@@ -196,21 +196,14 @@ def make_sample_keys_fn(read_cfg: Any, max_docs: int) -> Any:
     smallest ``(key, id)`` (``curate.calibrate.sample_key``) and one count row per domain."""
 
     def keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import heapq
-
-        from curate.calibrate import sample_key
+        from curate.calibrate import push_smallest, sample_key
 
         heaps: dict[str, list[tuple[int, str]]] = {}
         counts: dict[str, int] = {}
         for doc in _partition_docs(batches, read_cfg):
             dom = doc.metadata.get("domain") or "unknown"
             counts[dom] = counts.get(dom, 0) + 1
-            item = (-sample_key(doc.id), doc.id)
-            h = heaps.setdefault(dom, [])
-            if len(h) < max_docs:
-                heapq.heappush(h, item)
-            elif item[0] > h[0][0]:
-                heapq.heapreplace(h, item)
+            push_smallest(heaps.setdefault(dom, []), (-sample_key(doc.id), doc.id), max_docs)
         rows = [(d, -k, i, None) for d, h in heaps.items() for k, i in h] + [(d, None, None, n) for d, n in counts.items()]
         if rows:
             yield _rows_batch(rows, SAMPLE_KEYS_SCHEMA)
