@@ -78,6 +78,8 @@ def _is_dict_token(tok: str, words: frozenset[str], short: frozenset[str]) -> bo
     core = tok.strip(_EDGE_PUNCT).lower()
     if not core:
         return False
+    if core.isalpha():  # one letter run, the whole core (every alphabetic character is in [^\W\d_])
+        return core in words if len(core) > 2 else core in short
     runs = _LETTER_RUN.findall(core)
     n_letters = sum(map(len, runs))
     if n_letters == 0 or n_letters < 0.7 * len(core):
@@ -122,34 +124,40 @@ class TokenTable:
         for lang, arr in self.in_dict.items():
             self.in_dict[lang] = np.concatenate([arr, np.full(new - cap, -1, np.int8)])
 
-    def _add(self, t: str) -> int:
-        i = len(self.tokens)
-        self._grow(i + 1)
-        self.index[t] = i
-        self.tokens.append(t)
-        low = t.lower()
-        li = self.low_index.get(low)
-        if li is None:
-            li = self.low_index[low] = len(self.low_words)
-            self.low_words.append(low)
-            if li >= len(self.low_len):
-                self.low_len = np.concatenate([self.low_len, np.zeros(max(1024, len(self.low_len)), np.int64)])
-            self.low_len[li] = len(low)
-        self.size[i] = len(t)
-        self.alpha[i] = any(ch.isalpha() for ch in t)
-        self.low[i] = li
-        return i
+    def _add_many(self, new: list[str]) -> None:
+        """Ids for ``new`` (distinct tokens not in the table), in their order, with their properties."""
+        i0 = len(self.tokens)
+        n = len(new)
+        self._grow(i0 + n)
+        self.tokens.extend(new)
+        self.index.update(zip(new, range(i0, i0 + n), strict=True))
+        lows = list(map(str.lower, new))
+        low_index = self.low_index
+        li = list(map(low_index.get, lows))
+        if None in li:
+            for k, low in enumerate(lows):
+                if li[k] is None:
+                    j = low_index.get(low)  # the same lower-cased form twice among the new tokens
+                    if j is None:
+                        j = low_index[low] = len(self.low_words)
+                        self.low_words.append(low)
+                        if j >= len(self.low_len):
+                            self.low_len = np.concatenate(
+                                [self.low_len, np.zeros(max(1024, len(self.low_len)), np.int64)])
+                        self.low_len[j] = len(low)
+                    li[k] = j
+        self.size[i0:i0 + n] = list(map(len, new))
+        self.alpha[i0:i0 + n] = [any(map(str.isalpha, t)) for t in new]
+        self.low[i0:i0 + n] = li
 
     def ids(self, tokens: list[str]) -> np.ndarray:
         if len(self.tokens) + len(tokens) > self.max_tokens:  # bounded on huge vocabularies
             self.clear()
         got = list(map(self.index.get, tokens))
         if None in got:
-            index = self.index
-            for k, (g, t) in enumerate(zip(got, tokens, strict=True)):
-                if g is None:
-                    g = index.get(t)
-                    got[k] = self._add(t) if g is None else g
+            # new tokens take ids in the order of their first occurrence
+            self._add_many(list(dict.fromkeys(t for t, g in zip(tokens, got, strict=True) if g is None)))
+            got = list(map(self.index.__getitem__, tokens))
         return np.array(got, dtype=np.int64)
 
     def dict_flags(self, lang: str, ids: np.ndarray, d: tuple[frozenset[str], frozenset[str]]) -> np.ndarray:
@@ -157,8 +165,9 @@ class TokenTable:
         if flags is None:
             flags = self.in_dict[lang] = np.full(len(self.size), -1, np.int8)
         todo = np.unique(ids[flags[ids] < 0])
-        for i in todo.tolist():
-            flags[i] = _is_dict_token(self.tokens[i], *d)
+        if len(todo):
+            tokens, (words, short) = self.tokens, d
+            flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
         return flags[ids]
 
 

@@ -31,3 +31,15 @@ def test_step_rewrites_text_and_drops_empty_result():
     doc = Document(text="Cafe\u0301", id="a")
     assert step.filter(doc) is True and doc.text == "Caf\u00e9"
     assert step.filter(Document(text="\x00\x01\x02", id="b")) == (False, "empty_after_normalize")
+
+
+def test_control_scan_finds_exactly_the_stripped_characters():
+    """The text is only translated when the scan finds a control character: the scan's class must
+    hold exactly the table's characters, else a text would keep one (or be copied for nothing)."""
+    from curate.steps.normalize import _CONTROL, _HAS_CONTROL
+
+    found = {c for c in range(0x110000) if _HAS_CONTROL.match(chr(c))}
+    assert found == set(_CONTROL)
+    for text in ("plain ascii text\n", "é\tß\u2028", "x\x7fy", "\x9f", "a\x1bb"):
+        assert normalize_text(text, NormalizeConfig()) == unicodedata.normalize(
+            "NFC", text.replace("\r\n", "\n").replace("\r", "\n").translate(_CONTROL))
