@@ -51,7 +51,7 @@ print(json.dumps({"records": n, "documents": kept, "drops": drops, "seconds": ro
 
 
 CHILD_SPARK = """
-import json, os, sys, time
+import json, os, shutil, sys, tempfile, time
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from curate.docio import Drop, RecordReader
 from curate.engine_spark import SparkConfig, get_session, read_documents
@@ -67,10 +67,12 @@ def count(rows):
     yield out
 
 total = {}
-for part in read_documents(spark, [sys.argv[1]]).rdd.mapPartitions(count).collect():
+scratch = tempfile.mkdtemp(prefix="corpusmix-jsonl-")  # the reader's copy without over-long lines
+for part in read_documents(spark, [sys.argv[1]], scratch=scratch).rdd.mapPartitions(count).collect():
     for k, v in part.items():
         total[k] = total.get(k, 0) + v
 spark.stop()
+shutil.rmtree(scratch, ignore_errors=True)
 kept = total.pop("documents", 0)
 print(json.dumps({"records": kept + sum(total.values()), "documents": kept, "drops": total,
                   "seconds": round(time.perf_counter() - t0, 1)}))

@@ -117,7 +117,8 @@ def read_documents(spark: Any, inputs: Sequence[str], read_cfg: Any = None, scra
     ``max_doc_bytes`` (``read_cfg``) is never held whole and never parsed: it becomes a row that
     the partitions turn into a ``too_large`` drop, and Spark reads a copy of its file without it,
     written under ``scratch`` (default: a new folder under the temporary directory, made only when
-    needed) (:mod:`curate.spark_lines`).
+    needed) (:mod:`curate.spark_lines`). The copy must outlive the DataFrame, so the caller removes
+    ``scratch`` when done with it (``run_spark`` puts it in its work folder).
     """
     import os
     import tempfile

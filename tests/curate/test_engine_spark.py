@@ -361,7 +361,7 @@ def test_calibration_sample_read_by_the_executors(spark, raw: Path, tmp_path: Pa
     from curate.chain import ChainConfig, build_steps
     from curate.engine_spark import read_documents, sample_on_executors
 
-    df = read_documents(spark, [str(raw / "docs")])
+    df = read_documents(spark, [str(raw / "docs")], scratch=str(tmp_path / "scratch"))
     for k in (3, 40):
         want, want_n = sample_input([str(raw / "docs")], cio.ReadConfig(), k)
         got, got_n = sample_on_executors(spark, df, None, k)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -87,7 +88,7 @@ def _both(spark, tmp_path_factory, lines: tuple[bytes, ...]) -> tuple[list, list
     path.write_bytes(b"\n".join(lines) + b"\n")
     n_records = len([r for r in b"\n".join(lines).split(b"\n") if r.strip()])
     local = list(local_read(path))
-    rows = [r.asDict() for r in read_documents(spark, [str(path)]).collect()]
+    rows = [r.asDict() for r in read_documents(spark, [str(path)], scratch=str(path.parent / "scratch")).collect()]
     docs, drops = records_to_docs(rows, RecordReader())
     return local, docs + drops, n_records
 
@@ -119,7 +120,8 @@ def _decisions(items: list) -> list[tuple[str, str, str]]:
 
 
 def _spark_items(spark, path, cfg) -> list:
-    rows = [r.asDict() for r in read_documents(spark, [str(path)], cfg).collect()]
+    rows = [r.asDict() for r in read_documents(spark, [str(path)], cfg, scratch=str(Path(path).parent / "scratch"))
+            .collect()]
     docs, drops = records_to_docs(rows, RecordReader(cfg))
     return docs + drops
 
