@@ -45,12 +45,12 @@ def test_unknown_preset_and_old_presets_section_are_clear_errors() -> None:
 
 
 def test_demo_params_resolve_to_the_demo_settings() -> None:
-    # the demo's settings: the tiny preset, with RegMix at the preset's own M = 24 (was 16)
+    # the demo's settings: the micro preset, with RegMix at M = 96 (the preset's own is 48)
     params = load_params(ROOT / "params.yaml", "mix")
     preset = params["preset"]
-    assert preset == "tiny"
-    assert resolve("regmix", RegMixConfig, params, preset, None).num_proxies == 24
-    assert resolve("doremi", DoReMiConfig, params, preset, None).steps == 150
+    assert preset == "micro"
+    assert resolve("regmix", RegMixConfig, params, preset, None).num_proxies == 96
+    assert resolve("doremi", DoReMiConfig, params, preset, None).steps == 120
     proxy = resolve("proxy", ProxyConfig, params, preset, None)
-    for key, value in PRESETS["tiny"]["proxy"].items():
+    for key, value in PRESETS["micro"]["proxy"].items():
         assert getattr(proxy, key) == value
