@@ -94,13 +94,12 @@ def make_partition_fn(key: str, blob_bc: Any, shipped: dict[str, str], schema: p
         steps = process_steps(key, blob_bc.value, shipped)
         stats = {n: StepStats() for n in [READ_STEP, *step_names]}
         rows = 0
-        read_s = [0.0]
-        for n, docs, drops in _partition_records(batches, read_cfg, read_s):
+        for n, docs, drops, seconds in _partition_records(batches, read_cfg):
             for rec in (*docs, *drops):
                 count_read(stats[READ_STEP], rec)
+            stats[READ_STEP].seconds += seconds
             rows += n
             yield _to_batch(decide(steps, docs, stats), schema, drops)
-        stats[READ_STEP].seconds = read_s[0]
         if not read:
             stats.pop(READ_STEP)
         yield _stats_batch({**{n: s.to_dict() for n, s in stats.items()}, ROWS_KEY: rows}, schema)
@@ -167,12 +166,12 @@ def _rows_batch(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordBatc
     return pa.RecordBatch.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
 
 
-def _partition_records(batches: Iterator[pa.RecordBatch], read_cfg: Any, seconds: list[float] | None = None
-                       ) -> Iterator[tuple[int, list[Document], list[Any]]]:
-    """Per non-empty Arrow batch of one partition: (its rows, documents, read drops), made by one
-    ``RecordReader`` per partition (duplicate ids are found within a task) with the fallback ids
-    ``<file>#p<partition>:<row>+<i>`` that every pass over the partition gives alike. ``seconds[0]``
-    adds the time spent making them."""
+def _partition_records(batches: Iterator[pa.RecordBatch], read_cfg: Any
+                       ) -> Iterator[tuple[int, list[Document], list[Any], float]]:
+    """Per non-empty Arrow batch of one partition: (its rows, documents, read drops, seconds spent
+    making them), by one ``RecordReader`` per partition (duplicate ids are found within a task)
+    with the fallback ids ``<file>#p<partition>:<row>+<i>`` that every pass over the partition
+    gives alike."""
     from pyspark import TaskContext
 
     reader = RecordReader(read_cfg)
@@ -184,15 +183,13 @@ def _partition_records(batches: Iterator[pa.RecordBatch], read_cfg: Any, seconds
             continue
         t0 = time.perf_counter()
         docs, drops = records_to_docs(batch.to_pylist(), reader, prefix=f"{part}{rows}+")
-        if seconds is not None:
-            seconds[0] += time.perf_counter() - t0
         rows += batch.num_rows
-        yield batch.num_rows, docs, drops
+        yield batch.num_rows, docs, drops, time.perf_counter() - t0
 
 
 def _partition_docs(batches: Iterator[pa.RecordBatch], read_cfg: Any) -> Iterator[Document]:
     """The documents of one partition, as stage a makes them (same reader, same fallback ids)."""
-    for _, docs, _ in _partition_records(batches, read_cfg):
+    for _, docs, _, _ in _partition_records(batches, read_cfg):
         yield from docs
 
 

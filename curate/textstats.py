@@ -76,10 +76,15 @@ def _is_dict_token(tok: str, words: frozenset[str], short: frozenset[str]) -> bo
     ``co-operate`` count; ``9fa3c0e1``, ``dP.`` and base64 do not.
     """
     core = tok.strip(_EDGE_PUNCT).lower()
-    if not core:
-        return False
     if core.isalpha():  # one letter run, the whole core (every alphabetic character is in [^\W\d_])
         return core in words if len(core) > 2 else core in short
+    return _core_in_dict(core, words, short)
+
+
+def _core_in_dict(core: str, words: frozenset[str], short: frozenset[str]) -> bool:
+    """The rule of :func:`_is_dict_token` on a stripped, lower-cased core, by its letter runs."""
+    if not core:
+        return False
     runs = _LETTER_RUN.findall(core)
     n_letters = sum(map(len, runs))
     if n_letters == 0 or n_letters < 0.7 * len(core):

@@ -51,18 +51,8 @@ def reference_segments(text: str, short_only: bool = True) -> list[str]:
 
 
 def reference_is_dict_token(tok: str, words: frozenset[str], short: frozenset[str]) -> bool:
-    """The dictionary-word rule without the all-letters shortcut of ``ts._is_dict_token``."""
-    core = tok.strip(ts._EDGE_PUNCT).lower()
-    if not core:
-        return False
-    runs = ts._LETTER_RUN.findall(core)
-    n_letters = sum(map(len, runs))
-    if n_letters == 0 or n_letters < 0.7 * len(core):
-        return False
-    long_runs = [r for r in runs if len(r) > 2]
-    if not long_runs:
-        return core in short
-    return all(r in words for r in long_runs)
+    """The dictionary-word rule by letter runs, without the all-letters shortcut of ``ts._is_dict_token``."""
+    return ts._core_in_dict(tok.strip(ts._EDGE_PUNCT).lower(), words, short)
 
 
 def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None,
