@@ -97,20 +97,36 @@ def _max_step(out: Path) -> int:
     return max(_log(out), default=-1)
 
 
-def _tmp_checkpoint(out: Path, after: int) -> Path | None:
-    """A checkpoint being written for a step past ``after`` (not a leftover of an earlier kill)."""
+def _tmp_folders(out: Path) -> set[tuple[str, int, int]]:
+    """(name, inode, mtime in ns) of every ``.tmp-step-N`` folder now present."""
+    found = set()
     try:
-        names = os.listdir(out / "checkpoints")
+        with os.scandir(out / "checkpoints") as it:
+            for e in it:
+                if e.name.startswith(".tmp-step-"):
+                    try:
+                        found.add((e.name, e.inode(), e.stat().st_mtime_ns))
+                    except FileNotFoundError:  # renamed or removed meanwhile
+                        pass
     except FileNotFoundError:
-        return None
-    tmp = [n for n in names if n.startswith(".tmp-step-") and int(n.removeprefix(".tmp-step-")) > after]
+        pass
+    return found
+
+
+def _tmp_checkpoint(out: Path, after: int, leftovers: frozenset = frozenset()) -> Path | None:
+    """A checkpoint being written for a step past ``after``, not a leftover of an earlier kill: a
+    folder in ``leftovers`` (name, inode, mtime) is one; the job removes and recreates a leftover of
+    the step it saves, so the same name with another inode or mtime is a fresh write."""
+    tmp = [f[0] for f in _tmp_folders(out)
+           if int(f[0].removeprefix(".tmp-step-")) > after and f not in leftovers]
     return out / "checkpoints" / tmp[0] if tmp else None
 
 
-def _wait_for_checkpoint_write(out: Path, after: int, proc: subprocess.Popen) -> Path:
+def _wait_for_checkpoint_write(out: Path, after: int, proc: subprocess.Popen,
+                               leftovers: frozenset = frozenset()) -> Path:
     """Poll (1 ms) until a checkpoint past step ``after`` is being written; returns its .tmp folder."""
     deadline = time.monotonic() + TIMEOUT
-    while (tmp := _tmp_checkpoint(out, after)) is None:
+    while (tmp := _tmp_checkpoint(out, after, leftovers)) is None:
         if proc.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"no checkpoint write past step {after} seen (rc {proc.poll()})")
         time.sleep(0.001)
@@ -203,8 +219,12 @@ def test_torchrun_max_restarts_resumes_after_a_rank_dies(reference, tmp_path: Pa
         _wait(lambda: (w := _workers(proc.pid)) and sorted(w) == [0, 1]
               and not ({p.pid for p in w.values()} & {p.pid for p in first.values()}), proc, "the restart")
         second = _workers(proc.pid)
+        # the restarted workers have resumed (rank 0 said so) before the second kill is aimed: a
+        # .tmp folder the first kill left behind is not the write to kill in
+        _wait(lambda: log.read_text(errors="replace").count('"msg": "resumed"') >= 1, proc, "the first resume")
+        leftovers = frozenset(_tmp_folders(out))
         seen = _max_step(out)
-        tmp = _wait_for_checkpoint_write(out, seen, proc)
+        tmp = _wait_for_checkpoint_write(out, seen, proc, leftovers)
         second[0].send_signal(signal.SIGKILL)
         second[0].wait(10)
         step = tmp.name.removeprefix(".tmp-step-")
