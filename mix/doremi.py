@@ -56,9 +56,16 @@ included; the reasons):
   learn; the all-steps average of the paper is ``average_from: 0``.
 - *Balanced DRO batches*: every step holds the same number of windows of every domain (see
   :func:`mix.proxy.train_proxy`), so no domain's excess is missing in a step.
-- *Seeds*: ``seeds`` DRO proxies (default 3, different init and data streams, one shared
-  reference) run in parallel; the output is their mean and ``seed_range`` (max - min weight per
-  domain) is reported.
+- *Seeds*: ``seeds`` DRO proxies (default 3, different init and data streams) run in parallel;
+  the output is their mean and ``seed_range`` (max - min weight per domain) is reported. With
+  ``paired_reference`` (the default) every DRO seed has its own reference, trained with the same
+  seed; one reference shared by all seeds (``paired_reference: false``, the paper's single
+  reference) puts the reference's seed noise into every seed alike, so ``seed_range`` missed it
+  and the mean did not average it: measured (``bench/bench_doremi_seeds.py``, docs/mix.md) on six
+  independent searches of the replication set the mixture's per-domain sd fell from 0.009-0.027
+  to 0.006-0.023 (code 0.027 -> 0.013); on the demo pools a shared reference's within-search
+  range (0.061-0.085) was below the spread between searches (techdocs 0.41-0.53). Cost: ``seeds``
+  references instead of one.
 - Tried and measured worse, kept as options (default off): a smoothed excess (``excess_ema``; it
   slows the early swing, which moves the garbage phase into the averaged window) and a reference
   trained longer (``reference_factor`` > 1, a floor estimate in the spirit of RHO-LOSS's
@@ -130,6 +137,10 @@ class DoReMiConfig:
     smoothing: float = field(default=1e-3, metadata={"help": "smoothing c toward uniform"})
     steps: int = field(default=200, metadata={"help": "DRO proxy steps (the reference trains reference_factor x)"})
     reference_mixture: str = field(default="natural", metadata={"help": "natural | uniform"})
+    paired_reference: bool = field(default=True, metadata={
+        "help": "one reference per DRO seed, trained with that seed (true), instead of one reference shared by "
+                "all seeds (false): the reference's own seed noise is averaged over the seeds and is part of "
+                "seed_range"})
     reference_factor: float = field(default=1.0, metadata={
         "help": "reference steps / proxy steps: a longer-trained reference estimates each domain's loss floor"})
     excess_ema: float = field(default=0.0, metadata={"help": "EMA factor of the per-domain excess (0 = none)"})
@@ -537,10 +548,16 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
 
         _log().info("doremi round", extra={"data": {"round": r, "reference": ref_w.tolist(), "seeds": seeds}})
         rcfg = _reference_cfg(pcfg, cfg)
-        ref_job = {"kind": "reference", "key": f"reference-{proxy_key(fp, ref_w, rcfg, seed, 'reference')}",
-                   "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": seed, "cfg": dataclasses.asdict(rcfg)}
-        (ref_path,) = run_jobs([ref_job], cache, workers=1, progress=False, device=pcfg.device)
-        jobs = [_dro_job(pools_dir, cfg, pcfg, s, ref_w, ref_path, rcfg, fp, r) for s in seeds]
+        ref_seeds = seeds if cfg.paired_reference else [seed]
+        ref_jobs = [{"kind": "reference", "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
+                     "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": rs, "cfg": dataclasses.asdict(rcfg)}
+                    for rs in ref_seeds]
+        ref_paths = run_jobs(ref_jobs, cache, workers=min(cfg.workers, len(ref_jobs)), progress=False,
+                             device=pcfg.device)
+        if not cfg.paired_reference:
+            ref_paths = ref_paths * len(seeds)
+        jobs = [_dro_job(pools_dir, cfg, pcfg, s, ref_w, rp, rcfg, fp, r)
+                for s, rp in zip(seeds, ref_paths, strict=True)]
         paths = run_jobs(jobs, cache, workers=cfg.workers, progress=progress, device=pcfg.device)
         import json
 

@@ -257,7 +257,9 @@ def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):
     ptp = np.ptp(prov["seed_weights"], axis=0)
     assert prov["seed_range"] == pytest.approx(dict(zip("abc", ptp, strict=True)), abs=1e-5)
     cached = sorted(p.name for p in (tmp_path / "out" / "proxies").iterdir())
-    assert any(n.startswith("reference-") for n in cached) and any(n.startswith("doremi-") for n in cached)
+    # paired references (the default): one per DRO seed, trained with that seed
+    assert sum(n.startswith("reference-") and n.endswith(".pt") for n in cached) == 3
+    assert sum(n.startswith("doremi-") and n.endswith(".json") for n in cached) == 3
     # a re-run reads the finished round back: same weights, nothing retrained
     mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()}
     out2 = tmp_path / "out" / "again.json"
@@ -265,6 +267,21 @@ def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):
     assert json.loads(out2.read_text())["weights"] == json.loads(out.read_text())["weights"]
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()} == mtimes
     assert sorted(mtimes) == cached
+
+
+def test_shared_reference_is_one_model_for_every_seed(tmp_path):
+    import json
+
+    from corpusmix.cli import main
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000})
+    cache = tmp_path / "cache"
+    out = tmp_path / "m.json"
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(out), "--cache", str(cache), *FAST,
+                 "--seeds", "2", "--paired-reference", "false"]) == 0
+    refs = sorted(p.name for p in cache.glob("reference-*.pt"))
+    assert len(refs) == 1
+    assert json.loads(out.read_text())["params"]["doremi"]["paired_reference"] is False
 
 
 def test_bad_inputs_are_clear_errors(tmp_path, capsys):
