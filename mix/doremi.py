@@ -62,8 +62,8 @@ included; the reasons):
   seed; one reference shared by all seeds (``paired_reference: false``, the paper's single
   reference) puts the reference's seed noise into every seed alike, so ``seed_range`` missed it
   and the mean did not average it: measured (``bench/bench_doremi_seeds.py``, docs/mix.md) on six
-  independent searches of the replication set the mixture's per-domain sd fell from 0.009-0.027
-  to 0.006-0.023 (code 0.027 -> 0.013); on the demo pools a shared reference's within-search
+  independent searches of the replication set the mixture's per-domain sd fell from 0.009-0.029
+  to 0.006-0.022 (code 0.029 -> 0.013); on the demo pools a shared reference's within-search
   range (0.061-0.085) was below the spread between searches (techdocs 0.41-0.53). Cost: ``seeds``
   references instead of one.
 - Tried and measured worse, kept as options (default off): a smoothed excess (``excess_ema``; it
