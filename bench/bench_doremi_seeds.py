@@ -1,7 +1,7 @@
 """DoReMi's stability across independent searches, not only across the seeds of one search.
 
     python bench/bench_doremi_seeds.py [--pools DIR] [--base-seeds 0,4,8,12,16,20] [--work DIR]
-        [--preset micro] [--variants paired,shared]
+        [--preset micro] [--variants paired,shared] [--set KEY=VALUE ...]
 
 One search = ``mix.doremi.run_doremi`` with the preset's DoReMi defaults and base seed ``s`` (DRO
 seeds ``s+1..s+3``; the reference: seed ``s`` when shared, each DRO seed's own when paired). For
@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/bench_doremi_seeds")
     ap.add_argument("--preset", default="micro")
     ap.add_argument("--variants", default="paired,shared")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a mix.doremi key of the preset (repeatable), e.g. --set temperature=0.35")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -60,8 +62,14 @@ def main() -> None:
     preset = PRESETS[args.preset]
     pcfg = ProxyConfig(**preset["proxy"])
     base = DoReMiConfig(**preset["doremi"])
+    for kv in args.set:
+        key, value = kv.split("=", 1)
+        current = getattr(base, key)
+        base = dataclasses.replace(base, **{key: value.lower() == "true" if isinstance(current, bool)
+                                            else type(current)(value)})
     seeds = [int(s) for s in args.base_seeds.split(",")]
-    out: dict = {"pools": str(pools), "domains": domains, "preset": args.preset, "base_seeds": seeds, "variants": {}}
+    out: dict = {"pools": str(pools), "domains": domains, "preset": args.preset, "base_seeds": seeds,
+                 "doremi": dataclasses.asdict(base), "variants": {}}
     for variant in args.variants.split(","):
         cfg = dataclasses.replace(base, paired_reference=variant == "paired")
         runs = []
