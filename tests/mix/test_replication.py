@@ -13,8 +13,9 @@ three disjoint splits per domain, ``micro`` proxies. Targets (the garbage domain
   measures 0.037, but 3 of 6 independent searches on this set and none on the demo pools
   (0.100-0.139) meet 0.05 (``bench/bench_doremi_seeds.py``, docs/mix.md), so the target is NOT
   met in general and the bound stays <= 0.12, which one-hot swinging weights (ranges 0.2-0.46)
-  fail. The garbage targets hold here; across six base seeds garbage < 1/(2k) held in 5 (base
-  seed 20: 0.132), so this seed's pass is not the evidence for every seed;
+  fail. The garbage targets hold here; across 18 independent searches garbage < 1/(2k) held in 12
+  (largest 0.132; below its natural share in all 18), so this seed's pass is not the evidence for
+  every seed (docs/mix.md);
 - RegMix's out-of-fold Spearman (every run predicted by a regressor fitted without it) >= 0.9.
 
 Set ``CORPUSMIX_REPLICATION_OUT=path.json`` to keep the figures (docs/mix.md quotes them); the
