@@ -33,7 +33,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo"
 PHASES = ("stage a", "dedup", "stage b", "merge", "clean-up")
-ATTEMPTS = 3  # per phase, when a kill lands elsewhere (timing noise on a loaded machine)
+ATTEMPTS = 5  # per phase, when a kill lands elsewhere (timing noise on a loaded machine: the short merge and
+#              clean-up phases can end before a kill arrives; the attempts after a hit are skipped)
 SHORT_PHASE_S = 5.0
 SEED = 20261130
 
