@@ -56,14 +56,17 @@ def main() -> None:
                                             garbage_from=["quotes", "reference"])
             marker.write_text(str(built))
         pools = Path(marker.read_text())
-    domains = list(pool_domains(pools))
-    natural = natural_mixture(pool_domains(pools))
+    tokens = pool_domains(pools)
+    domains = list(tokens)
+    natural = natural_mixture(tokens)
     k = len(domains)
     preset = PRESETS[args.preset]
     pcfg = ProxyConfig(**preset["proxy"])
     base = DoReMiConfig(**preset["doremi"])
     for kv in args.set:
-        key, value = kv.split("=", 1)
+        key, _, value = kv.partition("=")
+        if not hasattr(base, key) or not value:
+            ap.error(f"--set {kv!r}: expected KEY=VALUE with KEY one of {', '.join(dataclasses.asdict(base))}")
         current = getattr(base, key)
         base = dataclasses.replace(base, **{key: value.lower() == "true" if isinstance(current, bool)
                                             else type(current)(value)})

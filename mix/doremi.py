@@ -639,7 +639,8 @@ def run_doremi_job(job: dict, cache) -> None:
     _, res = train_proxy(job["pools"], None, pcfg, seed=job["seed"], objective=objective, work_dir=work,
                          keep_work=True)
     res.update(weights=dro.average().tolist(), history=[h.tolist() for h in dro.history],
-               reference_weights=list(job["reference_weights"]), round=job["round"], seed=job["seed"])
+               reference_weights=list(job["reference_weights"]), reference=job["reference"], round=job["round"],
+               seed=job["seed"])
     if rank == 0:
         write_json(cache / f"{job['key']}.json", res)
         shutil.rmtree(work, ignore_errors=True)

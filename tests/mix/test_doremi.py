@@ -260,6 +260,9 @@ def test_doremi_cli_writes_mixture_and_trajectory_and_resumes(tmp_path):
     # paired references (the default): one per DRO seed, trained with that seed
     assert sum(n.startswith("reference-") and n.endswith(".pt") for n in cached) == 3
     assert sum(n.startswith("doremi-") and n.endswith(".json") for n in cached) == 3
+    dro = [json.loads((tmp_path / "out" / "proxies" / n).read_text()) for n in cached if n.startswith("doremi-")]
+    assert sorted(r["seed"] for r in dro) == [1, 2, 3]
+    assert len({r["reference"] for r in dro}) == 3 and {r["reference"] for r in dro} <= set(cached)
     # a re-run reads the finished round back: same weights, nothing retrained
     mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "proxies").iterdir()}
     out2 = tmp_path / "out" / "again.json"
@@ -281,6 +284,7 @@ def test_shared_reference_is_one_model_for_every_seed(tmp_path):
                  "--seeds", "2", "--paired-reference", "false"]) == 0
     refs = sorted(p.name for p in cache.glob("reference-*.pt"))
     assert len(refs) == 1
+    assert [json.loads(p.read_text())["reference"] for p in sorted(cache.glob("doremi-*.json"))] == refs * 2
     assert json.loads(out.read_text())["params"]["doremi"]["paired_reference"] is False
 
 
