@@ -11,10 +11,14 @@ reports) and its mixture; then, across the searches, each domain's sd and range 
 (what a user who reruns the search with another seed sees) and the garbage domain's weight against
 its targets (below its natural share and below 1/(2k)) where the pools have one.
 
+With ``--set seeds=N`` (N >= 6) each search also prints ``groups`` (:func:`group_ranges`): the
+seed range a search would report if each of its 3 outputs averaged N // 3 DRO proxies.
+
 Pools: ``--pools`` (a token-pools folder, e.g. the demo's ``out/pools``) or, by default, the
 replication set of :mod:`mix.replication` built from the shipped demo text under ``--work``
 (real: code, legal, literature, news; a learnable-garbage domain). Base seeds 4 apart keep the
-searches' seeds disjoint. Cached under ``--work``: a re-run reads finished proxies back.
+searches' seeds disjoint (a search uses seeds s+1 .. s + seeds x group_size: 3 m + 1 apart with
+``--set group_size=m``). Cached under ``--work``: a re-run reads finished proxies back.
 """
 
 from __future__ import annotations
@@ -25,6 +29,23 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+
+def group_ranges(seed_weights: np.ndarray, domains: list[str], *, draws: int = 2000) -> dict:
+    """What averaging ``m`` DRO proxies per output would buy: the search's ``n`` per-seed mixtures
+    (``--set seeds=n``, n >= 6) split at random into 3 disjoint groups of ``m`` (``m`` = 1 ..
+    n // 3, ``draws`` splits, fixed rng), each group's mean mixture an output; per ``m``, the median
+    of the largest per-domain range between the 3 outputs and the share of splits where it is
+    <= 0.05. Drawn without replacement from one finite set of seeds, so optimistic for large m."""
+    n = len(seed_weights)
+    rng = np.random.default_rng(0)
+    out = {"per_seed_sd": dict(zip(domains, seed_weights.std(axis=0, ddof=1).round(4).tolist(), strict=True))}
+    for m in range(1, n // 3 + 1):
+        largest = np.array([np.ptp(seed_weights[rng.permutation(n)[:3 * m].reshape(3, m)].mean(axis=1),
+                                   axis=0).max() for _ in range(draws)])
+        out[f"m={m}"] = {"median_largest_range": round(float(np.median(largest)), 4),
+                         "share_le_0.05": round(float(np.mean(largest <= 0.05)), 3)}
+    return out
 
 
 def main() -> None:
@@ -83,6 +104,8 @@ def main() -> None:
                          "largest_seed_range": round(max(r["seed_range"].values()), 4),
                          "largest_range_domain": max(r["seed_range"], key=r["seed_range"].get),
                          "seconds": r["seconds"]})
+            if cfg.seeds >= 6:
+                runs[-1]["groups"] = group_ranges(np.array(r["seed_weights"]), domains)
             print(json.dumps({"variant": variant, **runs[-1]}), flush=True)
         W = np.array([[run["weights"][d] for d in domains] for run in runs])
         summary = {"runs": runs,

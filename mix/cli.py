@@ -105,6 +105,8 @@ def cmd_doremi(args: argparse.Namespace) -> int:
                  provenance=_provenance(args.input, {"rounds": res["rounds"], "seconds": res["seconds"],
                                                       "seeds": res["seeds"], "seed_weights": res["seed_weights"],
                                                       "seed_range": res["seed_range"],
+                                                      **{k: res[k] for k in ("group_size", "proxy_weights")
+                                                         if k in res},
                                                       "trajectory_file": str(traj)}))
     print(json.dumps({"weights": res["weights"], "seed_range": res["seed_range"], "seconds": res["seconds"]},
                      indent=1))

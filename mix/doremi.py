@@ -65,7 +65,13 @@ included; the reasons):
   independent searches of the replication set the mixture's per-domain sd fell from 0.009-0.029
   to 0.006-0.022 (code 0.029 -> 0.013); on the demo pools a shared reference's within-search
   range (0.061-0.085) was below the spread between searches (techdocs 0.41-0.53). Cost: ``seeds``
-  references instead of one.
+  references instead of one. ``group_size`` m > 1 makes each of the ``seeds`` outputs the mean of
+  m proxies (``seeds`` x m proxies, and as many references when paired): ``seed_range`` is then
+  the spread between independent m-proxy averages, and the mixture averages all of them. Measured
+  (docs/mix.md, 18 proxies per search on held-out seeds): on the replication set the range of
+  3 outputs of m = 4 is <= 0.05 in ~93 % of splits (m = 1: ~20 %) and two independent 18-proxy
+  searches agree within 0.008 per domain, garbage 0.074 / 0.076; on the demo pools (techdocs' sd
+  per proxy 0.067) m = 6 reaches it in only ~58 %: no affordable m meets it there.
 - Tried and measured worse, kept as options (default off): a smoothed excess (``excess_ema``; it
   slows the early swing, which moves the garbage phase into the averaged window) and a reference
   trained longer (``reference_factor`` > 1, a floor estimate in the spirit of RHO-LOSS's
@@ -169,6 +175,10 @@ class DoReMiConfig:
         "help": "reset the weights to uniform when the averaged steps begin (the warm-up's weights are "
                 "discarded, not only left out of the average)"})
     seeds: int = field(default=3, metadata={"help": "DRO proxies (seeds) averaged; their spread is reported"})
+    group_size: int = field(default=1, metadata={
+        "help": "DRO proxies per seed: each of the `seeds` outputs whose spread is reported is the mean of this "
+                "many proxies (each with its own reference when paired); the mixture is the mean of all "
+                "seeds x group_size (cost: group_size x)"})
     workers: int = field(default=2, metadata={"help": "DRO proxies trained in parallel"})
     iterate: bool = field(default=False, metadata={"help": "iterated DoReMi (rounds)"})
     max_rounds: int = field(default=3, metadata={"help": "max rounds when iterating"})
@@ -201,8 +211,8 @@ class DoReMiConfig:
                              "fraction of the mean excess (0.5 = half of it)")
         if self.restart and self.update != "eg":
             raise ValueError("doremi restart only applies to update: eg (softmax weights keep no memory to reset)")
-        if self.seeds < 1 or self.workers < 1:
-            raise ValueError("doremi seeds and workers must be >= 1")
+        if self.seeds < 1 or self.workers < 1 or self.group_size < 1:
+            raise ValueError("doremi seeds, group_size and workers must be >= 1")
         if self.max_rounds < 1 or self.tol < 0:
             raise ValueError("doremi max_rounds must be >= 1 and tol >= 0")
 
@@ -514,7 +524,8 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     """Full DoReMi (optionally iterated) on a token-pools folder; resumable through ``cache_dir``.
 
     Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
-    seed], "seed_range": {domain: max - min}, "trajectory": [{"round", "step", domain: w, ...}] (the
+    seed (with ``group_size`` m > 1: the mean of the seed's m proxies; ``proxy_weights`` has every
+    proxy's)], "seed_range": {domain: max - min}, "trajectory": [{"round", "step", domain: w, ...}] (the
     first seed's), "seconds"}``. Each seed's DRO run is cached as JSON and the round's reference
     model as a ``state_dict`` file, so finished work is never retrained.
     """
@@ -541,7 +552,9 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     t0 = time.perf_counter()
     trajectory: list[dict] = []
     per_seed: list[np.ndarray] = []
-    seeds = [seed + 1 + i for i in range(cfg.seeds)]  # the reference uses `seed`; DRO proxies the next ones
+    # the shared reference uses `seed`; DRO proxies the next ones, group g = seeds[g * m:(g + 1) * m]
+    m = cfg.group_size
+    seeds = [seed + 1 + i for i in range(cfg.seeds * m)]
 
     def run_round(ref_w: np.ndarray, r: int) -> np.ndarray:
         from mix.dispatch import run_jobs
@@ -575,11 +588,16 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
         rounds = [{"round": 0, "reference": ref0.tolist(), "weights": final.tolist(),
                    "l1_change": l1_change(final, ref0)}]
     final = final / final.sum()
-    sw = np.array(per_seed)
-    return {"weights": dict(zip(domains, final.tolist(), strict=True)), "domains": domains, "rounds": rounds,
-            "seeds": seeds, "seed_weights": sw.round(6).tolist(),
-            "seed_range": dict(zip(domains, np.ptp(sw, axis=0).round(6).tolist(), strict=True)),
-            "trajectory": trajectory, "seconds": round(time.perf_counter() - t0, 2)}
+    proxies = np.array(per_seed)
+    sw = proxies.reshape(cfg.seeds, m, k).mean(axis=1)  # one output per seed (group of m proxies)
+    out = {"weights": dict(zip(domains, final.tolist(), strict=True)), "domains": domains, "rounds": rounds,
+           "seeds": seeds, "seed_weights": sw.round(6).tolist(),
+           "seed_range": dict(zip(domains, np.ptp(sw, axis=0).round(6).tolist(), strict=True)),
+           "trajectory": trajectory, "seconds": round(time.perf_counter() - t0, 2)}
+    if m > 1:
+        out["group_size"] = m
+        out["proxy_weights"] = proxies.round(6).tolist()
+    return out
 
 
 def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_path, rcfg, fp: str,

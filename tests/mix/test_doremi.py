@@ -288,6 +288,40 @@ def test_shared_reference_is_one_model_for_every_seed(tmp_path):
     assert json.loads(out.read_text())["params"]["doremi"]["paired_reference"] is False
 
 
+def test_group_size_averages_proxies_per_reported_seed(tmp_path):
+    """group_size m: each reported seed is the mean of m proxies (own references), the range is
+    taken between those means, and the mixture is the mean of every proxy."""
+    import json
+
+    from corpusmix.cli import main
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000})
+    cache = tmp_path / "cache"
+    out = tmp_path / "m.json"
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(out), "--cache", str(cache), *FAST,
+                 "--seeds", "2", "--group-size", "2", "--seed", "10"]) == 0
+    doc = json.loads(out.read_text())
+    prov = doc["provenance"]
+    assert prov["seeds"] == [11, 12, 13, 14] and prov["group_size"] == 2
+    proxies = np.array(prov["proxy_weights"])
+    groups = np.array(prov["seed_weights"])
+    assert proxies.shape == (4, 2) and groups.shape == (2, 2)
+    np.testing.assert_allclose(groups, [proxies[:2].mean(0), proxies[2:].mean(0)], atol=2e-6)
+    assert [prov["seed_range"][d] for d in "ab"] == pytest.approx(np.ptp(groups, axis=0), abs=2e-6)
+    mean = proxies.mean(0)
+    np.testing.assert_allclose([doc["weights"][d] for d in "ab"], mean / mean.sum(), atol=1e-5)
+    assert len(list(cache.glob("reference-*.pt"))) == 4  # paired: one reference per proxy
+    assert sorted(json.loads(p.read_text())["seed"] for p in cache.glob("doremi-*.json")) == [11, 12, 13, 14]
+    # the proxies of group_size 1 are the first seeds' proxies: their cache is reused, not retrained
+    before = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(tmp_path / "m1.json"), "--cache",
+                 str(cache), *FAST, "--seeds", "2", "--seed", "10"]) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == before
+    one = json.loads((tmp_path / "m1.json").read_text())["provenance"]
+    np.testing.assert_allclose(one["seed_weights"], proxies[:2], atol=2e-6)
+    assert "proxy_weights" not in one
+
+
 def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     from corpusmix.cli import main
 
