@@ -335,8 +335,9 @@ def search_section(inputs: ReportInputs) -> Section | None:
         sec.blocks.append(Figure(f"trajectory_{i}", f"DoReMi weight trajectory ({label})", figs.trajectory_figure(
             xs, {d: [float(r.get(d, 0.0)) for r in traj] for d in doms},
             title="Group-DRO domain weights per step" + (f" ({rounds} rounds, concatenated)" if rounds > 1 else "")),
-            "The output mixture is the average of these weights over all steps. One domain taking all the "
-            "weight is DoReMi's known failure mode."))
+            "The first DRO proxy's weights; the output mixture is the mean, over every DRO proxy, of each "
+            "one's weights averaged over the steps after the warm-up (mix.doremi.average_from). One domain "
+            "taking all the weight is DoReMi's known failure mode."))
         mean = {d: float(np.mean([r.get(d, 0.0) for r in traj])) for d in doms}
         sec.blocks.append(Table(f"DoReMi weights ({label})", ["domain", "last step", "mean over steps"],
                                 [[d, float(traj[-1].get(d, 0.0)), mean[d]] for d in doms]))
