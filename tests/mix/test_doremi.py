@@ -333,6 +333,16 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert rc == 2 and "at least 2 domains" in capsys.readouterr().err
     rc = main(["mix", "doremi", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "m.json"), *FAST])
     assert rc == 2 and "token-pools folder" in capsys.readouterr().err
+    # a group of no proxies, from the command line and from a params file
+    two = write_pools(tmp_path / "two", {"a": 3000, "b": 3000})
+    rc = main(["mix", "doremi", "--input", str(two), "--output", str(tmp_path / "m.json"), *FAST, "--group-size", "0"])
+    assert rc == 2 and "group_size" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mix:\n  doremi:\n    group_size: many\n")
+    rc = main(["mix", "doremi", "--input", str(two), "--output", str(tmp_path / "m.json"),
+               *FAST[:-2], "--params", str(bad)])  # FAST ends with --params /nonexistent.yaml
+    assert rc == 2 and "group_size" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
     # a mixture outside the simplex
     good = write_pools(tmp_path / "good", {"a": 3000, "b": 3000})
     params = tmp_path / "params.yaml"
