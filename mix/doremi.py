@@ -68,11 +68,11 @@ included; the reasons):
   references instead of one. ``group_size`` m > 1 makes each of the ``seeds`` outputs the mean of
   m proxies (``seeds`` x m proxies, and as many references when paired): ``seed_range`` is then
   the spread between independent m-proxy averages, and the mixture averages all of them. Measured
-  (docs/mix.md, seeds no earlier tuning used): on the replication set, 6 independent searches with
-  m = 4: garbage < 1/(2k) in 6 of 6 (m = 1: 12 of 18), range <= 0.05 in 4 of 6 (m = 1: 5 of 18),
-  the mixture within 0.021 per domain across the searches; on the demo pools one search's range
-  0.056 (m = 1: 0.100-0.139; one proxy's techdocs weight has an sd of 0.067 there). ``params.yaml``
-  sets m = 4; the library default is 1.
+  (docs/mix.md, seeds no earlier tuning used): on the replication set, 12 independent searches
+  with m = 4: garbage < 1/(2k) in 11 of 12 (m = 1: 12 of 18), range <= 0.05 in 10 of 12 (m = 1:
+  5 of 18), the mixture within 0.032 per domain across the searches; on the demo pools 3 searches:
+  range 0.036-0.132 (m = 1: 0.100-0.139; one proxy's techdocs weight has an sd of 0.067 there),
+  the mixtures within 0.019 of each other. ``params.yaml`` sets m = 4; the library default is 1.
 - Tried and measured worse, kept as options (default off): a smoothed excess (``excess_ema``; it
   slows the early swing, which moves the garbage phase into the averaged window) and a reference
   trained longer (``reference_factor`` > 1, a floor estimate in the spirit of RHO-LOSS's
