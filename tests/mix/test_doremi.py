@@ -388,14 +388,21 @@ def test_iterated_doremi_uses_previous_output_as_reference(tmp_path):
 
     pools = write_pools(tmp_path / "pools", {"a": 4000, "b": 4000})
     out = tmp_path / "out" / "mixture.json"
-    # one shared reference per round: iteration is what is tested (paired references: another test)
+    # one shared reference per round: iteration is what is tested (paired references: another test);
+    # 2 seeds of 2 proxies each: the groups are re-formed from each round's own proxies
     assert main(["mix", "doremi", "--input", str(pools), "--output", str(out), *FAST,
-                 "--iterate", "true", "--max-rounds", "2", "--tol", "0", "--paired-reference", "false"]) == 0
+                 "--iterate", "true", "--max-rounds", "2", "--tol", "0", "--paired-reference", "false",
+                 "--seeds", "2", "--group-size", "2"]) == 0
     got = json.loads(out.read_text())
     rounds = got["provenance"]["rounds"]
     assert [r["round"] for r in rounds] == [0, 1]
     assert rounds[1]["reference"] == pytest.approx(rounds[0]["weights"])
     assert [got["weights"][d] for d in "ab"] == pytest.approx(rounds[1]["weights"])
+    proxies = np.array(got["provenance"]["proxy_weights"])  # the last round's 4 proxies
+    assert proxies.shape == (4, 2)
+    np.testing.assert_allclose(got["provenance"]["seed_weights"], [proxies[:2].mean(0), proxies[2:].mean(0)],
+                               atol=2e-6)
+    np.testing.assert_allclose(rounds[1]["weights"], proxies.mean(0) / proxies.mean(0).sum(), atol=1e-5)
     assert len((tmp_path / "out" / "doremi_trajectory.csv").read_text().splitlines()) == 1 + 2 * 12
 
 
