@@ -1,7 +1,7 @@
 """DoReMi's stability across independent searches, not only across the seeds of one search.
 
     python bench/bench_doremi_seeds.py [--pools DIR] [--base-seeds 0,4,8,12,16,20] [--work DIR]
-        [--preset micro] [--variants paired,shared] [--set KEY=VALUE ...]
+        [--preset micro] [--variants paired,shared] [--set KEY=VALUE ...] [--proxy-set KEY=VALUE ...]
 
 One search = ``mix.doremi.run_doremi`` with the preset's DoReMi defaults and base seed ``s`` (DRO
 seeds ``s+1..s+3``; the reference: seed ``s`` when shared, each DRO seed's own when paired). For
@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--variants", default="paired,shared")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a mix.doremi key of the preset (repeatable), e.g. --set temperature=0.35")
+    ap.add_argument("--proxy-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a mix.proxy key of the preset (repeatable), e.g. --proxy-set lr=5e-4")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -84,16 +86,22 @@ def main() -> None:
     preset = PRESETS[args.preset]
     pcfg = ProxyConfig(**preset["proxy"])
     base = DoReMiConfig(**preset["doremi"])
-    for kv in args.set:
+
+    def override(obj, kv: str, flag: str):
         key, _, value = kv.partition("=")
-        if not hasattr(base, key) or not value:
-            ap.error(f"--set {kv!r}: expected KEY=VALUE with KEY one of {', '.join(dataclasses.asdict(base))}")
-        current = getattr(base, key)
-        base = dataclasses.replace(base, **{key: value.lower() == "true" if isinstance(current, bool)
-                                            else type(current)(value)})
+        if not hasattr(obj, key) or not value:
+            ap.error(f"{flag} {kv!r}: expected KEY=VALUE with KEY one of {', '.join(dataclasses.asdict(obj))}")
+        current = getattr(obj, key)
+        return dataclasses.replace(obj, **{key: value.lower() == "true" if isinstance(current, bool)
+                                           else type(current)(value)})
+
+    for kv in args.set:
+        base = override(base, kv, "--set")
+    for kv in args.proxy_set:
+        pcfg = override(pcfg, kv, "--proxy-set")
     seeds = [int(s) for s in args.base_seeds.split(",")]
     out: dict = {"pools": str(pools), "domains": domains, "preset": args.preset, "base_seeds": seeds,
-                 "doremi": dataclasses.asdict(base), "variants": {}}
+                 "doremi": dataclasses.asdict(base), "proxy": dataclasses.asdict(pcfg), "variants": {}}
     for variant in args.variants.split(","):
         cfg = dataclasses.replace(base, paired_reference=variant == "paired")
         runs = []
