@@ -105,11 +105,14 @@ def cmd_doremi(args: argparse.Namespace) -> int:
                  provenance=_provenance(args.input, {"rounds": res["rounds"], "seconds": res["seconds"],
                                                       "seeds": res["seeds"], "seed_weights": res["seed_weights"],
                                                       "seed_range": res["seed_range"],
-                                                      **{k: res[k] for k in ("group_size", "proxy_weights")
+                                                      **{k: res[k] for k in ("group_size", "proxy_weights",
+                                                                             "n_proxies", "proxy_sd", "mixture_se",
+                                                                             "se_lower_bound")
                                                          if k in res},
                                                       "trajectory_file": str(traj)}))
-    print(json.dumps({"weights": res["weights"], "seed_range": res["seed_range"], "seconds": res["seconds"]},
-                     indent=1))
+    print(json.dumps({"weights": res["weights"], "seed_range": res["seed_range"],
+                      **({"mixture_se": res["mixture_se"]} if "mixture_se" in res else {}),
+                      "seconds": res["seconds"]}, indent=1))
     return 0
 
 

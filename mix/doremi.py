@@ -526,7 +526,8 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
 
     Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
     seed (with ``group_size`` m > 1: the mean of the seed's m proxies; ``proxy_weights`` has every
-    proxy's)], "seed_range": {domain: max - min}, "trajectory": [{"round", "step", domain: w, ...}] (the
+    proxy's)], "seed_range": {domain: max - min}, with 2+ proxies the mixture's standard error
+    (:func:`proxy_spread`: "n_proxies", "proxy_sd", "mixture_se", "se_lower_bound"), "trajectory": [{"round", "step", domain: w, ...}] (the
     first seed's), "seconds"}``. Each seed's DRO run is cached as JSON and the round's reference
     model as a ``state_dict`` file, so finished work is never retrained.
     """
@@ -598,7 +599,24 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     if m > 1:
         out["group_size"] = m
         out["proxy_weights"] = proxies.round(6).tolist()
+    out.update(proxy_spread(proxies, domains, independent=cfg.paired_reference))
     return out
+
+
+def proxy_spread(proxies: np.ndarray, domains: list[str], *, independent: bool) -> dict:
+    """The mixture's uncertainty from the DRO proxies' randomness: per domain the sd of the ``n``
+    proxies' weights (``proxy_sd``) and the standard error of their mean, the mixture
+    (``mixture_se`` = sd / sqrt(n)); ``{}`` with fewer than 2 proxies. ``independent`` is
+    ``paired_reference``: with one shared reference the proxies share its noise, so the standard
+    error is a lower bound (``se_lower_bound: true``)."""
+    proxies = np.asarray(proxies, dtype=np.float64)
+    n = len(proxies)
+    if n < 2:
+        return {}
+    sd = proxies.std(axis=0, ddof=1)
+    return {"n_proxies": n, "proxy_sd": dict(zip(domains, sd.round(6).tolist(), strict=True)),
+            "mixture_se": dict(zip(domains, (sd / np.sqrt(n)).round(6).tolist(), strict=True)),
+            "se_lower_bound": not independent}
 
 
 def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_path, rcfg, fp: str,

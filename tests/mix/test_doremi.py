@@ -285,7 +285,10 @@ def test_shared_reference_is_one_model_for_every_seed(tmp_path):
     refs = sorted(p.name for p in cache.glob("reference-*.pt"))
     assert len(refs) == 1
     assert [json.loads(p.read_text())["reference"] for p in sorted(cache.glob("doremi-*.json"))] == refs * 2
-    assert json.loads(out.read_text())["params"]["doremi"]["paired_reference"] is False
+    doc = json.loads(out.read_text())
+    assert doc["params"]["doremi"]["paired_reference"] is False
+    # the proxies share the reference's noise: their standard error is only a lower bound
+    assert doc["provenance"]["n_proxies"] == 2 and doc["provenance"]["se_lower_bound"] is True
 
 
 def test_group_size_averages_proxies_per_reported_seed(tmp_path):
@@ -311,6 +314,11 @@ def test_group_size_averages_proxies_per_reported_seed(tmp_path):
     mean = proxies.mean(0)
     np.testing.assert_allclose([doc["weights"][d] for d in "ab"], mean / mean.sum(), atol=1e-5)
     assert len(list(cache.glob("reference-*.pt"))) == 4  # paired: one reference per proxy
+    # the mixture's standard error from the 4 independent proxies (each with its own reference)
+    sd = proxies.std(axis=0, ddof=1)
+    assert prov["n_proxies"] == 4 and prov["se_lower_bound"] is False
+    assert [prov["proxy_sd"][d] for d in "ab"] == pytest.approx(sd, abs=2e-6)
+    assert [prov["mixture_se"][d] for d in "ab"] == pytest.approx(sd / 2, abs=2e-6)
     assert sorted(json.loads(p.read_text())["seed"] for p in cache.glob("doremi-*.json")) == [11, 12, 13, 14]
     # the proxies of group_size 1 are the first seeds' proxies: their cache is reused, not retrained
     before = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}

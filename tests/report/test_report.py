@@ -119,7 +119,14 @@ def _pipeline_outputs(root: Path) -> Path:
     write_trajectory(root / "mix" / "doremi" / "doremi_trajectory.csv", traj, DOMAINS)
     _write(root / "mix" / "doremi" / "mixture.json",
            {"weights": dict(zip(DOMAINS, WEIGHTS["doremi"], strict=True)), "method": "doremi",
-            "params": {"eta": 1.0, "smoothing": 0.001}, "provenance": {"trajectory_file": "doremi_trajectory.csv"}})
+            "params": {"eta": 1.0, "smoothing": 0.001},
+            "provenance": {"trajectory_file": "doremi_trajectory.csv", "group_size": 2, "n_proxies": 6,
+                           "seed_weights": [[0.10, 0.31, 0.20, 0.21, 0.18], [0.13, 0.25, 0.21, 0.23, 0.18],
+                                            [0.13, 0.28, 0.19, 0.22, 0.18]],
+                           "seed_range": dict(zip(DOMAINS, [0.03, 0.06, 0.02, 0.02, 0.0], strict=True)),
+                           "proxy_sd": dict(zip(DOMAINS, [0.02, 0.05, 0.01, 0.02, 0.01], strict=True)),
+                           "mixture_se": dict(zip(DOMAINS, [0.008, 0.02, 0.004, 0.008, 0.004], strict=True)),
+                           "se_lower_bound": False}})
     # RegMix: the fit report (`corpusmix mix regmix --report`) and the same fit in the mixture's provenance
     fit = {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
            "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8}
@@ -306,7 +313,14 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert pii.rows == [["EMAIL", 1.0, 0.97, 60], ["PHONE", 0.93, 0.88, 41]]
     weights = next(b for b in sec["weights"].blocks if hasattr(b, "rows"))
     assert {r[0] for r in weights.rows} == set(BASE)
-    doremi = next(b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("DoReMi"))
+    spread = next(b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("DoReMi output"))
+    assert spread.columns == ["domain", "weight", "± 2 SE", "sd of one proxy", "seed range"]
+    assert spread.rows[1] == ["legal", 0.28, pytest.approx(0.04), 0.05, 0.06]
+    assert spread.alert and "Largest seed range 0.060 (legal): ABOVE the 0.05 target" in spread.note
+    assert "3 reported seeds, each the mean of 2 DRO proxies (6 proxies in all)" in spread.note
+    # only DoReMi's file carries per-seed weights: no spread table for the other mixtures
+    assert sum(hasattr(b, "rows") and b.title.startswith("DoReMi output") for b in sec["search"].blocks) == 1
+    doremi = next(b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("DoReMi weights"))
     assert doremi.columns == ["domain", "last step", "mean over steps"]
     assert doremi.rows[0] == ["code", 0.2, pytest.approx(0.2)]
     assert doremi.rows[3] == ["news", 0.3, pytest.approx((0.15 + 0.2 + 0.2 + 0.3) / 4)]
