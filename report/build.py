@@ -332,18 +332,25 @@ def doremi_spread_table(label: str, mix: dict) -> Table | None:
     """A DoReMi mixture's output with its spread: per domain the weight, +- 2 standard errors over
     the DRO proxies, one proxy's sd, and the range between the reported seeds; None when the
     file carries no per-seed weights (not a DoReMi search, or an older file)."""
-    prov = mix.get("provenance") or {}
-    rng = prov.get("seed_range")
+    prov = mix.get("provenance")
+    rng = prov.get("seed_range") if isinstance(prov, dict) else None
     if not isinstance(rng, dict) or not rng or not isinstance(prov.get("seed_weights"), list):
         return None
+
+    def nums(key: str) -> dict:  # a per-domain map of numbers; anything else (a malformed file) shows blank
+        v = prov.get(key)
+        return {d: x for d, x in v.items() if _is_num(x)} if isinstance(v, dict) else {}
+
     weights = mix.get("weights") or {}
-    se, sd = prov.get("mixture_se") or {}, prov.get("proxy_sd") or {}
+    se, sd, rng = nums("mixture_se"), nums("proxy_sd"), nums("seed_range")
     doms = sorted(weights)
-    rows = [[d, weights[d], (2 * se[d]) if d in se else "", sd.get(d, ""), rng.get(d, "")] for d in doms]
-    worst = max((d for d in doms if _is_num(rng.get(d))), key=lambda d: rng[d], default=None)
-    seeds, m = len(prov["seed_weights"]), int(prov.get("group_size", 1) or 1)
-    parts = [f"{seeds} reported seeds" + (f", each the mean of {m} DRO proxies" if m > 1 else "")
-             + (f" ({prov['n_proxies']} proxies in all)" if prov.get("n_proxies") else "") + "."]
+    rows = [[d, weights[d], 2 * se[d] if d in se else "", sd.get(d, ""), rng.get(d, "")] for d in doms]
+    worst = max((d for d in doms if d in rng), key=lambda d: rng[d], default=None)
+    m, n = prov.get("group_size", 1), prov.get("n_proxies")
+    m = m if isinstance(m, int) and not isinstance(m, bool) else 1
+    k = len(prov["seed_weights"])
+    parts = [f"{k} reported seed{'s' if k != 1 else ''}" + (f", each the mean of {m} DRO proxies" if m > 1 else "")
+             + (f" ({n} proxies in all)" if isinstance(n, int) and not isinstance(n, bool) else "") + "."]
     if worst is not None:
         ok = rng[worst] <= DOREMI_RANGE_TARGET
         parts.append(f"Largest seed range {rng[worst]:.3f} ({worst}): "

@@ -329,6 +329,19 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert any(isinstance(b, str) and "is the same as in" in b for b in sec["search"].blocks)
 
 
+def test_doremi_spread_of_a_malformed_file_shows_blanks_not_a_crash():
+    from report.build import doremi_spread_table
+
+    weights = {"a": 0.6, "b": 0.4}
+    assert doremi_spread_table("x", {"weights": weights, "provenance": "oops"}) is None
+    assert doremi_spread_table("x", {"weights": weights, "provenance": {"seed_range": {"a": 0.1}}}) is None
+    t = doremi_spread_table("x", {"weights": weights, "provenance": {
+        "seed_weights": [[0.6, 0.4]], "seed_range": {"a": "wide", "b": 0.01}, "mixture_se": "n/a",
+        "proxy_sd": {"a": None, "b": 0.02}, "group_size": "four", "n_proxies": 2.5}})
+    assert t is not None and t.rows == [["a", 0.6, "", "", ""], ["b", 0.4, "", 0.02, 0.01]]
+    assert t.note.startswith("1 reported seed.") and "0.010 (b): within" in t.note and not t.alert
+
+
 def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Path):
     bad = json.loads(json.dumps(STATS))
     bad["steps"]["dedup"]["kept"] = 899
