@@ -223,8 +223,19 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
 # -- the command ---------------------------------------------------------------------------------
 
 def _phase(name: str) -> None:
-    """A phase marker in the structured log: where a run was when it stopped (the kill tests steer by it)."""
+    """A phase marker in the structured log: where a run was when it stopped (the kill tests steer by it).
+
+    ``CORPUSMIX_PHASE_HOLD=phase=seconds[,phase=seconds]`` pauses the run right after that marker: a
+    phase of a few milliseconds (the clean-up of a small run) cannot otherwise be hit by a kill that
+    reacts to the marker. It only slows a run down; it never changes what the run writes."""
     log.info("phase", extra={"data": {"phase": name}})
+    for item in os.environ.get("CORPUSMIX_PHASE_HOLD", "").split(","):
+        key, _, seconds = item.rpartition("=")
+        if key.strip() == name:
+            try:
+                time.sleep(max(0.0, float(seconds)))
+            except ValueError:
+                log.warning("CORPUSMIX_PHASE_HOLD: not a number of seconds", extra={"data": {"item": item}})
 
 
 def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path = "params.yaml",

@@ -6,7 +6,9 @@ an exact copy under a new id, malformed JSON lines), chain normalize -> langid -
 (the structured log's ``"msg": "phase"`` records) give each phase's start and duration. One trial
 per phase (stage a, global dedup, stage b, merge, clean-up) waits for that phase's marker in the
 run's log, then SIGKILLs the whole process group after a seeded random 5-50 % of the phase's
-reference duration (phases under 5 s, merge and clean-up, at once); stage a and stage b are killed twice, the
+reference duration (phases under 5 s, merge and clean-up, at once; a phase under 0.5 s, the clean-up
+of this small run, is held 2 s at its marker by ``CORPUSMIX_PHASE_HOLD`` so that the kill lands in it);
+stage a and stage b are killed twice, the
 second kill hitting the resumed run. Each trial then re-runs to the end: the curated Parquet files
 and drops.parquet must equal the reference byte for byte, and stats.json must equal it apart from
 the timings. The phase a kill landed in is read from what the run left in its output folder, and
@@ -36,6 +38,7 @@ PHASES = ("stage a", "dedup", "stage b", "merge", "clean-up")
 ATTEMPTS = 5  # per phase, when a kill lands elsewhere (timing noise on a loaded machine: the short merge and
 #              clean-up phases can end before a kill arrives; the attempts after a hit are skipped)
 SHORT_PHASE_S = 5.0
+HOLD_BELOW_S = 0.5
 SEED = 20261130
 
 PARAMS = """
@@ -129,11 +132,17 @@ def _markers(log: Path) -> list[tuple[float, str]]:
     return found
 
 
-def _kill_in(phase: str, delay: float, inp: Path, out: Path, params: Path, log: Path) -> str:
-    """Run; SIGKILL the process group ``delay`` s after ``phase`` starts; return where it landed."""
+def _kill_in(phase: str, delay: float, inp: Path, out: Path, params: Path, log: Path, hold: float = 0.0) -> str:
+    """Run; SIGKILL the process group ``delay`` s after ``phase`` starts; return where it landed.
+
+    ``hold`` > 0 pauses the run that long at the phase's marker (``CORPUSMIX_PHASE_HOLD``): the
+    clean-up of this small run lasts a few ms, shorter than the reaction to its marker."""
     start = log.stat().st_size if log.exists() else 0
+    env = _env()
+    if hold > 0:
+        env["CORPUSMIX_PHASE_HOLD"] = f"{phase}={hold}"
     with open(log, "a") as err:
-        proc = subprocess.Popen(_cmd(inp, out, params), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(_cmd(inp, out, params), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=err, start_new_session=True)
         try:
             deadline = time.monotonic() + 600
@@ -197,8 +206,11 @@ def test_kills_in_every_phase_then_rerun_is_byte_identical(tmp_path: Path) -> No
                 # loaded than during the reference they can end before any fraction of it
                 short = duration[phase] < SHORT_PHASE_S
                 delay = 0.0 if short else rng.uniform(0.05, 0.5) * duration[phase]
-                kills.append({"aimed_at": phase, "delay_s": round(delay, 3),
-                              "landed": _kill_in(phase, delay, inp, out, params, log)})
+                # a phase under HOLD_BELOW_S (the clean-up: a rename and a delete of a small folder)
+                # is held at its marker, so that the kill lands in it rather than after the run
+                hold = 2.0 if duration[phase] < HOLD_BELOW_S else 0.0
+                kills.append({"aimed_at": phase, "delay_s": round(delay, 3), "hold_s": hold,
+                              "landed": _kill_in(phase, delay, inp, out, params, log, hold=hold)})
             subprocess.run(_cmd(inp, out, params), cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
             got = _digest(out)
