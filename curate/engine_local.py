@@ -46,6 +46,7 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
 from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.holds import hold
 from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
 from corpusmix.stats import write_stats as write_task_stats
@@ -225,17 +226,11 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
 def _phase(name: str) -> None:
     """A phase marker in the structured log: where a run was when it stopped (the kill tests steer by it).
 
-    ``CORPUSMIX_PHASE_HOLD=phase=seconds[,phase=seconds]`` pauses the run right after that marker: a
-    phase of a few milliseconds (the clean-up of a small run) cannot otherwise be hit by a kill that
-    reacts to the marker. It only slows a run down; it never changes what the run writes."""
+    ``CORPUSMIX_PHASE_HOLD=<phase>=seconds`` pauses the run right after the marker
+    (:mod:`corpusmix.holds`): the clean-up of a small run lasts a few ms, too short for a kill that
+    reacts to its marker."""
     log.info("phase", extra={"data": {"phase": name}})
-    for item in os.environ.get("CORPUSMIX_PHASE_HOLD", "").split(","):
-        key, _, seconds = item.rpartition("=")
-        if key.strip() == name:
-            try:
-                time.sleep(max(0.0, float(seconds)))
-            except ValueError:
-                log.warning("CORPUSMIX_PHASE_HOLD: not a number of seconds", extra={"data": {"item": item}})
+    hold(name)
 
 
 def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path = "params.yaml",

@@ -43,6 +43,8 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
+from corpusmix.holds import hold
+
 STEP_RE = re.compile(r"^step-(\d+)$")
 MARKER = "COMPLETE"
 
@@ -146,6 +148,7 @@ def save_checkpoint(ckpt_dir: str | Path, step: int, model: nn.Module, optimizer
     _write_json(tmp / f"extra-rank{rank}.json", {"step": step, **extra})
     _barrier()
     if rank == 0:
+        hold("checkpoint")  # CORPUSMIX_PHASE_HOLD: the kill test's window before the rename
         files = {p.name: p.stat().st_size for p in sorted(tmp.iterdir())}
         _write_json(tmp / MARKER, {"step": step, "world_size": world, "files": files})
         if final.exists():  # re-reaching a step after a rollback: replace the old copy

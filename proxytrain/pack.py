@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from corpusmix.config import ConfigError
+from corpusmix.holds import hold
 from corpusmix.logging import get_logger
 from corpusmix.mixture import Mixture, mixture_from_dict
 from corpusmix.pools import TokenPool, open_pools
@@ -213,6 +214,7 @@ def _write_shard(path: Path, table: Any, batch_rows: int) -> str:
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     sha = _sha256_file(tmp)
+    hold("pack shard")  # CORPUSMIX_PHASE_HOLD: the kill test's window between the write and the rename
     os.replace(tmp, path)
     return sha
 

@@ -3,7 +3,9 @@
 The pools (docs/formats.md) hold lognormal-length documents whose tokens are a running counter, so
 that any mixed-up or half-written row would change the bytes. An uninterrupted run is the
 reference. Each trial starts the CLI in its own process group and SIGKILLs it while a shard's temp
-file (``.shard-NNNNN.arrow.tmp``) exists — the write is in progress — at a seeded random shard; the
+file (``.shard-NNNNN.arrow.tmp``) exists — the write is in progress — at a seeded random shard
+(``CORPUSMIX_PHASE_HOLD`` keeps each shard's temp file 0.3 s before its rename, so the kill cannot
+arrive after it on a busy machine); the
 manifest left behind must list only complete shards whose sha256 matches, and the re-run must give
 the reference's manifest and byte-identical shards, without rewriting the shards already listed.
 """
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED = 20261201
 TRIALS = 2
 TIMEOUT = 300
+HOLD_S = 0.3  # CORPUSMIX_PHASE_HOLD: seconds each shard of a killed run waits before its rename
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +80,9 @@ def test_sigkill_mid_shard_then_rerun_is_byte_identical(tmp_path: Path) -> None:
         out = tmp_path / f"trial{trial}"
         victim = rng.randrange(1, n - 1)  # a shard in the middle: some are done, some are not
         tmp_file = out / f".shard-{victim:05d}.arrow.tmp"
-        proc = subprocess.Popen(_cmd(tmp_path, out), cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
+        # each shard pauses between its write and its rename: the kill lands mid-shard on a busy machine too
+        env = dict(_env(), CORPUSMIX_PHASE_HOLD=f"pack shard={HOLD_S}")
+        proc = subprocess.Popen(_cmd(tmp_path, out), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + TIMEOUT
         while not tmp_file.exists() and proc.poll() is None and time.monotonic() < deadline:

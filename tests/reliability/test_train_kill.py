@@ -12,7 +12,9 @@ must be bitwise equal; the log keeps the later record of a step that was redone)
   and the job finishes with exit code 0 without a human.
 
 A tiny model (2 layers, width 32, 64-token vocabulary) and a few dozen steps keep this short; the
-kill points are steered by what the job writes (its JSONL step log and checkpoint folders).
+kill points are steered by what the job writes (its JSONL step log and checkpoint folders); in the
+runs aimed at a checkpoint write, ``CORPUSMIX_PHASE_HOLD=checkpoint=0.5`` keeps each write open for
+half a second before its rename, so the kill lands inside it however busy the machine is.
 """
 
 from __future__ import annotations
@@ -38,12 +40,18 @@ ARGS = ["--model", "tiny", "--d-model", "32", "--n-layers", "2", "--n-heads", "2
         "--ckpt-every", str(CKPT_EVERY), "--keep-checkpoints", "0", "--eval-every", "0", "--dvclive", "false",
         "--progress", "false", "--threads", "1"]
 TIMEOUT = 600
+HOLD_S = 0.5  # each checkpoint of a run aimed at mid-write pauses this long before its rename
 
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+def _env(hold: float = 0.0) -> dict[str, str]:
+    """``hold`` > 0: each checkpoint pauses that long between its write and its rename
+    (``CORPUSMIX_PHASE_HOLD``), so a kill aimed at the write cannot arrive after it on a busy machine."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    if hold > 0:
+        env["CORPUSMIX_PHASE_HOLD"] = f"checkpoint={hold}"
+    return env
 
 
 def _params(tmp: Path) -> Path:
@@ -165,8 +173,8 @@ def test_sigkill_of_the_whole_job_then_restart_equals_uninterrupted(reference, t
     # kill 1: at a random step; kill 2: in the middle of a checkpoint write
     for mode in ("step", "checkpoint"):
         leftovers = frozenset(_tmp_folders(out))  # a .tmp folder the first kill left is not a write of this run
-        proc = subprocess.Popen(_cli(params, out), cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(_cli(params, out), cwd=tmp_path, env=_env(HOLD_S if mode == "checkpoint" else 0.0),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             if mode == "step":
                 at = rng.randint(CKPT_EVERY + 1, STEPS // 2)
@@ -205,7 +213,7 @@ def test_torchrun_max_restarts_resumes_after_a_rank_dies(reference, tmp_path: Pa
     rng = random.Random(SEED + 1)
     log = tmp_path / "torchrun.log"  # a file, not a pipe: a full pipe would block the job
     with open(log, "w") as fh:
-        proc = subprocess.Popen(_torchrun(params, out, 3), cwd=tmp_path, env=_env(), stdout=fh,
+        proc = subprocess.Popen(_torchrun(params, out, 3), cwd=tmp_path, env=_env(HOLD_S), stdout=fh,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     kills = []
     try:
