@@ -81,7 +81,12 @@ def _run_spawned(args: tuple[dict[str, Any], str]) -> None:
 
 
 def _pin_device(counter: Any, n_gpus: int) -> None:
-    """Process-pool initializer: each worker takes the next GPU (before torch touches CUDA)."""
+    """Process-pool initializer: each worker takes the next GPU (before torch touches CUDA), and
+    logs its warnings as the parent does (structured JSONL on stderr and ``$CORPUSMIX_LOG``; its
+    info records stay quiet: the parent reports progress)."""
+    from corpusmix.logging import configure
+
+    configure("WARNING")
     with counter.get_lock():
         i = counter.value
         counter.value += 1

@@ -90,6 +90,9 @@ PLACEMENT_FIELDS = ("device", "ckpt_every")
 
 # ----------------------------------------------------------------------------- pools
 
+_LEFT_OUT_WARNED: set[tuple[str, tuple[str, ...]]] = set()  # (pools, domains) warned about in this process
+
+
 def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
     """``{domain: tokens of the split}`` (default: the training split, the tokens a mixture can
     draw on: priors, natural shares and epoch caps use it); clear errors for missing/empty/one-domain
@@ -115,9 +118,12 @@ def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
                    if (meta.get("val_fraction", 0) > 0 and pool.val_docs == 0)
                    or (meta.get("eval_fraction", 0) > 0 and pool.eval_docs == 0))
     if short and len(short) < len(doms):
-        log.warning("domains left out of the mixture search: too few documents for the train / "
-                    "search-validation / evaluation splits", extra={"data": {
-                        "domains": {d: pools[d].docs for d in short}}})
+        warned = (str(Path(pools_dir).resolve()), tuple(short))
+        if warned not in _LEFT_OUT_WARNED:  # once per process: a search reads the pools once per proxy
+            _LEFT_OUT_WARNED.add(warned)
+            log.warning("domains left out of the mixture search: too few documents for the train / "
+                        "search-validation / evaluation splits", extra={"data": {
+                            "domains": {d: pools[d].docs for d in short}}})
         doms = {d: n for d, n in doms.items() if d not in short}
     empty = sorted(d for d, n in doms.items() if n <= 0)
     if empty:

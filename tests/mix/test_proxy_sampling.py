@@ -51,3 +51,30 @@ def test_iid_sampling_still_available_and_bad_mode_is_an_error(tmp_path):
     assert b["tokens"].shape == (4, 16) and b["tokens"].dtype == torch.int64
     with pytest.raises(ValueError, match="stratified"):
         ProxyConfig(sampling="sobol").validate()
+
+
+def test_a_domain_left_out_of_the_search_is_warned_about_once_per_process(tmp_path):
+    import logging
+
+    import mix.proxy
+
+    class Keep(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.records: list[logging.LogRecord] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.records.append(record)
+
+    pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "tiny": 100})  # tiny: 2 docs, no held-out
+    mix.proxy._LEFT_OUT_WARNED.clear()
+    keep = Keep()
+    logger = logging.getLogger("corpusmix.mix.proxy")  # a handler of its own: independent of propagation
+    logger.addHandler(keep)
+    try:
+        for split in ("train", "val", "train"):  # as a search reads it, once per proxy
+            assert sorted(pool_domains(pools, split)) == ["a", "b"]
+    finally:
+        logger.removeHandler(keep)
+    warned = [r for r in keep.records if "left out of the mixture search" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].data == {"domains": {"tiny": 2}}
