@@ -6,8 +6,9 @@ an exact copy under a new id, malformed JSON lines), chain normalize -> langid -
 (the structured log's ``"msg": "phase"`` records) give each phase's start and duration. One trial
 per phase (stage a, global dedup, stage b, merge, clean-up) waits for that phase's marker in the
 run's log, then SIGKILLs the whole process group after a seeded random 5-50 % of the phase's
-reference duration (phases under 5 s, merge and clean-up, at once; a phase under 0.5 s, the clean-up
-of this small run, is held 2 s at its marker by ``CORPUSMIX_PHASE_HOLD`` so that the kill lands in it);
+reference duration (phases under 5 s at once; a phase under 0.5 s, the merge (~50 ms) and the
+clean-up (~3 ms) of this small run, is held 2 s at its marker by ``CORPUSMIX_PHASE_HOLD`` so that the
+kill lands in it, at its start: a kill in the middle of the clean-up's delete is not aimed at);
 stage a and stage b are killed twice, the
 second kill hitting the resumed run. Each trial then re-runs to the end: the curated Parquet files
 and drops.parquet must equal the reference byte for byte, and stats.json must equal it apart from
@@ -206,8 +207,8 @@ def test_kills_in_every_phase_then_rerun_is_byte_identical(tmp_path: Path) -> No
                 # loaded than during the reference they can end before any fraction of it
                 short = duration[phase] < SHORT_PHASE_S
                 delay = 0.0 if short else rng.uniform(0.05, 0.5) * duration[phase]
-                # a phase under HOLD_BELOW_S (the clean-up: a rename and a delete of a small folder)
-                # is held at its marker, so that the kill lands in it rather than after the run
+                # a phase under HOLD_BELOW_S (merge; clean-up: a rename and a delete of a small folder)
+                # is held at its marker, so that the kill lands in it rather than after it
                 hold = 2.0 if duration[phase] < HOLD_BELOW_S else 0.0
                 kills.append({"aimed_at": phase, "delay_s": round(delay, 3), "hold_s": hold,
                               "landed": _kill_in(phase, delay, inp, out, params, log, hold=hold)})
