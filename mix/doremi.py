@@ -126,6 +126,7 @@ included; the reasons):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -527,7 +528,8 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
     seed (with ``group_size`` m > 1: the mean of the seed's m proxies; ``proxy_weights`` has every
     proxy's)], "seed_range": {domain: max - min}, with 2+ proxies the mixture's standard error
-    (:func:`proxy_spread`: "n_proxies", "proxy_sd", "mixture_se", "se_lower_bound"), "trajectory": [{"round", "step", domain: w, ...}] (the
+    (:func:`proxy_spread`: "n_proxies", "proxy_sd", "mixture_se", "se_lower_bound"), with 6+ proxies
+    "range_sizing" (:func:`range_sizing`: the proxies per seed a seed range <= 0.05 needs), "trajectory": [{"round", "step", domain: w, ...}] (the
     first seed's), "seconds"}``. Each seed's DRO run is cached as JSON and the round's reference
     model as a ``state_dict`` file, so finished work is never retrained.
     """
@@ -600,7 +602,36 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
         out["group_size"] = m
         out["proxy_weights"] = proxies.round(6).tolist()
     out.update(proxy_spread(proxies, domains, independent=cfg.paired_reference))
+    if "proxy_sd" in out and len(proxies) >= MIN_PROXIES_FOR_SIZING:
+        out["range_sizing"] = range_sizing(np.array([out["proxy_sd"][d] for d in domains]), seeds=cfg.seeds,
+                                           group_size=m, n_proxies=len(proxies))
     return out
+
+
+SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md)
+MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
+
+
+def range_sizing(proxy_sd: np.ndarray, *, seeds: int, group_size: int, n_proxies: int,
+                 target: float = SEED_RANGE_TARGET, probability: float = 0.95, draws: int = 20_000) -> dict:
+    """How many proxies per reported seed a run needs for its seed range to meet ``target``.
+
+    Model: each reported seed is the mean of ``m`` independent proxies, a proxy's weight on domain
+    ``d`` normal with the measured sd ``proxy_sd[d]`` (domains taken as independent). The largest
+    per-domain range between ``seeds`` such means is ``R / sqrt(m)``, where ``R`` = max over ``d`` of
+    ``proxy_sd[d]`` x the range of ``seeds`` standard normals; ``R`` is simulated once (``draws``,
+    fixed rng: the same answer for the same sds) and scaled. Returns the share of runs expected to
+    meet ``target`` at this ``group_size`` (``p_at_group_size``) and the smallest ``m`` expected to
+    meet it in ``probability`` of runs (``group_size_needed``). An estimate: the sds come from
+    ``n_proxies`` proxies of this run (a relative error of about 1 / sqrt(2 (n - 1)))."""
+    sd = np.asarray(proxy_sd, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((draws, seeds, sd.size))
+    r = (np.ptp(z, axis=1) * sd).max(axis=1)  # the largest range for m = 1
+    q = float(np.quantile(r, probability))
+    return {"target": target, "probability": probability, "n_proxies": int(n_proxies),
+            "p_at_group_size": round(float(np.mean(r <= target * np.sqrt(group_size))), 3),
+            "group_size_needed": max(1, math.ceil((q / target) ** 2 - 1e-9)) if target > 0 else None}
 
 
 def proxy_spread(proxies: np.ndarray, domains: list[str], *, independent: bool) -> dict:

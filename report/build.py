@@ -355,6 +355,13 @@ def doremi_spread_table(label: str, mix: dict) -> Table | None:
         ok = rng[worst] <= DOREMI_RANGE_TARGET
         parts.append(f"Largest seed range {rng[worst]:.3f} ({worst}): "
                      f"{'within' if ok else 'ABOVE'} the {DOREMI_RANGE_TARGET} target.")
+    sizing = prov.get("range_sizing")
+    if isinstance(sizing, dict) and all(_is_num(sizing.get(x)) for x in
+                                        ("target", "probability", "p_at_group_size", "group_size_needed", "n_proxies")):
+        parts.append(f"From the sd of its {int(sizing['n_proxies'])} proxies, a run of this size meets the "
+                     f"{sizing['target']} target in about {100 * sizing['p_at_group_size']:.0f} % of runs; "
+                     f"{int(sizing['group_size_needed'])} proxies per seed (mix.doremi.group_size) would meet it in "
+                     f"{100 * sizing['probability']:.0f} % (an estimate: normal proxies, sd from this run).")
     if se:
         parts.append("± 2 SE is the mixture's uncertainty from the proxies' random seeds alone"
                      + (" (a lower bound: the proxies share one reference model)" if prov.get("se_lower_bound")

@@ -439,3 +439,28 @@ def test_domain_too_small_for_the_splits_is_left_out_of_the_search(tmp_path):
                "--mixture", "natural", "--mixture", f"doremi={out}", "--seeds", "1", *fast])
     assert rc == 0
     assert sorted(json.loads(abl.read_text())["domains"]) == ["a", "b"]
+
+
+def test_range_sizing_matches_a_direct_simulation_of_grouped_runs():
+    """The proxies per seed a seed range <= 0.05 needs, from per-proxy sds: its scaled shortcut
+    agrees with simulating the grouped runs themselves (m proxies per seed, 3 seeds, another rng)."""
+    from mix.doremi import range_sizing
+
+    sd = np.array([0.052, 0.036, 0.007, 0.023, 0.029, 0.022, 0.075])  # the demo pools' per-proxy sds
+    rng = np.random.default_rng(123)
+
+    def direct(m: int, runs: int = 4000) -> float:  # share of simulated runs with every range <= 0.05
+        seeds = rng.standard_normal((runs, 3, m, sd.size)).mean(axis=2) * sd
+        return float(np.mean(np.ptp(seeds, axis=1).max(axis=1) <= 0.05))
+
+    got = {m: range_sizing(sd, seeds=3, group_size=m, n_proxies=144) for m in (1, 4, 16)}
+    for m, r in got.items():
+        assert r["p_at_group_size"] == pytest.approx(direct(m), abs=0.03)
+    assert got[1]["p_at_group_size"] < got[4]["p_at_group_size"] < got[16]["p_at_group_size"] < 0.95
+    need = got[4]["group_size_needed"]
+    assert need == got[16]["group_size_needed"] and 16 < need < 40
+    assert range_sizing(sd, seeds=3, group_size=need, n_proxies=144)["p_at_group_size"] >= 0.95
+    assert range_sizing(sd, seeds=3, group_size=need - 1, n_proxies=144)["p_at_group_size"] < 0.95
+    assert range_sizing(sd, seeds=3, group_size=4, n_proxies=144) == got[4]  # fixed rng: the same answer
+    flat = range_sizing(np.zeros(3), seeds=3, group_size=1, n_proxies=6)
+    assert flat["p_at_group_size"] == 1.0 and flat["group_size_needed"] == 1
