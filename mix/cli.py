@@ -111,7 +111,7 @@ def cmd_doremi(args: argparse.Namespace) -> int:
                                                          if k in res},
                                                       "trajectory_file": str(traj)}))
     print(json.dumps({"weights": res["weights"], "seed_range": res["seed_range"],
-                      **({"mixture_se": res["mixture_se"]} if "mixture_se" in res else {}),
+                      **{k: res[k] for k in ("mixture_se", "range_sizing") if k in res},
                       "seconds": res["seconds"]}, indent=1))
     return 0
 

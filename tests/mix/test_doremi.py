@@ -328,6 +328,16 @@ def test_group_size_averages_proxies_per_reported_seed(tmp_path):
     one = json.loads((tmp_path / "m1.json").read_text())["provenance"]
     np.testing.assert_allclose(one["seed_weights"], proxies[:2], atol=2e-6)
     assert "proxy_weights" not in one
+    assert "range_sizing" not in prov and "range_sizing" not in one  # under 6 proxies: too rough to size
+    # 3 seeds of 2 (seeds 11-16; 11-14 cached): 6 proxies, sized from their own sd
+    from mix.doremi import range_sizing
+
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(tmp_path / "m3.json"), "--cache",
+                 str(cache), *FAST, "--seeds", "3", "--group-size", "2", "--seed", "10"]) == 0
+    three = json.loads((tmp_path / "m3.json").read_text())["provenance"]
+    assert three["n_proxies"] == 6
+    assert three["range_sizing"] == range_sizing(np.array([three["proxy_sd"][d] for d in "ab"]), seeds=3,
+                                                 group_size=2, n_proxies=6)
 
 
 def test_bad_inputs_are_clear_errors(tmp_path, capsys):
