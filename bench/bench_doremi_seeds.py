@@ -112,6 +112,9 @@ def main() -> None:
                          "largest_seed_range": round(max(r["seed_range"].values()), 4),
                          "largest_range_domain": max(r["seed_range"], key=r["seed_range"].get),
                          "seconds": r["seconds"]})
+            for key in ("range_sizing", "pilot", "group_size"):  # what the run says of its own sizing
+                if key in r:
+                    runs[-1][key] = r[key]
             if cfg.seeds >= 6:
                 runs[-1]["groups"] = group_ranges(np.array(r["seed_weights"]), domains)
             print(json.dumps({"variant": variant, **runs[-1]}), flush=True)

@@ -107,7 +107,7 @@ def cmd_doremi(args: argparse.Namespace) -> int:
                                                       "seed_range": res["seed_range"],
                                                       **{k: res[k] for k in ("group_size", "proxy_weights",
                                                                              "n_proxies", "proxy_sd", "mixture_se",
-                                                                             "se_lower_bound", "range_sizing")
+                                                                             "se_lower_bound", "range_sizing", "pilot")
                                                          if k in res},
                                                       "trajectory_file": str(traj)}))
     print(json.dumps({"weights": res["weights"], "seed_range": res["seed_range"],

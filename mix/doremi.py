@@ -73,6 +73,9 @@ included; the reasons):
   5 of 18), the mixture within 0.032 per domain across the searches; on the demo pools 3 searches:
   range 0.036-0.132 (m = 1: 0.100-0.139; one proxy's techdocs weight has an sd of 0.067 there),
   the mixtures within 0.019 of each other. ``params.yaml`` sets m = 4; the library default is 1.
+  ``max_group_size`` > m sizes the groups in two stages (:func:`run_doremi`): on the replication
+  set range <= 0.05 and garbage < 1/(2k) in 8 of 8 searches (m 5-16); the demo pools would need
+  ~26-37 per seed, so ``params.yaml`` leaves it off (docs/mix.md).
 - Tried and measured worse, kept as options (default off): a smoothed excess (``excess_ema``; it
   slows the early swing, which moves the garbage phase into the averaged window) and a reference
   trained longer (``reference_factor`` > 1, a floor estimate in the spirit of RHO-LOSS's
@@ -135,6 +138,8 @@ import numpy as np
 UPDATES = ("eg", "softmax", "eg_softmax")
 # where the excess is clipped at 0 (mix.doremi.excess_clip)
 CLIPS = ("token", "domain")
+SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md)
+MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
 
 
 @dataclass
@@ -181,6 +186,11 @@ class DoReMiConfig:
         "help": "DRO proxies per seed: each of the `seeds` outputs whose spread is reported is the mean of this "
                 "many proxies (each with its own reference when paired); the mixture is the mean of all "
                 "seeds x group_size (cost: group_size x)"})
+    max_group_size: int = field(default=0, metadata={
+        "help": "0 = off. Above group_size: the run with group_size is a pilot; from its proxies' sd "
+                "at its 90 % upper bound (range_sizing) the group size that meets a seed range <= 0.05 in 95 % "
+                "of runs is estimated "
+                "and the search is rerun with it, capped here (the pilot's proxies are reused from the cache)"})
     workers: int = field(default=2, metadata={"help": "DRO proxies trained in parallel"})
     iterate: bool = field(default=False, metadata={"help": "iterated DoReMi (rounds)"})
     max_rounds: int = field(default=3, metadata={"help": "max rounds when iterating"})
@@ -215,6 +225,12 @@ class DoReMiConfig:
             raise ValueError("doremi restart only applies to update: eg (softmax weights keep no memory to reset)")
         if self.seeds < 1 or self.workers < 1 or self.group_size < 1:
             raise ValueError("doremi seeds, group_size and workers must be >= 1")
+        if self.max_group_size < 0:
+            raise ValueError(f"doremi max_group_size must be >= 0 (0 = off), got {self.max_group_size}")
+        if self.max_group_size > self.group_size and self.seeds * self.group_size < MIN_PROXIES_FOR_SIZING:
+            raise ValueError(f"doremi max_group_size sizes the groups from a pilot of seeds x group_size proxies, "
+                             f"which must be >= {MIN_PROXIES_FOR_SIZING} (got {self.seeds} x {self.group_size}): "
+                             "raise group_size or seeds, or set max_group_size: 0")
         if self.max_rounds < 1 or self.tol < 0:
             raise ValueError("doremi max_rounds must be >= 1 and tol >= 0")
 
@@ -523,6 +539,34 @@ def iterate_rounds(run_round, initial: np.ndarray, *, max_rounds: int, tol: floa
 
 def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True
                ) -> dict:
+    """DoReMi (:func:`run_doremi_once`), with ``max_group_size`` > ``group_size`` sized in two
+    stages (Stein's two-stage design): the run with ``group_size`` is a pilot; its proxies' sd, at
+    its 90 % upper confidence bound, gives the group size expected to meet a seed range <= 0.05 in
+    95 % of runs (``range_sizing["group_size_needed_upper"]``), and when that is larger the search
+    runs again with it, capped at ``max_group_size``. The decision reads only the pilot's sd, never its range; the
+    proxies are exchangeable (independent seeds), so the pilot's are reused from the cache as the
+    first seeds of the larger run. The result is the final run's, plus ``pilot`` (its group size,
+    proxies, estimate and seconds)."""
+    import dataclasses
+
+    res = run_doremi_once(pools_dir, cfg, proxy_cfg, seed=seed, cache_dir=cache_dir, progress=progress)
+    if cfg.max_group_size <= cfg.group_size or "range_sizing" not in res:
+        return res
+    need = int(res["range_sizing"]["group_size_needed_upper"])
+    pilot = {"group_size": cfg.group_size, "n_proxies": res["n_proxies"], "group_size_needed_upper": need,
+             "max_group_size": cfg.max_group_size, "seconds": res["seconds"]}
+    m = min(need, cfg.max_group_size)
+    _log().info("doremi pilot", extra={"data": {**pilot, "group_size_next": max(m, cfg.group_size)}})
+    if m <= cfg.group_size:
+        return {**res, "pilot": pilot}
+    final = run_doremi_once(pools_dir, dataclasses.replace(cfg, group_size=m), proxy_cfg, seed=seed,
+                            cache_dir=cache_dir, progress=progress)
+    final["seconds"] = round(final["seconds"] + res["seconds"], 2)
+    return {**final, "pilot": pilot}
+
+
+def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True
+                    ) -> dict:
     """Full DoReMi (optionally iterated) on a token-pools folder; resumable through ``cache_dir``.
 
     Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
@@ -608,30 +652,38 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     return out
 
 
-SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md)
-MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
-
-
 def range_sizing(proxy_sd: np.ndarray, *, seeds: int, group_size: int, n_proxies: int,
-                 target: float = SEED_RANGE_TARGET, probability: float = 0.95, draws: int = 20_000) -> dict:
+                 target: float = SEED_RANGE_TARGET, probability: float = 0.95, confidence: float = 0.9,
+                 draws: int = 20_000) -> dict:
     """How many proxies per reported seed a run needs for its seed range to meet ``target``.
 
     Model: each reported seed is the mean of ``m`` independent proxies, a proxy's weight on domain
-    ``d`` normal with the measured sd ``proxy_sd[d]`` (domains taken as independent). The largest
-    per-domain range between ``seeds`` such means is ``R / sqrt(m)``, where ``R`` = max over ``d`` of
+    ``d`` normal with sd ``proxy_sd[d]`` (domains taken as independent). The largest per-domain
+    range between ``seeds`` such means is ``R / sqrt(m)``, where ``R`` = max over ``d`` of
     ``proxy_sd[d]`` x the range of ``seeds`` standard normals; ``R`` is simulated once (``draws``,
     fixed rng: the same answer for the same sds) and scaled. Returns the share of runs expected to
     meet ``target`` at this ``group_size`` (``p_at_group_size``) and the smallest ``m`` expected to
-    meet it in ``probability`` of runs (``group_size_needed``). An estimate: the sds come from
-    ``n_proxies`` proxies of this run (a relative error of about 1 / sqrt(2 (n - 1)))."""
+    meet it in ``probability`` of runs (``group_size_needed``), both from the measured sds; and
+    ``group_size_needed_upper``, the same with every sd at its one-sided ``confidence`` upper bound
+    (chi-square with ``n_proxies - 1`` degrees of freedom: ``sd x sqrt((n - 1) / chi2_{1-conf}(n - 1))``,
+    x1.40 for 12 proxies): an sd measured on a few proxies is often too small, and a group size
+    chosen from it would miss the target more often than ``probability`` says."""
+    from scipy.stats import chi2
+
     sd = np.asarray(proxy_sd, dtype=np.float64)
     rng = np.random.default_rng(0)
     z = rng.standard_normal((draws, seeds, sd.size))
     r = (np.ptp(z, axis=1) * sd).max(axis=1)  # the largest range for m = 1
     q = float(np.quantile(r, probability))
+    inflate = math.sqrt((n_proxies - 1) / float(chi2.ppf(1.0 - confidence, n_proxies - 1)))
+
+    def need(x: float) -> int:
+        return max(1, math.ceil((x / target) ** 2 - 1e-9))
+
     return {"target": target, "probability": probability, "n_proxies": int(n_proxies),
             "p_at_group_size": round(float(np.mean(r <= target * np.sqrt(group_size))), 3),
-            "group_size_needed": max(1, math.ceil((q / target) ** 2 - 1e-9)) if target > 0 else None}
+            "group_size_needed": need(q), "confidence": confidence, "sd_inflation": round(inflate, 4),
+            "group_size_needed_upper": need(q * inflate)}
 
 
 def proxy_spread(proxies: np.ndarray, domains: list[str], *, independent: bool) -> dict:

@@ -362,6 +362,13 @@ def doremi_spread_table(label: str, mix: dict) -> Table | None:
                      f"{sizing['target']} target in about {100 * sizing['p_at_group_size']:.0f} % of runs; "
                      f"{int(sizing['group_size_needed'])} proxies per seed (mix.doremi.group_size) would meet it in "
                      f"{100 * sizing['probability']:.0f} % (an estimate: normal proxies, sd from this run).")
+    pilot = prov.get("pilot")
+    if isinstance(pilot, dict) and all(_is_num(pilot.get(x)) for x in
+                                       ("group_size", "n_proxies", "group_size_needed_upper", "max_group_size")):
+        parts.append(f"The group size was set by a pilot of {int(pilot['n_proxies'])} proxies (group size "
+                     f"{int(pilot['group_size'])}), which estimated {int(pilot['group_size_needed_upper'])} for 95 % "
+                     f"from the upper confidence bound of its sd (mix.doremi.max_group_size caps it at "
+                     f"{int(pilot['max_group_size'])}).")
     if se:
         parts.append("± 2 SE is the mixture's uncertainty from the proxies' random seeds alone"
                      + (" (a lower bound: the proxies share one reference model)" if prov.get("se_lower_bound")

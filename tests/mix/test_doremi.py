@@ -338,6 +338,23 @@ def test_group_size_averages_proxies_per_reported_seed(tmp_path):
     assert three["n_proxies"] == 6
     assert three["range_sizing"] == range_sizing(np.array([three["proxy_sd"][d] for d in "ab"]), seeds=3,
                                                  group_size=2, n_proxies=6)
+    # two stages (max_group_size): that run is the pilot; its estimate, capped at 3, sizes the rerun,
+    # whose first proxies are the pilot's (read back from the cache, not retrained)
+    assert three["range_sizing"]["group_size_needed_upper"] > 3  # 2 domains of FAST proxies: a wide spread
+    before = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert main(["mix", "doremi", "--input", str(pools), "--output", str(tmp_path / "auto.json"), "--cache",
+                 str(cache), *FAST, "--seeds", "3", "--group-size", "2", "--max-group-size", "3",
+                 "--seed", "10"]) == 0
+    auto = json.loads((tmp_path / "auto.json").read_text())["provenance"]
+    assert auto["pilot"] == {"group_size": 2, "n_proxies": 6, "max_group_size": 3,
+                             "group_size_needed_upper": three["range_sizing"]["group_size_needed_upper"],
+                             "seconds": auto["pilot"]["seconds"]}
+    assert auto["group_size"] == 3 and auto["seeds"] == list(range(11, 20)) and auto["n_proxies"] == 9
+    after = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert {n: t for n, t in after.items() if n in before} == before  # the pilot's 6 proxies reused
+    assert len([n for n in after if n.startswith("doremi-") and n not in before]) == 3  # seeds 17-19 new
+    groups = np.array(auto["seed_weights"])
+    np.testing.assert_allclose(groups, np.array(auto["proxy_weights"]).reshape(3, 3, 2).mean(1), atol=2e-6)
 
 
 def test_bad_inputs_are_clear_errors(tmp_path, capsys):
@@ -360,6 +377,13 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     rc = main(["mix", "doremi", "--input", str(two), "--output", str(tmp_path / "m.json"),
                *FAST[:-2], "--params", str(bad)])  # FAST ends with --params /nonexistent.yaml
     assert rc == 2 and "group_size" in capsys.readouterr().err
+    # a pilot too small to size from, and a negative cap
+    rc = main(["mix", "doremi", "--input", str(two), "--output", str(tmp_path / "m.json"), *FAST,
+               "--seeds", "2", "--max-group-size", "8"])
+    assert rc == 2 and "pilot of seeds x group_size proxies, which must be >= 6 (got 2 x 1)" in capsys.readouterr().err
+    rc = main(["mix", "doremi", "--input", str(two), "--output", str(tmp_path / "m.json"), *FAST,
+               "--max-group-size", "-1"])
+    assert rc == 2 and "max_group_size must be >= 0" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
     # a mixture outside the simplex
     good = write_pools(tmp_path / "good", {"a": 3000, "b": 3000})
@@ -473,4 +497,12 @@ def test_range_sizing_matches_a_direct_simulation_of_grouped_runs():
     assert range_sizing(sd, seeds=3, group_size=need - 1, n_proxies=144)["p_at_group_size"] < 0.95
     assert range_sizing(sd, seeds=3, group_size=4, n_proxies=144) == got[4]  # fixed rng: the same answer
     flat = range_sizing(np.zeros(3), seeds=3, group_size=1, n_proxies=6)
-    assert flat["p_at_group_size"] == 1.0 and flat["group_size_needed"] == 1
+    assert flat["p_at_group_size"] == 1.0 and flat["group_size_needed"] == flat["group_size_needed_upper"] == 1
+    # the upper bound: every sd x sqrt((n-1) / chi2 quantile), the 90 % one-sided bound of a normal sd
+    from scipy.stats import chi2
+
+    for n in (6, 12, 144):
+        r = range_sizing(sd, seeds=3, group_size=4, n_proxies=n)
+        up = range_sizing(sd * np.sqrt((n - 1) / chi2.ppf(0.1, n - 1)), seeds=3, group_size=4, n_proxies=n)
+        assert r["group_size_needed_upper"] == up["group_size_needed"] >= r["group_size_needed"]
+    assert range_sizing(sd, seeds=3, group_size=4, n_proxies=12)["sd_inflation"] == pytest.approx(1.40, abs=0.01)

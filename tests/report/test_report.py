@@ -128,7 +128,9 @@ def _pipeline_outputs(root: Path) -> Path:
                            "mixture_se": dict(zip(DOMAINS, [0.008, 0.02, 0.004, 0.008, 0.004], strict=True)),
                            "se_lower_bound": False,
                            "range_sizing": {"target": 0.05, "probability": 0.95, "n_proxies": 6,
-                                            "p_at_group_size": 0.31, "group_size_needed": 9}}})
+                                            "p_at_group_size": 0.31, "group_size_needed": 9},
+                           "pilot": {"group_size": 1, "n_proxies": 3, "group_size_needed_upper": 2, "max_group_size": 4,
+                                     "seconds": 1.0}}})
     # RegMix: the fit report (`corpusmix mix regmix --report`) and the same fit in the mixture's provenance
     fit = {"lightgbm": {"spearman": 0.87, "pearson": 0.9, "mae": 0.012},
            "linear": {"spearman": 0.8, "pearson": 0.83, "mae": 0.02}, "n_fit": 24, "n_heldout": 8}
@@ -322,6 +324,8 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert "3 reported seeds, each the mean of 2 DRO proxies (6 proxies in all)" in spread.note
     assert ("From the sd of its 6 proxies, a run of this size meets the 0.05 target in about 31 % of runs; "
             "9 proxies per seed (mix.doremi.group_size) would meet it in 95 %") in spread.note
+    assert ("The group size was set by a pilot of 3 proxies (group size 1), which estimated 2 for 95 % from "
+            "the upper confidence bound of its sd (mix.doremi.max_group_size caps it at 4).") in spread.note
     # only DoReMi's file carries per-seed weights: no spread table for the other mixtures
     assert sum(hasattr(b, "rows") and b.title.startswith("DoReMi output") for b in sec["search"].blocks) == 1
     doremi = next(b for b in sec["search"].blocks if hasattr(b, "rows") and b.title.startswith("DoReMi weights"))
@@ -342,10 +346,10 @@ def test_doremi_spread_of_a_malformed_file_shows_blanks_not_a_crash():
     t = doremi_spread_table("x", {"weights": weights, "provenance": {
         "seed_weights": [[0.6, 0.4]], "seed_range": {"a": "wide", "b": 0.01}, "mixture_se": "n/a",
         "proxy_sd": {"a": None, "b": 0.02}, "group_size": "four", "n_proxies": 2.5,
-        "range_sizing": {"target": 0.05, "p_at_group_size": "high"}}})
+        "range_sizing": {"target": 0.05, "p_at_group_size": "high"}, "pilot": {"group_size": None}}})
     assert t is not None and t.rows == [["a", 0.6, "", "", ""], ["b", 0.4, "", 0.02, 0.01]]
     assert t.note.startswith("1 reported seed.") and "0.010 (b): within" in t.note and not t.alert
-    assert "From the sd" not in t.note  # a malformed sizing is left out
+    assert "From the sd" not in t.note and "pilot" not in t.note  # a malformed sizing is left out
 
 
 def test_broken_stats_are_flagged_and_a_list_of_records_is_a_table(tmp_path: Path):
