@@ -361,7 +361,11 @@ def doremi_spread_table(label: str, mix: dict) -> Table | None:
         parts.append(f"From the sd of its {int(sizing['n_proxies'])} proxies, a run of this size meets the "
                      f"{sizing['target']} target in about {100 * sizing['p_at_group_size']:.0f} % of runs; "
                      f"{int(sizing['group_size_needed'])} proxies per seed (mix.doremi.group_size) would meet it in "
-                     f"{100 * sizing['probability']:.0f} % (an estimate: normal proxies, sd from this run).")
+                     f"{100 * sizing['probability']:.0f} %"
+                     + (f" ({int(sizing['group_size_needed_upper'])} at the sd's "
+                        f"{100 * sizing['confidence']:.0f} % upper confidence bound)"
+                        if _is_num(sizing.get("group_size_needed_upper")) and _is_num(sizing.get("confidence")) else "")
+                     + " (an estimate: normal proxies, sd from this run).")
     pilot = prov.get("pilot")
     if isinstance(pilot, dict) and all(_is_num(pilot.get(x)) for x in
                                        ("group_size", "n_proxies", "group_size_needed_upper", "max_group_size")):

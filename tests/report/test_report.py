@@ -128,7 +128,8 @@ def _pipeline_outputs(root: Path) -> Path:
                            "mixture_se": dict(zip(DOMAINS, [0.008, 0.02, 0.004, 0.008, 0.004], strict=True)),
                            "se_lower_bound": False,
                            "range_sizing": {"target": 0.05, "probability": 0.95, "n_proxies": 6,
-                                            "p_at_group_size": 0.31, "group_size_needed": 9},
+                                            "p_at_group_size": 0.31, "group_size_needed": 9,
+                                            "group_size_needed_upper": 14, "confidence": 0.9},
                            "pilot": {"group_size": 1, "n_proxies": 3, "group_size_needed_upper": 2, "max_group_size": 4,
                                      "seconds": 1.0}}})
     # RegMix: the fit report (`corpusmix mix regmix --report`) and the same fit in the mixture's provenance
@@ -323,7 +324,8 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert spread.alert and "Largest seed range 0.060 (legal): ABOVE the 0.05 target" in spread.note
     assert "3 reported seeds, each the mean of 2 DRO proxies (6 proxies in all)" in spread.note
     assert ("From the sd of its 6 proxies, a run of this size meets the 0.05 target in about 31 % of runs; "
-            "9 proxies per seed (mix.doremi.group_size) would meet it in 95 %") in spread.note
+            "9 proxies per seed (mix.doremi.group_size) would meet it in 95 % (14 at the sd's 90 % upper "
+            "confidence bound)") in spread.note
     assert ("The group size was set by a pilot of 3 proxies (group size 1), which estimated 2 for 95 % from "
             "the upper confidence bound of its sd (mix.doremi.max_group_size caps it at 4).") in spread.note
     # only DoReMi's file carries per-seed weights: no spread table for the other mixtures
