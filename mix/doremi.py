@@ -188,7 +188,7 @@ class DoReMiConfig:
                 "seeds x group_size (cost: group_size x)"})
     max_group_size: int = field(default=0, metadata={
         "help": "0 = off. Above group_size: the run with group_size is a pilot; from its proxies' sd "
-                "at its 90 % upper bound (range_sizing) the group size that meets a seed range <= 0.05 in 95 % "
+                "at its 90-percent upper bound (range_sizing) the group size that meets a seed range <= 0.05 in 95 percent "
                 "of runs is estimated "
                 "and the search is rerun with it, capped here (the pilot's proxies are reused from the cache)"})
     workers: int = field(default=2, metadata={"help": "DRO proxies trained in parallel"})
