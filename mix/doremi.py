@@ -138,7 +138,7 @@ import numpy as np
 UPDATES = ("eg", "softmax", "eg_softmax")
 # where the excess is clipped at 0 (mix.doremi.excess_clip)
 CLIPS = ("token", "domain")
-SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md)
+SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md; report/build.py)
 MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
 
 

@@ -324,7 +324,8 @@ def weights_section(inputs: ReportInputs, runs: list[MixtureRuns]) -> Section | 
     return sec
 
 
-# the per-domain seed range DoReMi's output is held to (docs/mix.md); shown as met or not
+# the per-domain seed range DoReMi's output is held to (docs/mix.md); shown as met or not. The same
+# number as mix.doremi.SEED_RANGE_TARGET (the report reads files, it does not import the searches)
 DOREMI_RANGE_TARGET = 0.05
 
 
@@ -363,9 +364,9 @@ def doremi_spread_table(label: str, mix: dict) -> Table | None:
                      f"{int(sizing['group_size_needed'])} proxies per seed (mix.doremi.group_size) would meet it in "
                      f"{100 * sizing['probability']:.0f} %"
                      + (f" ({int(sizing['group_size_needed_upper'])} at the sd's "
-                        f"{100 * sizing['confidence']:.0f} % upper confidence bound)"
-                        if _is_num(sizing.get("group_size_needed_upper")) and _is_num(sizing.get("confidence")) else "")
-                     + " (an estimate: normal proxies, sd from this run).")
+                        f"{100 * sizing['confidence']:.0f} % upper confidence bound; "
+                        if _is_num(sizing.get("group_size_needed_upper")) and _is_num(sizing.get("confidence")) else " (")
+                     + "an estimate: normal proxies, sd from this run).")
     pilot = prov.get("pilot")
     if isinstance(pilot, dict) and all(_is_num(pilot.get(x)) for x in
                                        ("group_size", "n_proxies", "group_size_needed_upper", "max_group_size")):

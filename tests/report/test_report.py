@@ -325,7 +325,7 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
     assert "3 reported seeds, each the mean of 2 DRO proxies (6 proxies in all)" in spread.note
     assert ("From the sd of its 6 proxies, a run of this size meets the 0.05 target in about 31 % of runs; "
             "9 proxies per seed (mix.doremi.group_size) would meet it in 95 % (14 at the sd's 90 % upper "
-            "confidence bound)") in spread.note
+            "confidence bound; an estimate: normal proxies, sd from this run).") in spread.note
     assert ("The group size was set by a pilot of 3 proxies (group size 1), which estimated 2 for 95 % from "
             "the upper confidence bound of its sd (mix.doremi.max_group_size caps it at 4).") in spread.note
     # only DoReMi's file carries per-seed weights: no spread table for the other mixtures
