@@ -40,6 +40,7 @@ log = get_logger(__name__)
 _SOURCE = r"""
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define LANES 8
 
@@ -59,7 +60,70 @@ static inline float dot8(const float* a, const float* b, int64_t d) {
     return s;
 }
 
+
+/* Cross-entropy over rows of logits [n, v] (fp32 or bf16, row-contiguous), one row in L1 at a time.
+   Forward: lse[i] = log sum_j exp(x_ij), loss[i] = lse[i] - x_i,t (0 where t < 0). Backward: out_ij =
+   g_i (exp(x_ij - lse_i) - [j == t_i]), written in the logits' dtype (bf16: round to nearest even). */
+static inline float ld(const float* x, int64_t j) { return x[j]; }
+static inline float ld(const uint16_t* x, int64_t j) {
+    uint32_t u = (uint32_t)x[j] << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static inline void st(float* o, int64_t j, float f) { o[j] = f; }
+static inline void st(uint16_t* o, int64_t j, float f) {
+    uint32_t u; memcpy(&u, &f, 4); u += 0x7FFFu + ((u >> 16) & 1u); o[j] = (uint16_t)(u >> 16);
+}
+
+template <typename T>
+static void ce_fwd(const T* __restrict x, const int64_t* __restrict t, float* __restrict loss,
+                   float* __restrict lse, int64_t n, int64_t v) {
+    for (int64_t i = 0; i < n; ++i) {
+        const T* xr = x + i * v;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < v; ++j) m = m > ld(xr, j) ? m : ld(xr, j);
+        float acc[LANES] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t j = 0;
+        for (; j + LANES <= v; j += LANES)
+#pragma omp simd
+            for (int l = 0; l < LANES; ++l) acc[l] += expf(ld(xr, j + l) - m);
+        float s = 0.0f;
+        for (int l = 0; l < LANES; ++l) s += acc[l];
+        for (; j < v; ++j) s += expf(ld(xr, j) - m);
+        const float z = m + logf(s);
+        lse[i] = z;
+        loss[i] = t[i] >= 0 ? z - ld(xr, t[i]) : 0.0f;
+    }
+}
+
+template <typename T>
+static void ce_bwd(const T* __restrict x, const int64_t* __restrict t, const float* __restrict lse,
+                   const float* __restrict g, T* __restrict out, int64_t n, int64_t v) {
+    for (int64_t i = 0; i < n; ++i) {
+        const T* xr = x + i * v;
+        T* orow = out + i * v;
+        const float gi = t[i] >= 0 ? g[i] : 0.0f, z = lse[i];
+#pragma omp simd
+        for (int64_t j = 0; j < v; ++j) st(orow, j, gi * expf(ld(xr, j) - z));
+        if (t[i] >= 0) st(orow, t[i], gi * (expf(ld(xr, t[i]) - z) - 1.0f));
+    }
+}
+
 extern "C" {
+
+void cm_ce_fwd_f32(const float* x, const int64_t* t, float* loss, float* lse, int64_t n, int64_t v) {
+    ce_fwd(x, t, loss, lse, n, v);
+}
+void cm_ce_fwd_bf16(const uint16_t* x, const int64_t* t, float* loss, float* lse, int64_t n, int64_t v) {
+    ce_fwd(x, t, loss, lse, n, v);
+}
+void cm_ce_bwd_f32(const float* x, const int64_t* t, const float* lse, const float* g, float* out, int64_t n,
+                   int64_t v) {
+    ce_bwd(x, t, lse, g, out, n, v);
+}
+void cm_ce_bwd_bf16(const uint16_t* x, const int64_t* t, const float* lse, const float* g, uint16_t* out,
+                    int64_t n, int64_t v) {
+    ce_bwd(x, t, lse, g, out, n, v);
+}
 
 /* y = x * r * w per row, r = (mean(x^2) + eps)^-1/2 stored in rstd[row]. */
 void cm_rms_fwd(const float* __restrict x, const float* __restrict w, float* __restrict y,
@@ -175,6 +239,28 @@ def _cpu_model() -> str:
     return os.uname().machine
 
 
+@functools.cache
+def native_bf16() -> bool | None:
+    """Whether this CPU computes bf16 dot products natively (avx512_bf16 or AMX); None where unknown."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return None
+
+
+@functools.cache
+def warn_without_native_bf16() -> None:
+    """One warning per process where a bf16 output projection was asked for on a CPU without native
+    bf16: the numbers are the same, but the step gets slower instead of about twice as fast."""
+    if native_bf16() is False:
+        log.warning("head_dtype bf16 on a CPU without avx512_bf16 / AMX: same results, but slower than fp32 "
+                    "here; set head_dtype: fp32 (mix.proxy.head_dtype / train.head_dtype) on this machine")
+
+
 def _cache_dir() -> Path:
     env = os.environ.get("CORPUSMIX_KERNEL_CACHE")
     base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "corpusmix" / "kernels"
@@ -227,7 +313,12 @@ def lib() -> ctypes.CDLL | None:
                                _I64, _I64, _I64, _I64, _F32]
     handle.cm_swiglu_fwd.argtypes = [_PTR, _PTR, _PTR, _I64, _I64]
     handle.cm_swiglu_bwd.argtypes = [_PTR, _PTR, _PTR, _PTR, _I64, _I64]
-    for fn in (handle.cm_rms_fwd, handle.cm_rms_bwd, handle.cm_rope, handle.cm_swiglu_fwd, handle.cm_swiglu_bwd):
+    for name in ("cm_ce_fwd_f32", "cm_ce_fwd_bf16"):
+        getattr(handle, name).argtypes = [_PTR, _PTR, _PTR, _PTR, _I64, _I64]
+    for name in ("cm_ce_bwd_f32", "cm_ce_bwd_bf16"):
+        getattr(handle, name).argtypes = [_PTR, _PTR, _PTR, _PTR, _PTR, _I64, _I64]
+    for fn in (handle.cm_ce_fwd_f32, handle.cm_ce_fwd_bf16, handle.cm_ce_bwd_f32, handle.cm_ce_bwd_bf16,
+               handle.cm_rms_fwd, handle.cm_rms_bwd, handle.cm_rope, handle.cm_swiglu_fwd, handle.cm_swiglu_bwd):
         fn.restype = None
     return handle
 
@@ -241,6 +332,39 @@ def usable(*tensors: torch.Tensor) -> bool:
             and all(type(t) in _PLAIN and t.device.type == "cpu" and t.dtype == torch.float32
                     for t in tensors)
             and lib() is not None)
+
+
+def ce_usable(logits: torch.Tensor, targets: torch.Tensor) -> bool:
+    """Whether the fused cross-entropy takes these: one thread, plain contiguous CPU tensors, logits
+    fp32 or bf16 [N, V], int64 targets [N]."""
+    return (torch.get_num_threads() == 1 and logits.dim() == 2 and logits.dtype in (torch.float32, torch.bfloat16)
+            and targets.dtype == torch.int64 and targets.shape == logits.shape[:1]
+            and all(type(t) in _PLAIN and t.device.type == "cpu" and t.is_contiguous() for t in (logits, targets))
+            and lib() is not None)
+
+
+def _ce_suffix(logits: torch.Tensor) -> str:
+    return "bf16" if logits.dtype == torch.bfloat16 else "f32"
+
+
+def ce_forward(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss [N], logsumexp [N]) in fp32; rows with a negative target have loss 0."""
+    n, v = logits.shape
+    loss = torch.empty(n, dtype=torch.float32)
+    lse = torch.empty(n, dtype=torch.float32)
+    getattr(lib(), f"cm_ce_fwd_{_ce_suffix(logits)}")(logits.data_ptr(), targets.data_ptr(), loss.data_ptr(),
+                                                       lse.data_ptr(), n, v)
+    return loss, lse
+
+
+def ce_backward(logits: torch.Tensor, targets: torch.Tensor, lse: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """d loss / d logits = grad_i (softmax_ij - [j = t_i]), in the logits' dtype (0 rows where t < 0)."""
+    n, v = logits.shape
+    grad = grad.to(torch.float32).contiguous()
+    out = torch.empty_like(logits)
+    getattr(lib(), f"cm_ce_bwd_{_ce_suffix(logits)}")(logits.data_ptr(), targets.data_ptr(), lse.data_ptr(),
+                                                       grad.data_ptr(), out.data_ptr(), n, v)
+    return out
 
 
 def rms_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:

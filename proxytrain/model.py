@@ -63,6 +63,7 @@ class ModelConfig:
     tie_embeddings: bool = True
     init_std: float = 0.02
     attn_backend: str = "auto"  # auto | sdpa | flex | flash
+    head_dtype: str = "fp32"  # fp32 | bf16: the output projection's inputs (fp32 accumulation, bf16 logits)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> ModelConfig:
@@ -213,6 +214,10 @@ class Transformer(nn.Module):
             h = layer(h, cos, sin, ctx)
         h = self.norm(h)
         weight = self.tok_emb.weight if self.output is None else self.output.weight
+        if self.cfg.head_dtype == "bf16" and h.dtype != torch.bfloat16:
+            # the [tokens, vocab] projection is most of a small model's step; bf16 inputs with fp32
+            # accumulation (as GPU mixed precision computes it), logits bf16, the loss in fp32
+            return F.linear(h.to(torch.bfloat16), weight.to(torch.bfloat16))
         return F.linear(h, weight)
 
     @torch.no_grad()

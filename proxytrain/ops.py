@@ -224,16 +224,28 @@ def swiglu(h: torch.Tensor) -> torch.Tensor:
 class _CrossEntropy(Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        ctx.in_dtype = logits.dtype
+        ctx.fused = cpu_kernels.ce_usable(logits, targets)
+        if ctx.fused:
+            # one pass per row with the row in L1 (fp32 or bf16 logits read as they are); saves the
+            # row's logsumexp, not an [N, V] tensor of log-probabilities
+            if targets.numel() and int(targets.max()) >= logits.shape[1]:
+                raise IndexError(f"target {int(targets.max())} out of range for {logits.shape[1]} classes")
+            loss, lse = cpu_kernels.ce_forward(logits, targets)
+            ctx.save_for_backward(logits, targets, lse)
+            return loss
         logp = torch.log_softmax(_wide(logits), dim=-1)
         valid = targets >= 0
         tgt = targets.clamp_min(0)
         loss = logp.gather(1, tgt[:, None]).squeeze(1).neg_().mul_(valid)
         ctx.save_for_backward(logp, tgt, valid)
-        ctx.in_dtype = logits.dtype
         return loss
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+        if ctx.fused:
+            logits, targets, lse = ctx.saved_tensors
+            return cpu_kernels.ce_backward(logits, targets, lse, grad), None
         logp, tgt, valid = ctx.saved_tensors
         g = grad * valid
         # d/dlogits = (softmax - onehot) * g, written over the saved log-probabilities: they are not

@@ -45,6 +45,7 @@ import torch
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from proxytrain import cpu_kernels
 from proxytrain.attention import auto_reason, resolve_backend
 from proxytrain.flops import flops_per_token, mfu, peak_flops
 from proxytrain.model import (
@@ -129,6 +130,9 @@ class TrainConfig:
     grad_clip: float = _f(1.0, "clip the global gradient norm (0 = off)")
     dtype: str = _f("auto", "auto (fp32 on CPU, bf16 on CUDA) | fp32 | bf16")
     attn_backend: str = _f("auto", "auto | sdpa | flex | flash")
+    head_dtype: str = _f("fp32", "output projection: fp32 | bf16 (bf16 inputs, fp32 accumulation, bf16 logits, "
+                                 "fp32 loss; with dtype fp32 on CPU, ~2x a small model's step where the CPU has "
+                                 "native bf16: avx512_bf16 / AMX)")
     compile: bool = _f(False, "torch.compile each block")
     activation_checkpointing: bool = _f(False, "recompute blocks in backward")
     device: str = _f("auto", "auto | cpu | cuda")
@@ -167,9 +171,12 @@ class TrainConfig:
 
 def model_config(cfg: TrainConfig, vocab_size: int) -> ModelConfig:
     """The ModelConfig a TrainConfig describes (preset plus explicit overrides)."""
+    if cfg.head_dtype not in ("fp32", "bf16"):
+        raise ConfigError(f"head_dtype must be fp32 or bf16, got {cfg.head_dtype!r}")
     shape = {k: getattr(cfg, k) for k in ("d_model", "n_layers", "n_heads") if getattr(cfg, k)}
     return ModelConfig.preset(cfg.model, vocab_size=vocab_size, max_seq_len=cfg.seq_len, n_kv_heads=cfg.n_kv_heads,
-                              tie_embeddings=cfg.tie_embeddings, attn_backend=cfg.attn_backend, **shape)
+                              tie_embeddings=cfg.tie_embeddings, attn_backend=cfg.attn_backend,
+                              head_dtype=cfg.head_dtype, **shape)
 
 
 @dataclass
@@ -309,6 +316,8 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
 
     # ---- model, parallelism, optimizer
     mcfg = model_config(cfg, vocab)
+    if mcfg.head_dtype == "bf16" and device.type == "cpu" and dtype == "fp32":
+        cpu_kernels.warn_without_native_bf16()
     model = build_model(mcfg, device, materialize=False)
     parallelize(model, _ParallelOpts(cfg.activation_checkpointing, cfg.compile, dtype))
     model.to_empty(device=device)

@@ -79,6 +79,36 @@ def test_per_token_loss_and_mask():
     assert torch.equal(m, mask)
 
 
+def test_bf16_head_tracks_the_fp32_model():
+    """head_dtype bf16: the output projection reads bf16 inputs (fp32 accumulation), its logits are bf16 and
+    the loss fp32; losses and gradients stay within bf16 rounding of the fp32 model's, the rest of the model
+    keeps fp32 parameters and gradients, and two runs agree to the bit."""
+    import dataclasses
+
+    g = torch.Generator().manual_seed(5)
+    tokens = torch.randint(0, 64, (4, 32), generator=g)
+    seg = torch.zeros_like(tokens, dtype=torch.int32)
+
+    def run(head: str):
+        model = build_model(dataclasses.replace(CFG, head_dtype=head), "cpu", seed=2)
+        logits = model(tokens, seg)
+        loss, mask = per_token_loss(logits, tokens, seg)
+        (loss.sum() / mask.sum()).backward()
+        return logits.dtype, loss.detach(), {n: p.grad for n, p in model.named_parameters()}
+
+    dt32, loss32, grads32 = run("fp32")
+    dt16, loss16, grads16 = run("bf16")
+    assert dt32 == torch.float32 and dt16 == torch.bfloat16 and loss16.dtype == torch.float32
+    assert abs(loss16.mean().item() - loss32.mean().item()) < 2e-3
+    torch.testing.assert_close(loss16, loss32, atol=3e-2, rtol=1e-2)
+    for n, grad in grads32.items():
+        assert grads16[n].dtype == torch.float32
+        cos = F.cosine_similarity(grads16[n].flatten(), grad.flatten(), dim=0).item()
+        assert cos > 0.99, (n, cos)
+    again = run("bf16")
+    assert torch.equal(again[1], loss16) and all(torch.equal(again[2][n], grads16[n]) for n in grads16)
+
+
 def test_evaluate_per_domain_matches_manual():
     model = build_model(CFG, seed=0)
     g = torch.Generator().manual_seed(3)

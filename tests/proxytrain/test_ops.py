@@ -28,6 +28,7 @@ def path(request, monkeypatch):
     and through the torch-op versions they replace where no compiler is found."""
     if request.param == "torch-ops":
         monkeypatch.setattr(cpu_kernels, "usable", lambda *t: False)
+        monkeypatch.setattr(cpu_kernels, "ce_usable", lambda *t: False)
     elif shutil.which("g++") or shutil.which("c++"):
         assert cpu_kernels.lib() is not None  # a compiler is here: the kernels must build, not fall back
     return request.param
@@ -105,7 +106,7 @@ def test_rope_heads_matches_composite(dtype, path):
     assert torch.equal(out[:, :, hq + hk:], qkv[:, :, hq + hk:])
 
 
-def test_cross_entropy_matches_torch_and_ignores_negative_targets():
+def test_cross_entropy_matches_torch_and_ignores_negative_targets(path):
     g = torch.Generator().manual_seed(3)
     logits = 4 * torch.randn(10, 37, generator=g)
     targets = torch.randint(0, 37, (10,), generator=g)
@@ -119,6 +120,33 @@ def test_cross_entropy_matches_torch_and_ignores_negative_targets():
     loss = cross_entropy(bf, targets)
     loss.sum().backward()
     assert loss.dtype == torch.float32 and bf.grad.dtype == torch.bfloat16  # fp32 loss, grads in the input dtype
+    # bf16 logits are read as they are: the loss is that of their fp32 widening, the gradient that
+    # gradient rounded to bf16
+    out, (grad,) = _grads(lambda t: cross_entropy(t, targets), logits.to(torch.bfloat16))
+    wide = logits.to(torch.bfloat16).float()
+    out_ref, (grad_ref,) = _grads(lambda t: F.cross_entropy(t, targets, reduction="none", ignore_index=-1), wide)
+    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(grad.float(), grad_ref.to(torch.bfloat16).float(), atol=2e-3, rtol=1e-2)
+    assert torch.count_nonzero(grad[[2, 7]]) == 0
+
+
+def test_fused_cross_entropy_takes_a_vocabulary_sized_row_and_rejects_bad_targets():
+    if cpu_kernels.lib() is None:
+        pytest.skip("no C++ compiler: the fused kernels cannot be built here")
+    g = torch.Generator().manual_seed(4)
+    logits = 6 * torch.randn(33, 4099, generator=g)  # a row far beyond L1, not a multiple of the vector width
+    targets = torch.randint(0, 4099, (33,), generator=g)
+    targets[0] = -1
+    assert cpu_kernels.ce_usable(logits, targets)
+    out, (grad,) = _grads(lambda t: cross_entropy(t, targets), logits)
+    out_ref, (grad_ref,) = _grads(lambda t: F.cross_entropy(t, targets, reduction="none", ignore_index=-1), logits)
+    torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(grad, grad_ref, atol=1e-7, rtol=1e-4)
+    assert torch.equal(cross_entropy(logits, targets), out)  # deterministic
+    with pytest.raises(IndexError, match="out of range"):
+        cross_entropy(logits, torch.full((33,), 4099))
+    assert not cpu_kernels.ce_usable(logits.double(), targets)
+    assert not cpu_kernels.ce_usable(logits[:, ::2], targets)  # not contiguous: torch's version
 
 
 def test_compiled_graphs_get_the_composite_forms_with_the_same_numbers(monkeypatch):
