@@ -14,6 +14,9 @@ checks values and gradients against them.
 On one CPU thread with fp32 tensors, RMSNorm, RoPE and SwiGLU run fused C kernels
 (``proxytrain.cpu_kernels``: one pass per row instead of one per op, built on first use); without a
 compiler, or with more threads, the torch-op versions below run (same numbers within fp32 rounding).
+The cross-entropy kernel also takes bf16 logits (the ``head_dtype: bf16`` output projection): it
+reads each row once into L1 for its logsumexp and once more in backward to write the gradient in
+the logits' dtype, instead of torch's log-softmax, exp and scatter passes over a [N, V] fp32 copy.
 
 Under ``torch.compile`` the composite forms are used instead: inductor fuses them into a few
 generated kernels by itself, and a graph made of plain ops has no break around a custom function.
