@@ -61,7 +61,7 @@ def run(preset: str, variant: str, steps: int, warmup: int = 5) -> tuple[float, 
             mean.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-            return float(mean)
+            return float(mean.detach())
 
         for i in range(warmup):
             step(i)
