@@ -168,3 +168,17 @@ def test_blocks_trace_as_one_graph_under_compile():
         (loss.sum() / mask.sum()).backward()
     for (n, p), q in zip(eager.named_parameters(), compiled.parameters(), strict=True):
         torch.testing.assert_close(q.grad, p.grad, atol=1e-5, rtol=1e-4, msg=n)
+
+
+def test_head_dtype_is_validated_and_keys_bf16_proxies_apart():
+    from corpusmix.config import ConfigError
+    from mix.proxy import ProxyConfig, proxy_key
+    from proxytrain.train import TrainConfig, model_config
+
+    with pytest.raises(ConfigError, match="head_dtype must be fp32 or bf16"):
+        model_config(TrainConfig(head_dtype="fp16"), 64)
+    with pytest.raises(ValueError, match="proxy head_dtype must be fp32 or bf16"):
+        ProxyConfig(head_dtype="half").validate()
+    assert model_config(TrainConfig(head_dtype="bf16"), 64).head_dtype == "bf16"
+    fp32, bf16 = ProxyConfig(device="cpu"), ProxyConfig(device="cpu", head_dtype="bf16")
+    assert proxy_key("fp", [0.5, 0.5], fp32, 0) != proxy_key("fp", [0.5, 0.5], bf16, 0)

@@ -282,3 +282,23 @@ def test_model_with_fused_kernels_matches_torch_ops(monkeypatch):
     torch.testing.assert_close(fused[0], ref[0], atol=1e-5, rtol=1e-5)
     for n in ref[1]:
         torch.testing.assert_close(fused[1][n], ref[1][n], atol=1e-6, rtol=1e-4, msg=n)
+
+
+def test_bf16_head_on_a_cpu_without_native_bf16_warns_once(monkeypatch, caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING, logger=cpu_kernels.log.name)
+    monkeypatch.setattr(cpu_kernels, "native_bf16", lambda: False)
+    cpu_kernels.warn_without_native_bf16.cache_clear()
+    try:
+        cpu_kernels.warn_without_native_bf16()
+        cpu_kernels.warn_without_native_bf16()
+        hits = [r for r in caplog.records if "without avx512_bf16" in r.getMessage()]
+        assert len(hits) == 1 and "head_dtype: fp32" in hits[0].getMessage()
+        cpu_kernels.warn_without_native_bf16.cache_clear()
+        monkeypatch.setattr(cpu_kernels, "native_bf16", lambda: True)
+        caplog.clear()
+        cpu_kernels.warn_without_native_bf16()
+        assert not caplog.records
+    finally:
+        cpu_kernels.warn_without_native_bf16.cache_clear()
