@@ -255,10 +255,11 @@ def native_bf16() -> bool | None:
 @functools.cache
 def warn_without_native_bf16() -> None:
     """One warning per process where a bf16 output projection was asked for on a CPU without native
-    bf16: the numbers are the same, but the step gets slower instead of about twice as fast."""
+    bf16: the results agree within rounding, but the step gets slower instead of about twice as fast."""
     if native_bf16() is False:
-        log.warning("head_dtype bf16 on a CPU without avx512_bf16 / AMX: same results, but slower than fp32 "
-                    "here; set head_dtype: fp32 (mix.proxy.head_dtype / train.head_dtype) on this machine")
+        log.warning("head_dtype bf16 on a CPU without avx512_bf16 / AMX: results agree within rounding, but it is "
+                    "slower than fp32 here; set head_dtype: fp32 (mix.proxy.head_dtype / train.head_dtype) on this "
+                    "machine")
 
 
 def _cache_dir() -> Path:
