@@ -94,13 +94,15 @@ def test_kaplan_frontier_matches_a_brute_force_grid():
 def test_auto_picks_the_form_the_runs_come_from(true_form):
     c = HOFFMANN if true_form == "hoffmann" else KAPLAN
     runs = _synthetic(c, 0.002, seed=2, sizes=SIZES[1:])  # 4 sizes x 4 D: every fold keeps 3 sizes, 3 D
-    sel = compare_forms(runs, FitConfig(starts=1))
+    # 4 grid starts: from the single best grid point, scipy >= 1.15's L-BFGS-B (the C port) ends the Hoffmann
+    # fit in a local minimum (E ~ 0) where 1.14's Fortran one reached the truth; the default is 16 starts
+    sel = compare_forms(runs, FitConfig(starts=4))
     assert sel["chosen"] == true_form
     other = "kaplan" if true_form == "hoffmann" else "hoffmann"
     assert sel["scores"][true_form] < sel["scores"][other]
     assert set(sel["checks"]) == {"hoffmann", "kaplan", "per_d"} and "RMS" in sel["score"]
     assert sel["scores"][true_form] < sel["scores"]["per_d"]  # per_d is a candidate, and loses on joint-form data
-    fit = fit_scaling(runs, FitConfig(bootstrap=0, starts=1, form="auto"))
+    fit = fit_scaling(runs, FitConfig(bootstrap=0, starts=4, form="auto"))
     assert fit["form"] == true_form and fit["form_selection"]["chosen"] == true_form
 
 
