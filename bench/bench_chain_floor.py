@@ -38,11 +38,6 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# the chain's order; a document dropped by a step never reaches the later ones
-ORDER = ["read", "normalize", "decontam", "langid", "langid_filter", "filters", "toxicity_score", "toxicity",
-         "quality_ft", "kenlm", "quality_ft_min", "ppl_max", "dedup", "pii"]
-
-
 def cpu(fn: Callable[[], object]) -> tuple[float, object]:
     t0 = time.process_time()
     out = fn()
@@ -53,8 +48,13 @@ def reached(run: Path | None, ids: list[str], step: str) -> list[bool]:
     """Which documents reached ``step`` in ``run`` (not dropped by a step before it)."""
     if run is None:
         return [True] * len(ids)
+    # the run's own step order (stats.json lists its steps as they ran); a document dropped by a
+    # step never reaches the later ones
+    order = list(json.loads((run / "stats.json").read_text())["steps"])
+    if step not in order:
+        raise SystemExit(f"{run}: step {step!r} is not in this run's chain {order}")
     drops = pq.read_table(run / "drops.parquet", columns=["id", "step"]).to_pylist()
-    before = set(ORDER[:ORDER.index(step)])
+    before = set(order[:order.index(step)])
     gone = {d["id"] for d in drops if d["step"] in before}
     return [i not in gone for i in ids]
 
