@@ -8,8 +8,11 @@ It runs the trainer's own pieces (``build_model``, ``parallelize`` for per-block
 autocast, clipping at 1.0) in a tight loop: ``--warmup`` steps (compilation) and then ``--steps``
 timed steps with one device synchronisation at the end. Prints one JSON line: tokens/s, step time,
 MFU from 6N + 12·L·d·S FLOPs per token against the GPU's dense bf16 peak (``proxytrain.flops``).
-``--attn auto`` uses flash-attn when installed, else FlexAttention (compiled), the fastest
-document-masked alternative on CUDA.
+``--attn auto`` uses FlashAttention varlen (flash-attn when installed, else PyTorch's built-in
+varlen kernel), else FlexAttention (compiled). The line also gives the GPU's measured bf16 matmul
+rate (8192^3, ten products after three warm-ups) and the MFU against it beside the datasheet MFU.
+``--profile FILE`` profiles five more steps and writes where the GPU time goes (kernels grouped as
+matmul, attention, fused/elementwise, optimizer, other) to the JSON line and the table to FILE.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ def main() -> int:
     ap.add_argument("--ac", action="store_true", help="activation checkpointing")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--profile", default="", help="profile 5 steps; write the kernel table to this file")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device: this benchmark needs a GPU"}))
@@ -83,19 +87,68 @@ def main() -> int:
         loss = step(batches[i % len(batches)])
     torch.cuda.synchronize()
     dt = (time.perf_counter() - t0) / args.steps
+    breakdown = profile_steps(step, batches, args.profile) if args.profile else None
     tokens = args.batch * args.seq
     fpt = flops_per_token(cfg, model, seq_len=args.seq)
     peak = peak_flops(dev, "bf16")
     tps = tokens / dt
+    mm = matmul_rate(dev)
     print(json.dumps({
         "gpu": torch.cuda.get_device_name(dev), "family": device_family(dev), "preset": args.preset,
         "params_non_embedding": count_params(model), "params_total": count_params(model, non_embedding=False),
         "seq_len": args.seq, "batch": args.batch, "attn": attn, "compile": not args.no_compile, "ac": args.ac,
         "dtype": "bf16", "step_s": round(dt, 4), "tokens_per_s": round(tps), "flops_per_token": fpt,
         "peak_flops": peak, "mfu": round(tps * fpt / peak, 4) if peak else None, "loss": float(loss),
+        "mfu_formula": "tokens/s x (6N + 12 L d S) / peak (N: non-embedding + output head params)",
         "warmup_s": round(t_compile, 1), "max_mem_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2),
-        "torch": torch.__version__}))
+        "matmul_peak_measured": mm, "mfu_vs_measured_matmul": round(tps * fpt / mm, 4),
+        "torch": torch.__version__, **({"gpu_time_share": breakdown} if breakdown else {})}))
     return 0
+
+
+def matmul_rate(dev: torch.device, n: int = 8192) -> float:
+    """Measured dense bf16 FLOP/s of an n^3 matmul (mean of ten after three warm-ups)."""
+    a, b = (torch.randn(n, n, device=dev, dtype=torch.bfloat16) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ b
+    torch.cuda.synchronize()
+    return round(2 * n**3 * 10 / (time.perf_counter() - t0), -9)
+
+
+KERNEL_GROUPS = (("attention", ("flash", "fmha", "attention", "attn")),
+                 ("matmul", ("gemm", "cutlass", "xmma", "nvjet", "cublas", "wgmma", "sm90")),
+                 ("optimizer", ("adam", "multi_tensor", "foreach", "_amp_")),
+                 ("fused_elementwise", ("triton",)),
+                 ("comm", ("nccl",)))
+
+
+def profile_steps(step, batches: list, path: str, n: int = 5) -> dict:
+    """Profile ``n`` steps: wall time and each kernel group's share of it (``KERNEL_GROUPS``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for i in range(n):
+            step(batches[i % len(batches)])
+        torch.cuda.synchronize()
+        wall_us = (time.perf_counter() - t0) * 1e6
+    groups: dict[str, float] = {}
+    for e in prof.key_averages():
+        t = e.self_device_time_total
+        if t <= 0:
+            continue
+        name = e.key.lower()
+        g = next((g for g, keys in KERNEL_GROUPS if any(k in name for k in keys)), "other_kernels")
+        groups[g] = groups.get(g, 0.0) + t
+    Path(path).write_text(prof.key_averages().table(sort_by="self_device_time_total", row_limit=40))
+    share = {g: round(t / wall_us, 3) for g, t in sorted(groups.items(), key=lambda kv: -kv[1])}
+    share["no_kernel"] = round(max(0.0, 1 - sum(groups.values()) / wall_us), 3)
+    return share
 
 
 if __name__ == "__main__":

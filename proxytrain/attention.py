@@ -1,13 +1,16 @@
 """Document-masked causal attention backends behind one switch (``attn_backend``).
 
-- ``flash``: flash-attn's ``flash_attn_varlen_func`` on CUDA; packed documents become separate
-  sequences through ``cu_seqlens`` computed from ``segment_ids`` (imported only when used).
+- ``flash``: FlashAttention varlen on CUDA; packed documents become separate sequences through
+  ``cu_seqlens`` computed from ``segment_ids``. The kernel is flash-attn's ``flash_attn_varlen_func``
+  when that package is installed, else PyTorch's own ``torch.nn.attention.varlen.varlen_attn``
+  (torch >= 2.10), which calls the FlashAttention-2 kernels compiled into PyTorch's CUDA build
+  (``flash_impl`` says which; both are imported only when used).
 - ``sdpa``: PyTorch ``scaled_dot_product_attention`` with a block-diagonal causal boolean mask built
   from ``segment_ids`` (rows of one document and no padding take the plain ``is_causal`` path).
 - ``flex``: PyTorch FlexAttention with a ``create_block_mask`` document mask. It runs on CPU in
   torch 2.13, but unfused (it materialises the scores) unless compiled, and compiling it costs
   ~25 s here, so it is an explicit choice, not the CPU default.
-- ``auto``: ``flash`` when flash-attn imports and the tensors are on CUDA, else ``sdpa``
+- ``auto``: ``flash`` when either FlashAttention varlen kernel is there and the tensors are on CUDA, else ``sdpa``
   (``auto_reason`` says which and why; the trainer logs it at start).
 
 Grouped-query attention with a document mask repeats k/v to all heads instead of passing
@@ -27,6 +30,7 @@ mask is empty and no NaN appears; their outputs are ignored by the loss.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +41,25 @@ BACKENDS = ("auto", "sdpa", "flex", "flash")
 
 
 @functools.cache
-def flash_available() -> bool:
+def flash_impl() -> str | None:
+    """Which FlashAttention varlen kernel ``flash`` uses: ``flash-attn`` (the package), ``torch``
+    (PyTorch's built-in ``varlen_attn``, CUDA builds of torch >= 2.10) or None (neither)."""
     try:
         import flash_attn  # noqa: F401
+        return "flash-attn"
     except ImportError:
-        return False
-    return True
+        pass
+    if torch.version.cuda is None:
+        return None
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+    except ImportError:
+        return None
+    return "torch"
+
+
+def flash_available() -> bool:
+    return flash_impl() is not None
 
 
 def auto_reason(device: torch.device | str) -> str:
@@ -50,10 +67,12 @@ def auto_reason(device: torch.device | str) -> str:
     dev = torch.device(device).type
     if dev != "cuda":
         return f"sdpa: FlashAttention needs CUDA (device is {dev})"
-    if flash_available():
+    if flash_impl() == "flash-attn":
         return "flash: flash-attn is installed and the device is CUDA"
-    return ("sdpa: flash-attn is not installed, so FlashAttention is OFF on this CUDA machine; "
-            "install it with `pip install 'corpusmix[gpu]'` (or make setup TORCH_SPEC=... on a CUDA machine)")
+    if flash_impl() == "torch":
+        return f"flash: PyTorch {torch.__version__}'s built-in FlashAttention varlen kernel (flash-attn not installed)"
+    return ("sdpa: neither flash-attn nor torch>=2.10's varlen_attn is here, so FlashAttention is OFF on this CUDA "
+            "machine; install flash-attn with `pip install 'corpusmix[gpu]'` or use torch >= 2.10")
 
 
 def resolve_backend(name: str, device: torch.device | str) -> str:
@@ -67,7 +86,7 @@ def resolve_backend(name: str, device: torch.device | str) -> str:
         if dev != "cuda":
             raise ValueError("attn_backend=flash needs a CUDA device; use sdpa (or auto) on CPU")
         if not flash_available():
-            raise ValueError("attn_backend=flash but flash-attn is not installed: "
+            raise ValueError("attn_backend=flash but neither flash-attn nor torch>=2.10's varlen_attn is here: "
                              "pip install 'corpusmix[gpu]', or use attn_backend=sdpa")
     return name
 
@@ -129,14 +148,14 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttnContext) 
     """Attention of q [B, H, S, D] over k/v [B, Hkv, S, D] (Hkv divides H); returns [B, H, S, D]."""
     gqa = k.shape[1] != q.shape[1]
     if ctx.backend == "flash":
-        from flash_attn import flash_attn_varlen_func
-
         b, h, s, d = q.shape
-        # flash-attn computes in fp16/bf16 only; fp32 runs get bf16 attention
+        # FlashAttention computes in fp16/bf16 only; fp32 runs get bf16 attention
         half = q.dtype if q.dtype in (torch.float16, torch.bfloat16) else torch.bfloat16
+        if gqa and flash_impl() == "torch" and not _torch_varlen_takes("enable_gqa"):
+            rep = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         q_, k_, v_ = (t.transpose(1, 2).reshape(b * s, t.shape[1], d).to(half) for t in (q, k, v))
-        out = flash_attn_varlen_func(q_, k_, v_, ctx.cu_seqlens, ctx.cu_seqlens, ctx.max_seqlen,
-                                     ctx.max_seqlen, causal=True)
+        out = _flash_varlen(q_, k_, v_, ctx.cu_seqlens, ctx.max_seqlen, gqa=k_.shape[1] != h)
         return out.view(b, s, h, d).transpose(1, 2).to(q.dtype)
     if ctx.backend == "flex":
         from torch.nn.attention.flex_attention import flex_attention
@@ -149,3 +168,26 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttnContext) 
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
     mask = ctx.mask if ctx.mask.dtype in (torch.bool, q.dtype) else ctx.mask.to(q.dtype)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@functools.cache
+def _torch_varlen_takes(name: str) -> bool:
+    from torch.nn.attention.varlen import varlen_attn
+
+    return name in inspect.signature(varlen_attn).parameters
+
+
+def _flash_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_len: int,
+                  gqa: bool) -> torch.Tensor:
+    """Causal FlashAttention over [T, H, D] packed sequences delimited by ``cu`` (int32 [n + 1])."""
+    if flash_impl() == "flash-attn":
+        from flash_attn import flash_attn_varlen_func
+
+        return flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, causal=True)
+    from torch.nn.attention.varlen import varlen_attn
+
+    extra = {"enable_gqa": True} if gqa else {}
+    if _torch_varlen_takes("is_causal"):  # torch 2.9's signature
+        return varlen_attn(q, k, v, cu, cu, max_len, max_len, is_causal=True, **extra)
+    # torch >= 2.10: causal is the window (-1, 0) (all keys before the query, none after)
+    return varlen_attn(q, k, v, cu, cu, max_len, max_len, window_size=(-1, 0), **extra)

@@ -67,7 +67,7 @@ def test_resolve_backend():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available() or not flash_available(), reason="needs CUDA + flash-attn")
+@pytest.mark.skipif(not torch.cuda.is_available() or not flash_available(), reason="needs CUDA + a FlashAttention varlen kernel")
 @pytest.mark.parametrize("kv_heads", [4, 2])
 def test_flash_matches_sdpa_on_cuda(kv_heads):
     g = torch.Generator(device="cuda").manual_seed(0)
