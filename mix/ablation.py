@@ -5,9 +5,10 @@ Run as ``corpusmix mix ablation --input POOLS_DIR --mixture NAME=FILE ... --outp
 (or from Python with :func:`run_ablation`). It answers "is the searched mixture really better?"
 out of sample: every run is scored on the pools' evaluation split (``eval``), which no search
 reads, with seeds (``ABLATION_SEED0`` on) that no search proxy uses, and the average is taken over
-the target domains (:mod:`mix.targets`). A mixture *beats* another when its mean average loss is
-lower by more than the seed spread (the larger max-min range over seeds of the two); any smaller
-difference is reported as within noise, see :func:`compare`.
+the target domains (:mod:`mix.targets`). Every mixture is trained with the same seeds, so mixtures
+are compared in pairs of runs that share a seed (:mod:`mix.paired`): per-seed differences of the
+average loss, a paired t interval and sign test, Holm's correction over all pairs, and a verdict
+"better", "worse" or "no difference shown"; see :func:`compare`.
 
 Also here, for replications and sanity checks: :func:`add_noise_domain` appends a pure
 random-token domain (uniform token ids, nothing to learn) to a pools folder, in the pools format
@@ -94,32 +95,21 @@ def _has_split(pools_dir: str | Path, split: str) -> bool:
 
 
 def verdicts(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One plain sentence per unordered pair: who is better, or that the difference is within noise."""
-    out, seen = [], set()
-    for c in comparisons:
-        pair = frozenset((c["a"], c["b"]))
-        if pair in seen:
-            continue
-        seen.add(pair)
-        a, b, m = (c["a"], c["b"], c["margin"]) if c["margin"] >= 0 else (c["b"], c["a"], -c["margin"])
-        if m > c["spread"]:
-            out.append(f"{a} beats {b}: lower loss by {m:.4f}, more than the seed spread {c['spread']:.4f}")
-        else:
-            out.append(f"{a} vs {b}: difference {m:.4f} is within noise (seed spread {c['spread']:.4f})")
-    return out
+    """One plain sentence per compared pair (:func:`mix.paired.sentence`)."""
+    from mix.paired import sentence
+
+    return [sentence(c) for c in comparisons]
 
 
 def compare(summaries: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every ordered pair (a, b): ``margin = avg_b - avg_a`` and whether a beats b beyond the spread."""
-    rows = []
-    for a, sa in summaries.items():
-        for b, sb in summaries.items():
-            if a == b:
-                continue
-            margin = sb["avg"] - sa["avg"]
-            spread = max(sa["avg_range"], sb["avg_range"])
-            rows.append({"a": a, "b": b, "margin": round(margin, 5), "spread": round(spread, 5),
-                         "a_beats_b": bool(margin > spread), "within_noise": bool(abs(margin) <= spread)})
+    """Every unordered pair (a, b) of mixtures, paired over their seeds (``avg_per_seed``, same seed
+    order in every mixture): :func:`mix.paired.compare_all` (``mean_diff`` > 0: a's loss is lower;
+    ``ci``, ``t_p``, ``sign_p``, Holm-adjusted ``p_holm``, ``verdict``)."""
+    from mix.paired import compare_all
+
+    rows = compare_all({name: s["avg_per_seed"] for name, s in summaries.items()})
+    for r in rows:
+        r.update({k: round(r[k], 6) for k in ("mean_diff", "sd")}, ci=[round(x, 6) for x in r["ci"]])
     return rows
 
 

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 import pandas as pd
 import pytest
 
@@ -37,6 +38,9 @@ BASE = {
     "manual": [3.20, 3.70, 4.30, 4.15, 3.95],
 }
 SEED_OFFSETS = {"0": 0.0, "1": 0.012, "2": -0.008}
+# a zero-mean seed x mixture term (same for every domain of a run): paired differences are not constant
+MIX_SEED_NOISE = {"natural": [0.003, -0.003, 0.0], "uniform": [-0.002, 0.004, -0.002],
+                  "doremi": [0.004, 0.0, -0.004], "regmix": [0.0, 0.002, -0.002], "manual": [0.01, -0.01, 0.0]}
 WEIGHTS = {
     "natural": [0.30, 0.10, 0.35, 0.15, 0.10],
     "uniform": [0.2] * 5,
@@ -50,7 +54,8 @@ def _ablation_per_seed(base: dict[str, list[float]] = BASE) -> dict:
     mixtures = {}
     for name, losses in base.items():
         seeds = {}
-        for s, off in SEED_OFFSETS.items():
+        for i, (s, off) in enumerate(SEED_OFFSETS.items()):
+            off += MIX_SEED_NOISE[name][i]
             curve = [[step, round(float(np.mean(losses)) + off + 6.0 * np.exp(-step / 25), 5)]
                      for step in range(0, 101, 10)]
             seeds[s] = {"val_loss": {d: round(x + off, 5) for d, x in zip(DOMAINS, losses, strict=True)},
@@ -217,45 +222,51 @@ def test_collect_inputs_sorts_every_file_by_content(outputs: Path):
 def test_headline_picks_lowest_average_and_measures_it_in_seed_spreads():
     domains, avg_over, runs = normalise_ablation(_ablation_per_seed())
     hl = headline(runs, avg_over=avg_over)
-    avg = {n: np.array([np.mean(np.array(b) + o) for o in SEED_OFFSETS.values()]) for n, b in BASE.items()}
+    avg = {n: np.array([np.mean(np.array(b) + o + e) for o, e in zip(SEED_OFFSETS.values(), MIX_SEED_NOISE[n],
+                                                                    strict=True)]) for n, b in BASE.items()}
     assert hl.chosen == "regmix" == min(avg, key=lambda n: avg[n].mean())
     assert hl.avg == pytest.approx(avg["regmix"].mean(), abs=1e-9)
     assert hl.worst_domain == "literature"
     assert hl.worst == pytest.approx(4.35 + np.mean(list(SEED_OFFSETS.values())), abs=1e-9)
     nat = next(c for c in hl.comparisons if c.other == "natural")
     assert nat.avg_delta == pytest.approx(avg["natural"].mean() - avg["regmix"].mean(), abs=1e-9)
-    assert nat.avg_spread == pytest.approx(0.02, abs=1e-9)  # every mixture's seeds span 0.012 - (-0.008)
-    assert nat.avg_units == pytest.approx(nat.avg_delta / 0.02, rel=1e-9)
+    diffs = avg["natural"] - avg["regmix"]
+    half = stats.t.ppf(0.975, 2) * diffs.std(ddof=1) / np.sqrt(3)
+    assert nat.ci == pytest.approx((diffs.mean() - half, diffs.mean() + half), abs=1e-9)
+    assert nat.wins == 3 and nat.n_seeds == 3
     assert nat.worst_delta == pytest.approx(4.40 - 4.35, abs=1e-9)
     assert nat.relative == pytest.approx(100 * nat.avg_delta / avg["natural"].mean(), rel=1e-9)
     assert (nat.domains_lower, nat.n_domains) == (5, 5)
     uni = next(c for c in hl.comparisons if c.other == "uniform")
     assert uni.domains_lower == 5 and uni.worst_delta == pytest.approx(4.52 - 4.35, abs=1e-9)
     assert [c.other for c in hl.comparisons] == ["natural", "uniform"]
-    assert all(c.verdict == "better beyond noise" for c in hl.comparisons)
-    assert hl.verdict.startswith("Use regmix")
+    assert all(c.verdict == "better" for c in hl.comparisons)
+    assert hl.verdict.startswith("Use regmix") and hl.use == "regmix" and hl.clear
 
 
 def test_verdict_says_when_the_lead_is_within_noise():
     base = {"natural": BASE["natural"], "uniform": BASE["uniform"],
-            "doremi": [x - 0.005 for x in BASE["natural"]]}  # 0.005 better, seeds span 0.02
+            "doremi": [x - 0.005 for x in BASE["natural"]]}  # 0.005 lower on average; per-seed 0.004, 0.002, 0.009
     _, avg_over, runs = normalise_ablation(_ablation_per_seed(base))
     hl = headline(runs, avg_over=avg_over)
     assert hl.chosen == "doremi"
     nat = next(c for c in hl.comparisons if c.other == "natural")
-    assert nat.avg_delta == pytest.approx(0.005, abs=1e-9)
-    assert nat.verdict == "within noise"
-    assert "not demonstrated" in hl.verdict and not hl.verdict.startswith("Use ") and not hl.clear
-    assert hl.title == "No demonstrated gain: doremi leads natural by 0.0050, within the seed spread (0.0200)"
+    assert nat.avg_delta == pytest.approx(0.005, abs=1e-9) and nat.wins == 3
+    assert nat.verdict == "no difference shown" and nat.ci[0] < 0 < nat.ci[1]
+    # the verdict names the mixture to use: the better-meaned baseline, not the unproven search
+    assert not hl.clear and hl.use == "natural" and "Use natural: doremi's gain over every baseline" in hl.verdict
+    assert hl.title == "Use: natural (doremi does not beat every baseline, paired over seeds)"
     # a single seed gives no noise estimate at all, and the verdict says so
     one = {"mixtures": {n: {"seeds": {"0": {"val_loss": dict(zip(DOMAINS, b, strict=True))}}}
                         for n, b in BASE.items()}}
     hl1 = headline(normalise_ablation(one)[2])
     assert "one seed" in hl1.verdict and all(c.verdict.startswith("one seed") for c in hl1.comparisons)
-    assert hl1.title == "Lowest loss: regmix (one seed: noise unknown)"
-    # a mixture named by the user that is worse than natural beyond noise says so
+    assert hl1.title == "Use: regmix (one seed: noise unknown)"
+    # a mixture named by the user that is worse than natural (paired) says so, and names natural
     hl2 = headline(normalise_ablation(_ablation_per_seed())[2], chosen="manual")
-    assert hl2.title == "manual is worse than natural beyond noise" and "Prefer natural." in hl2.verdict
+    assert next(c for c in hl2.comparisons if c.other == "natural").verdict == "worse"
+    assert "manual is the chosen mixture is worse" not in hl2.verdict and "is worse than natural" in hl2.verdict
+    assert hl2.use == "natural" and hl2.title.startswith("Use: natural")
 
 
 def test_summary_shape_of_mix_ablation_agrees_with_its_compare_rule():
@@ -267,7 +278,7 @@ def test_summary_shape_of_mix_ablation_agrees_with_its_compare_rule():
                            "val_loss_std": dict.fromkeys(DOMAINS, 0.01), "avg": float(np.mean(avg)),
                            "avg_per_seed": avg, "avg_std": float(np.std(avg, ddof=1)),
                            "avg_range": float(np.ptp(avg))}
-    # manual: a hair behind regmix with a wider seed range, i.e. within noise of it
+    # manual: a hair behind regmix, unevenly over seeds: no difference shown
     manual = [x + o for x, o in zip(summaries["regmix"]["avg_per_seed"], [0.0, 0.03, 0.01], strict=True)]
     summaries["manual"].update(avg_per_seed=manual, avg=float(np.mean(manual)), avg_range=float(np.ptp(manual)))
     obj = {"mixtures": summaries, "domains": DOMAINS, "avg_over": DOMAINS, "seeds": [0, 1, 2],
@@ -276,12 +287,12 @@ def test_summary_shape_of_mix_ablation_agrees_with_its_compare_rule():
     hl = headline(runs, baselines=["natural", "uniform", "doremi", "manual"])
     assert hl.chosen == "regmix"
     for c in hl.comparisons:
-        rule = next(r for r in obj["comparisons"] if r["a"] == "regmix" and r["b"] == c.other)
-        assert c.avg_delta == pytest.approx(rule["margin"], abs=1e-5)
-        assert c.avg_spread == pytest.approx(rule["spread"], abs=1e-5)
-        assert (c.verdict == "better beyond noise") == rule["a_beats_b"]
-        assert c.worst_spread is None  # no per-seed domain losses in the summary shape
-    assert next(c for c in hl.comparisons if c.other == "manual").verdict == "within noise"
+        rule = next(r for r in obj["comparisons"] if {r["a"], r["b"]} == {"regmix", c.other})
+        sign = 1 if rule["a"] == "regmix" else -1
+        assert c.avg_delta == pytest.approx(sign * rule["mean_diff"], abs=1e-5)
+        assert c.wins == (rule["wins"] if sign > 0 else rule["losses"])
+        assert c.worst_ci is None  # no per-seed domain losses in the summary shape
+    assert next(c for c in hl.comparisons if c.other == "manual").verdict == "no difference shown"
 
 
 def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_report):
@@ -402,7 +413,7 @@ def test_headline_is_about_the_pipelines_mixture_not_the_lowest_loss(outputs: Pa
     selected["provenance"]["selected"] = "natural"
     _, c = headline_for(inputs, runs, ReportConfig())
     assert "natural is the pipeline's mixture (mix.method: natural; " in c.note
-    assert "Use" not in c.title and "natural" in c.title  # natural is a baseline: compared with uniform only
+    assert c.title.startswith("Use: natural")  # natural is a baseline: compared with uniform only
     assert "Lowest mean average loss in the ablation: regmix" in c.note
     assert "set mix.method: regmix in params.yaml to pack with it" in c.note
     # report.chosen names another mixture: the note says what the pipeline packs with
@@ -421,7 +432,7 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     assert len(imgs) >= 7
     for _, data in imgs:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
-    assert 'class="headline"' in page and "Use: regmix" in page and "Use regmix: it beats natural" in page
+    assert 'class="headline"' in page and "Use: regmix" in page and "Use regmix: it is better than natural" in page
     assert "<script" not in page and "http://" not in page and "https://" not in page  # self-contained
     assert "<details><summary>Files skipped (" in page  # the long list of skipped files is folded
     md = Path(written["md"]).read_text()
@@ -429,7 +440,7 @@ def test_html_and_markdown_carry_the_same_figures(written: dict[str, str]):
     assert len(links) == len(imgs)
     for link in links:
         assert (Path(written["md"]).parent / link).read_bytes()[:4] == b"\x89PNG"
-    assert "> **Use: regmix (2.5–2.8% lower average loss than the baselines, beyond seed noise)**" in md
+    assert "> **Use: regmix (2.5–2.8% lower average loss than the baselines, paired over seeds)**" in md
     assert "Why regmix: regmix is the pipeline's mixture (mix.method: regmix; " in md
     assert "Lowest mean average loss in the ablation" not in md  # the pipeline's mixture is the lowest
     assert "| normalise | 1,200 | 1,195 | 5 |" in md
@@ -457,9 +468,11 @@ def test_cli_writes_html_only_with_params_and_flags(outputs: Path, tmp_path: Pat
     assert not (tmp_path / "r.md").exists() and not (tmp_path / "r_files").exists()
     page = out.read_text()
     assert "<title>ablation only</title>" in page and page.count("<img ") == 4  # heatmap, spread, curves, weights
-    assert 'class="headline caution"' in page and "No clear winner: natural is within noise of uniform" in page
-    # compared with the baselines only; natural leads uniform by 0.012 < the 0.02 seed spread
-    assert "natural is within noise of uniform (difference +0.0120" in page and "named explicitly" in page
+    assert 'class="headline caution"' in page and "Use: natural (natural does not beat every baseline" in page
+    # compared with the baselines only; natural leads uniform by 0.012 on average, unevenly over seeds
+    assert "natural shows no difference from uniform (mean difference +0.0120" in page
+    assert "Use natural: it needs no search, and natural has the lower mean loss" in page
+    assert "named explicitly" in page
     assert "regmix is" not in page and "manual is" not in page
 
 
