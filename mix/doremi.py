@@ -1,130 +1,24 @@
 """DoReMi: domain weights from a Group-DRO proxy (Xie et al. 2023, "DoReMi: Optimizing Data
 Mixtures Speeds Up Language Model Pretraining").
 
-Run as ``corpusmix mix doremi --input POOLS_DIR --output mixture.json [--preset tiny]``; the
-numerics live here. The reference and the DRO proxies are runs of the trainer
-(``proxytrain.train.train`` through :func:`mix.proxy.train_proxy`): the Group-DRO step is the
-trainer's objective hook (:class:`DROObjective`), so DRO proxies train where the trainer trains
-(CPU, a GPU, FSDP2 over ranks under torchrun) and resume from its checkpoints with their weights.
+Run as ``corpusmix mix doremi --input POOLS_DIR --output mixture.json [--variant paper|tuned]``.
+The reference and the DRO proxies are runs of the trainer (:func:`mix.proxy.train_proxy`); the
+Group-DRO step is the trainer's objective hook (:class:`DROObjective`), so proxies train wherever the
+trainer does (CPU, GPU, FSDP2 under torchrun) and resume from its checkpoints with their weights.
 
-Under torchrun every rank holds a replica of the reference and scores its own rows of the batch
-with it; the per-domain excess sums and token counts are all-reduced before the weight update, so
-every rank holds the same weights and the trajectory is the one of a single process.
+``variant: paper`` (the default) is the paper's Algorithm 1: a reference trained on the baseline
+mixture (``reference_mixture``); a proxy trained on batches that hold every domain equally, whose
+per-token loss is weighted by ``k * a[domain]``; at every step the per-domain excess on the
+training batch, the mean of ``max(proxy - reference, 0)`` per token, updates the weights by
+exponentiated gradient, ``log a += eta * excess``, then smoothing ``a = (1 - c) a + c / k``; the
+output is the average of the weights over all steps (``seeds`` proxies averaged).
 
-The algorithm, step by step (one DRO step = one proxy batch):
-
-1. A *reference* model is trained on the baseline mixture (natural token shares by default,
-   ``reference_mixture: natural|uniform``).
-2. A *proxy* of the same size is trained with Group DRO. Its batches sample domains uniformly.
-   The excess loss of a domain is the mean over its target tokens of
-   ``max(proxy_loss - reference_loss, 0)`` (per token), measured on
-   (``excess_source``) ``batch``: the training batch, every step (the paper; a domain absent
-   from the batch keeps its last excess, as the reference implementation does), or ``probe``
-   (the default): a fixed set of windows of every domain's search-validation split
-   (:func:`probe_windows`), the same at every update and for every seed, scored every
-   ``update_every`` steps in eval mode; the reference's probe loss is computed once.
-3. The weight update (``update``): ``eg``, exponentiated gradient (the paper):
-   ``log a <- log a + eta * excess`` (``eta * update_every`` per probe update, so the total step
-   size matches), normalise (softmax); ``softmax``: ``a = softmax(excess / tau)`` from the current
-   excess alone, ``tau = temperature * mean excess`` (:func:`softmax_weights`); ``eg_softmax``
-   (the default): ``eg`` during the warm-up, ``softmax`` over the averaged steps. Then smooth
-   toward uniform: ``a <- (1 - c) * a + c / k``. With ``excess_clip: domain`` (the default) the
-   excess of a domain is its mean ``proxy - reference`` clipped at 0, instead of the mean of the
-   per-token clipped excess (``token``, the paper).
-4. The proxy's loss reweights tokens by the current weights: ``sum_t k * a[d(t)] * loss_t / n``
-   (``k *`` keeps the scale of an unweighted mean when ``a`` is uniform).
-5. The output is the average of the weights over all steps.
-
-*Iterated DoReMi* (``iterate: true``) repeats rounds with the previous output as the next
-reference mixture until the weights move less than ``tol`` (L1) or ``max_rounds`` is reached.
-
-Changes for proxy scale (measured on the replication set of docs/mix.md, learnable garbage
-included; the reasons):
-
-- *Why excess loss upweights learnable garbage here*: the excess ``proxy - reference`` is meant to
-  measure what is still learnable, which holds when both models are near convergence (the paper's
-  280M models after 200k steps). A 120-step proxy is far from it, so during its first steps the
-  excess mostly says how quickly a domain is learnt, and learnable garbage (repeated spam, tables,
-  hex blobs) is learnt quickest: the weights swing to it (0.99 at step 20 in a measured run) and
-  the all-steps average kept it above its token share (0.365 vs 0.294). Once the proxy has learnt
-  the garbage its excess vanishes and the weights leave it (<= 0.02 in the second half of every
-  seed). This is RHO-LOSS's point (Mindermann et al. 2022, "Prioritized Training on Points that
-  are Learnable, Worth Learning, and Not Yet Learnt"): a quickly learnable point has high loss
-  only until it is learnt, so what counts is the loss left once the learner has caught up.
-- *Average after warm-up* (the fix): the output averages the weights of the steps after the first
-  ``average_from`` fraction (default 0.5), when the proxy has caught up with what is quick to
-  learn; the all-steps average of the paper is ``average_from: 0``.
-- *Balanced DRO batches*: every step holds the same number of windows of every domain (see
-  :func:`mix.proxy.train_proxy`), so no domain's excess is missing in a step.
-- *Seeds*: ``seeds`` DRO proxies (default 3, different init and data streams) run in parallel;
-  the output is their mean and ``seed_range`` (max - min weight per domain) is reported. With
-  ``paired_reference`` (the default) every DRO seed has its own reference, trained with the same
-  seed; one reference shared by all seeds (``paired_reference: false``, the paper's single
-  reference) puts the reference's seed noise into every seed alike, so ``seed_range`` missed it
-  and the mean did not average it: measured (``bench/bench_doremi_seeds.py``, docs/mix.md) on six
-  independent searches of the replication set the mixture's per-domain sd fell from 0.009-0.029
-  to 0.006-0.022 (code 0.029 -> 0.013); on the demo pools a shared reference's within-search
-  range (0.061-0.085) was below the spread between searches (techdocs 0.41-0.53). Cost: ``seeds``
-  references instead of one. ``group_size`` m > 1 makes each of the ``seeds`` outputs the mean of
-  m proxies (``seeds`` x m proxies, and as many references when paired): ``seed_range`` is then
-  the spread between independent m-proxy averages, and the mixture averages all of them. Measured
-  (docs/mix.md, seeds no earlier tuning used): on the replication set, 12 independent searches
-  with m = 4: garbage < 1/(2k) in 11 of 12 (m = 1: 12 of 18), range <= 0.05 in 10 of 12 (m = 1:
-  5 of 18), the mixture within 0.032 per domain across the searches; on the demo pools 3 searches:
-  range 0.036-0.132 (m = 1: 0.100-0.139; one proxy's techdocs weight has an sd of 0.067 there),
-  the mixtures within 0.019 of each other. ``params.yaml`` sets m = 4; the library default is 1.
-  ``max_group_size`` > m sizes the groups in two stages (:func:`run_doremi`): on the replication
-  set range <= 0.05 and garbage < 1/(2k) in 8 of 8 searches (m 5-16); the demo pools would need
-  ~26-37 per seed, so ``params.yaml`` leaves it off (docs/mix.md).
-- Tried and measured worse, kept as options (default off): a smoothed excess (``excess_ema``; it
-  slows the early swing, which moves the garbage phase into the averaged window) and a reference
-  trained longer (``reference_factor`` > 1, a floor estimate in the spirit of RHO-LOSS's
-  irreducible-loss model: the garbage excess stays large for longer).
-- *Seed spread, diagnosed* (``bench/bench_doremi_noise.py``, docs/mix.md): a one-batch excess
-  estimate is noisy enough (0.05-0.09 nats step to step) that the exponentiated-gradient update,
-  which sums it over steps, explains the spread; but 1.75x the tokens per domain did not reduce it
-  (the favoured domain's excess noise stayed) and eta 0.5 made it worse: every domain's excess
-  stays at 0.2-0.3 nats, i.e. the short reference is far from converged and the excess is mostly
-  the proxy's weight-driven lag behind it. The 0.05 range target is not met at micro scale.
-- *Fixed probe* (``excess_source: probe``, the default): the one-batch excess is a sample of 4
-  windows per domain, whose step-to-step noise the update integrates into the log-weights; the
-  probe removes that noise (what is left is the proxy's own trajectory) and measures the
-  held-out excess, the quantity the weights are meant to reduce. Its default size
-  (``probe_windows: 0``) is the batch's windows per domain x ``update_every``, so scoring it
-  costs as many forward rows as the per-step reference forward it replaces. Measured on the
-  replication set (docs/mix.md): largest per-domain seed range 0.048 on seeds 1-3 (batch excess:
-  0.099) but 0.126 on seeds 4-6 (batch: 0.145), and 0.140 on the demo pools with micro proxies
-  (batch: 0.179): better on every set measured, the 0.05 target NOT met in general. The seed spread that remains is the timing of a deterministic sweep of the weights
-  (garbage, then legal / literature / news, then code rising from the smoothing floor), which
-  differs by a few steps from seed to seed while the averaged window is being taken.
-  ``restart`` (weights reset to uniform when the averaged steps begin) measured worse (0.109).
-- *Weights that do not integrate the excess* (``update: eg_softmax``, ``excess_clip: domain``,
-  ``temperature: 0.5``, the defaults): exponentiated gradient sums the excess over the updates,
-  so a persistent small lead of one domain drives its weight toward one (code climbed from ~0.1
-  to 0.8-0.98 inside the averaged window), and the few-step differences between seeds in when
-  that happens were the seed spread. Over the averaged steps the weights are instead the
-  closed-form maximiser of the KL-regularised Group-DRO step, ``max_a sum_d a_d e_d - tau *
-  KL(a || uniform)`` = ``softmax(e / tau)`` (:func:`softmax_weights`), of the current probe excess:
-  a weight answers the excess now, not its history, so it settles where the proxy's lag is
-  balanced. ``tau`` is a fraction of the mean excess (unit-free). The warm-up keeps the paper's
-  exponentiated gradient: its swing to the quickly learnt garbage is what makes the proxy learn it
-  early, so that its excess is small afterwards (the memoryless softmax from step 0 keeps garbage
-  near its reference share: 0.22-0.24). The domain-level clip: the per-token clip
-  ``mean(max(d, 0))`` has a floor of about ``mean|d| / 2`` even where the two models agree on
-  average, largest on text whose per-token losses differ most between two models (random
-  characters, hex: the garbage), which held the garbage weight up as the other domains' excess
-  fell (0.085 -> 0.107 on held-out seeds with the per-token clip); the domain mean clipped at 0
-  has no such floor. Measured (docs/mix.md; tuned on replication seeds 1-3 only): largest seed
-  range 0.030 on seeds 1-3 (exponentiated gradient: 0.048), garbage 0.069; held out: seeds 4-6
-  0.048 (was 0.126), garbage 0.088; the demo pools 0.072 with micro proxies (was 0.140) and
-  0.114 with tiny ones (was 0.270): the 0.05 target is met on the held-out seeds, NOT on the
-  demo pools.
-- eta = 1 and c = 1e-3 are explicit params (the paper's values; the original repository's code
-  default for c is 1e-4 while its scripts pass 1e-3).
-- The proxy and the reference are tiny (the ``tiny`` preset of :mod:`proxytrain.model`,
-  ~1M non-embedding parameters, a small vocabulary) and train for hundreds of steps instead of
-  280M-parameter models trained for 200k steps: a mixture search has to finish in minutes on
-  two CPU cores.
+``variant: tuned`` (:data:`VARIANTS`) is this project's variant for tiny proxies: the excess on a
+fixed probe of search-validation windows every ``update_every`` steps, clipped per domain, the
+closed-form softmax update over the second half of the steps, the average over that half, groups
+of proxies per seed. Its design notes are in docs/history/doremi-module-notes.md; docs/mix.md
+gives how both variants fare on the known-answer testbeds. ``iterate: true`` repeats rounds with
+the previous output as the next reference mixture until the weights move less than ``tol``.
 """
 
 from __future__ import annotations
@@ -142,10 +36,21 @@ SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to
 MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
 
 
+# named variants: values applied over the dataclass defaults (the paper) and under explicit keys
+VARIANTS: dict[str, dict[str, object]] = {
+    "paper": {},
+    "tuned": {"excess_source": "probe", "excess_clip": "domain", "update": "eg_softmax", "temperature": 0.5,
+              "update_every": 4, "average_from": 0.5, "group_size": 4, "max_group_size": 26},
+}
+
+
 @dataclass
 class DoReMiConfig:
-    """DoReMi hyper-parameters (``params.yaml`` section ``mix.doremi``)."""
+    """DoReMi hyper-parameters (``params.yaml`` section ``mix.doremi``); defaults: the paper."""
 
+    variant: str = field(default="paper", metadata={
+        "help": "paper: the paper's Algorithm 1 | tuned: probe excess, softmax update over the second half, "
+                "groups of proxies (mix.doremi.VARIANTS); explicit keys override the variant's values"})
     eta: float = field(default=1.0, metadata={"help": "exponentiated-gradient step size"})
     smoothing: float = field(default=1e-3, metadata={"help": "smoothing c toward uniform"})
     steps: int = field(default=200, metadata={"help": "DRO proxy steps (the reference trains reference_factor x)"})
@@ -157,16 +62,16 @@ class DoReMiConfig:
     reference_factor: float = field(default=1.0, metadata={
         "help": "reference steps / proxy steps: a longer-trained reference estimates each domain's loss floor"})
     excess_ema: float = field(default=0.0, metadata={"help": "EMA factor of the per-domain excess (0 = none)"})
-    excess_source: str = field(default="probe", metadata={
+    excess_source: str = field(default="batch", metadata={
         "help": "probe: excess on a fixed set of search-validation windows, every update_every steps; "
                 "batch: on each training batch (the paper)"})
     probe_windows: int = field(default=0, metadata={
         "help": "probe windows per domain, spread over its search-validation split (0 = the batch's windows "
                 "per domain x update_every: the probe then costs what the per-step reference forward did)"})
-    excess_clip: str = field(default="domain", metadata={
+    excess_clip: str = field(default="token", metadata={
         "help": "token: max(proxy - reference, 0) per token, then the domain's mean (the paper); domain: the "
                 "domain's mean excess, clipped at 0 (no per-token noise floor)"})
-    update: str = field(default="eg_softmax", metadata={
+    update: str = field(default="eg", metadata={
         "help": "eg: exponentiated gradient, log a += eta * excess (the paper); softmax: a = softmax(excess / "
                 "(temperature * mean excess)) at each update, the closed-form maximiser of the KL-regularised "
                 "Group-DRO step (no memory of earlier excess); eg_softmax: eg during the warm-up (the first "
@@ -174,9 +79,9 @@ class DoReMiConfig:
     temperature: float = field(default=0.5, metadata={
         "help": "softmax: tau as a fraction of the current mean per-domain excess (unit-free; larger = closer "
                 "to uniform)"})
-    update_every: int = field(default=4, metadata={
+    update_every: int = field(default=1, metadata={
         "help": "probe: steps between weight updates (each update steps eta x update_every)"})
-    average_from: float = field(default=0.5, metadata={
+    average_from: float = field(default=0.0, metadata={
         "help": "fraction of DRO steps (warm-up) left out of the weight average"})
     restart: bool = field(default=False, metadata={
         "help": "reset the weights to uniform when the averaged steps begin (the warm-up's weights are "
@@ -197,6 +102,8 @@ class DoReMiConfig:
     tol: float = field(default=0.05, metadata={"help": "stop iterating when L1 change < tol"})
 
     def validate(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"doremi variant must be one of {sorted(VARIANTS)}, got {self.variant!r}")
         if self.eta <= 0:
             raise ValueError(f"doremi eta must be > 0, got {self.eta}; the paper uses 1.0")
         if not 0.0 <= self.smoothing < 1.0:

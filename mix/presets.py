@@ -59,5 +59,21 @@ def resolve(section: str, cls: type[T], params: dict[str, Any], preset: str,
     if "presets" in params:
         raise ConfigError("mix.presets in params.yaml is no longer read: presets are defined in mix/presets.py; "
                           "put explicit values under mix.proxy / mix.doremi / mix.regmix (they win over the preset)")
-    data = {**preset_values(preset, section), **(params.get(section) or {})}
+    explicit = dict(params.get(section) or {})
+    data = {**preset_values(preset, section), **_variant_values(section, explicit, args, prefix), **explicit}
     return config_from(cls, params=data, args=args, prefix=prefix, where=f"mix.{section} / preset {preset}")
+
+
+def _variant_values(section: str, explicit: dict[str, Any], args: argparse.Namespace | None, prefix: str
+                    ) -> dict[str, Any]:
+    """A named variant's values (``mix.doremi.variant``, or ``--variant``): between the preset and
+    the explicit keys."""
+    if section != "doremi":
+        return {}
+    from mix.doremi import VARIANTS
+
+    name = getattr(args, prefix + "variant", None) if args is not None else None
+    name = name or explicit.get("variant", "paper")
+    if name not in VARIANTS:
+        raise ConfigError(f"unknown mix.doremi.variant {name!r}; choose one of {sorted(VARIANTS)}")
+    return dict(VARIANTS[name])

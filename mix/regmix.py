@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 REGRESSORS = ("hybrid", "lightgbm", "linear", "domainwise")
+# where the proxy runs' (and the search's candidate) mixtures are drawn from (RegMixConfig.sampling)
+SAMPLINGS = ("natural", "uniform", "mixed", "sobol")
 SEARCH_REGRESSORS = ("auto", *REGRESSORS)
 
 
@@ -63,7 +65,11 @@ class RegMixConfig:
     num_proxies: int = field(default=32, metadata={"help": "M: number of proxy runs"})
     concentrations: list[float] = field(
         default_factory=lambda: [0.3, 1.0, 3.0],
-        metadata={"help": "grid of Dirichlet concentrations around the token-share prior"})
+        metadata={"help": "grid of Dirichlet concentrations around the sampling's centre (natural, uniform)"})
+    sampling: str = field(default="mixed", metadata={
+        "help": "where run and candidate mixtures are drawn: natural (Dirichlet around the token shares, the paper) "
+                "| uniform (around equal weights: the whole simplex) | mixed (alternately natural and uniform) | "
+                "sobol (a scrambled Sobol design, uniform over the simplex)"})
     max_epochs: float = field(default=4.0, metadata={
         "help": "cap: passes over a domain's training tokens in the final run (the CLI uses pack.max_epochs)"})
     final_tokens: int = field(default=0, metadata={
@@ -93,6 +99,8 @@ class RegMixConfig:
             raise ValueError(f"regmix concentrations must be positive, got {self.concentrations}")
         if self.cv_folds < 2:
             raise ValueError(f"regmix cv_folds must be >= 2, got {self.cv_folds}")
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"regmix sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
         if self.regressor not in SEARCH_REGRESSORS:
             raise ValueError(f"regmix regressor must be one of {SEARCH_REGRESSORS}, got {self.regressor!r}")
         if self.final_tokens < 0:
@@ -114,12 +122,17 @@ def epoch_caps(available_tokens: np.ndarray, budget_tokens: float, max_epochs: f
 
 
 def sample_mixtures(prior: np.ndarray, n: int, *, concentrations: list[float], rng: np.random.Generator,
-                    caps: np.ndarray | None = None, max_tries: int = 1000) -> np.ndarray:
-    """``n`` mixtures ``[n, k]`` from ``Dirichlet(conc * k * prior)``, conc cycling over the grid.
+                    caps: np.ndarray | None = None, max_tries: int = 1000, sampling: str = "natural") -> np.ndarray:
+    """``n`` mixtures ``[n, k]``: ``Dirichlet(conc * k * centre)``, conc cycling over the grid and
+    the centre set by ``sampling`` (``natural``: the token-share ``prior``; ``uniform``: equal
+    weights; ``mixed``: the two alternately), or (``sobol``) a scrambled Sobol design mapped to the
+    simplex (uniform spacings of sorted coordinates).
 
     Mixtures with a weight above its cap are resampled (rejection, vectorised); if the caps make
     the simplex nearly empty this raises with the fix instead of looping forever.
     """
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     prior = np.asarray(prior, dtype=np.float64)
     k = prior.size
     if k < 2:
@@ -135,11 +148,18 @@ def sample_mixtures(prior: np.ndarray, n: int, *, concentrations: list[float], r
                 "(pack.tokens), or add tokens")
     concs = np.asarray(concentrations, dtype=np.float64)
     conc_of = concs[np.arange(n) % concs.size]
+    centre = np.tile(prior, (n, 1))
+    if sampling == "uniform":
+        centre[:] = 1.0 / k
+    elif sampling == "mixed":  # odd draws around equal weights: every concentration meets both centres
+        centre[(np.arange(n) // concs.size) % 2 == 1] = 1.0 / k
     out = np.empty((n, k))
     todo = np.arange(n)
     for _ in range(max_tries):
-        alpha = conc_of[todo, None] * k * prior[None, :]
-        draws = rng.gamma(alpha)
+        if sampling == "sobol":
+            draws = _sobol_simplex(todo.size, k, rng)
+        else:
+            draws = rng.gamma(conc_of[todo, None] * k * centre[todo])
         sums = draws.sum(axis=1, keepdims=True)
         # a draw can underflow to all zeros for tiny alphas; resample those
         ok = sums[:, 0] > 0
@@ -155,6 +175,20 @@ def sample_mixtures(prior: np.ndarray, n: int, *, concentrations: list[float], r
         f"{None if caps is None else np.round(caps, 3).tolist()} after "
         f"{max_tries} tries; raise max_epochs, use larger concentrations, or (search only) train more "
         "proxies or set trust_region: false")
+
+
+def _sobol_simplex(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` points of a scrambled Sobol sequence in ``[0, 1)^(k-1)`` mapped to the simplex: the
+    spacings of the sorted coordinates (with 0 and 1) are uniformly distributed on the simplex."""
+    import warnings
+
+    from scipy.stats import qmc
+
+    with warnings.catch_warnings():  # n need not be a power of 2 for a design this size
+        warnings.simplefilter("ignore", UserWarning)
+        u = qmc.Sobol(d=k - 1, scramble=True, seed=rng).random(n)
+    edges = np.hstack([np.zeros((n, 1)), np.sort(u, axis=1), np.ones((n, 1))])
+    return np.diff(edges, axis=1)
 
 
 def target_values(val_losses: list[dict[str, float]], target: str, domains: list[str]) -> np.ndarray:
@@ -427,17 +461,20 @@ def cross_validate(x: np.ndarray, y: np.ndarray, fold: np.ndarray, *, rounds: in
 
 
 def search(model, prior: np.ndarray, *, candidates: int, top_k: int, concentrations: list[float],
-           rng: np.random.Generator, caps: np.ndarray | None = None, batch: int = 50_000):
-    """Predict the target of ``candidates`` sampled mixtures; average the ``top_k`` lowest.
+           rng: np.random.Generator, caps: np.ndarray | None = None, batch: int = 50_000,
+           sampling: str = "natural"):
+    """Predict the target of ``candidates`` mixtures sampled like the runs (``sampling``); average
+    the ``top_k`` lowest.
 
-    Returns ``(weights, info)``; ``info`` has the best and top-k mean predicted target.
+    Returns ``(weights, info)``; ``info`` has the best candidate (its weights and predicted target),
+    the top-k mean predicted target and the predicted target of the average (``predicted_chosen``).
     """
     best_w = np.empty((0, np.asarray(prior).size))
     best_p = np.empty(0)
     done = 0
     while done < candidates:
         n = min(batch, candidates - done)
-        cand = sample_mixtures(prior, n, concentrations=concentrations, rng=rng, caps=caps)
+        cand = sample_mixtures(prior, n, concentrations=concentrations, rng=rng, caps=caps, sampling=sampling)
         pred = model.predict(cand)
         best_w = np.vstack([best_w, cand])
         best_p = np.concatenate([best_p, pred])
@@ -446,8 +483,11 @@ def search(model, prior: np.ndarray, *, candidates: int, top_k: int, concentrati
         done += n
     w = best_w.mean(axis=0)
     w /= w.sum()
-    return w, {"candidates": int(candidates), "top_k": int(top_k),
-               "best_predicted": float(best_p[0]), "topk_mean_predicted": float(best_p.mean())}
+    chosen = float(model.predict(w[None])[0])
+    return w, {"candidates": int(candidates), "top_k": int(top_k), "sampling": sampling,
+               "best_weights": best_w[0].tolist(), "best_predicted": float(best_p[0]),
+               "topk_mean_predicted": float(best_p.mean()), "predicted_chosen": chosen,
+               "predicted_gap_chosen_vs_best": chosen - float(best_p[0])}
 
 
 def choose_regressor(fit: dict, configured: str) -> str:
@@ -492,7 +532,8 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
             f"{caps.sum():.3f} < 1: no mixture of {budget} tokens fits {cfg.max_epochs} epochs of the "
             "training tokens; raise pack.max_epochs, lower pack.tokens, or add data")
     rng = np.random.default_rng(seed)
-    x = sample_mixtures(prior, cfg.num_proxies, concentrations=cfg.concentrations, rng=rng, caps=caps)
+    x = sample_mixtures(prior, cfg.num_proxies, concentrations=cfg.concentrations, rng=rng, caps=caps,
+                        sampling=cfg.sampling)
     results = train_proxies(pools_dir, [(w, seed) for w in x], proxy_cfg, cache_dir=cache_dir,
                             workers=cfg.workers)
     losses = [r["val_loss"] for r in results]
@@ -511,11 +552,11 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     search_caps = np.minimum(caps, x.max(axis=0)) if cfg.trust_region else caps
     w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,
                      concentrations=cfg.concentrations, rng=np.random.default_rng(seed + 2),
-                     caps=search_caps)
+                     caps=search_caps, sampling=cfg.sampling)
     info["trust_region"] = bool(cfg.trust_region)
     info["search_caps"] = search_caps.tolist()
     info["predicted_prior"] = float(final.predict(prior[None])[0])
-    info["predicted_chosen"] = float(final.predict(w[None])[0])
+    info["predicted_uniform"] = float(final.predict(np.full((1, len(domains)), 1.0 / len(domains)))[0])
     report = {
         "domains": domains, "target": cfg.target, "target_domains": tgt_domains, "fit": fit,
         "search": info, "prior": prior.tolist(), "caps": caps.tolist(), "budget_tokens": int(budget),

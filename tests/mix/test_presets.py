@@ -54,3 +54,18 @@ def test_demo_params_resolve_to_the_demo_settings() -> None:
     proxy = resolve("proxy", ProxyConfig, params, preset, None)
     for key, value in PRESETS["micro"]["proxy"].items():
         assert getattr(proxy, key) == value
+
+
+def test_doremi_variant_sits_between_the_preset_and_explicit_keys() -> None:
+    paper = resolve("doremi", DoReMiConfig, {}, "micro", None)
+    assert (paper.variant, paper.update, paper.excess_source, paper.excess_clip, paper.average_from) == \
+        ("paper", "eg", "batch", "token", 0.0)
+    tuned = resolve("doremi", DoReMiConfig, {"doremi": {"variant": "tuned", "group_size": 2}}, "micro", None)
+    assert (tuned.update, tuned.excess_source, tuned.average_from) == ("eg_softmax", "probe", 0.5)
+    assert tuned.group_size == 2  # the explicit key wins over the variant's 4
+    p = argparse.ArgumentParser()
+    add_config_args(p, DoReMiConfig)
+    flag = resolve("doremi", DoReMiConfig, {"doremi": {"variant": "paper"}}, "micro", p.parse_args(["--variant", "tuned"]))
+    assert flag.variant == "tuned" and flag.update == "eg_softmax"
+    with pytest.raises(ConfigError, match="unknown mix.doremi.variant"):
+        resolve("doremi", DoReMiConfig, {"doremi": {"variant": "fast"}}, "micro", None)
