@@ -26,6 +26,7 @@ import argparse
 import csv
 import datetime as dt
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +50,26 @@ def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
             "corpusmix": __version__, **extra}
 
 
-def targets_for(params: dict[str, Any], domains: list[str], legacy: list[str] | None = None) -> list[str]:
-    """The target domains from ``mix.target_domains`` / ``mix.garbage_domains`` (:mod:`mix.targets`);
-    ``legacy``: an older ``mix.regmix.target_domains`` used when ``mix.target_domains`` is empty."""
+def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Namespace | None = None) -> list[str]:
+    """The target domains (:mod:`mix.targets`): ``--target-domains`` / ``--garbage-domains`` when
+    given, else ``mix.target_domains`` (or the older ``mix.regmix.target_domains``) and
+    ``mix.garbage_domains`` of params."""
+    from corpusmix.config import config_from
     from mix.targets import TargetConfig, resolve_targets
 
-    cfg = TargetConfig(target_domains=list(params.get("target_domains") or legacy or []),
-                       garbage_domains=list(params.get("garbage_domains") or []))
-    return resolve_targets(domains, cfg)
+    data = {"target_domains": list(params.get("target_domains") or (params.get("regmix") or {}).get("target_domains")
+                                   or []),
+            "garbage_domains": list(params.get("garbage_domains") or [])}
+    return resolve_targets(domains, config_from(TargetConfig, params=data, args=args, where="mix targets"))
+
+
+def _target_args(p: argparse.ArgumentParser, *, targets: bool = True) -> None:
+    """``--target-domains`` (unless the command's config already has it) and ``--garbage-domains``."""
+    if targets:
+        p.add_argument("--target-domains", default=None,
+                       help="comma-separated target domains (default: mix.target_domains; [] = all but garbage)")
+    p.add_argument("--garbage-domains", default=None,
+                   help="comma-separated domains that are never a target (default: mix.garbage_domains)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -144,7 +157,7 @@ def cmd_regmix(args: argparse.Namespace) -> int:
         cfg.max_epochs = float(pack["max_epochs"])
     try:
         cfg.validate()
-        targets = targets_for(params, list(pool_domains(args.input)), cfg.target_domains)
+        targets = targets_for(params, list(pool_domains(args.input)), args)
         res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -191,10 +204,42 @@ def cmd_select(args: argparse.Namespace) -> int:
     else:
         src = getattr(args, method) or (params.get("select") or {}).get(method) or SELECT_DEFAULTS[method]
         m = load_mixture(src, tokens)
-        save_mixture(args.output, m.weights, method=m.method, params=m.params,
-                     provenance={**m.provenance, "selected": method, "selected_from": str(src)})
+        abl = args.ablation or (params.get("select") or {}).get("ablation")
+        decision = searched_or_baseline(method, abl) if abl else None
+        if decision is not None and decision["selected"] != method:
+            base = natural_mixture(tokens) if decision["selected"] == "natural" else uniform_mixture(tokens)
+            save_mixture(args.output, base, method=decision["selected"],
+                         provenance={**prov, **decision, "selected_from": str(abl)})
+            print(f"mix select: {decision['reason']}", file=sys.stderr)
+        else:
+            save_mixture(args.output, m.weights, method=m.method, params=m.params,
+                         provenance={**m.provenance, "selected": method, "selected_from": str(src),
+                                     **(decision or {})})
     print(Path(args.output).read_text())
     return 0
+
+
+def searched_or_baseline(method: str, ablation_path: str | Path) -> dict[str, Any]:
+    """Keep the searched mixture ``method`` only when the ablation shows it better than every
+    baseline (natural, uniform), paired over seeds with Holm's correction; else the baseline with
+    the lower mean loss. Returns ``{"selected", "requested", "reason", "comparisons"}``."""
+    from mix.paired import compare_all, sentence
+
+    rep = json.loads(Path(ablation_path).read_text())
+    arms = {n: s["avg_per_seed"] for n, s in rep.get("mixtures", {}).items()}
+    missing = [n for n in (method, "natural", "uniform") if n not in arms]
+    if missing:
+        raise ConfigError(f"ablation {ablation_path} has no {missing} mixture(s): run the ablation stage with the "
+                          f"searched mixture and both baselines, or select without --ablation")
+    rows = compare_all(arms, pairs=[(method, "natural"), (method, "uniform")])
+    said = "; ".join(sentence(r) for r in rows)
+    if all(r["verdict"] == "better" for r in rows):
+        return {"selected": method, "requested": method, "reason": f"{method} is better than both baselines: {said}",
+                "comparisons": rows}
+    base = min(("natural", "uniform"), key=lambda n: sum(arms[n]) / len(arms[n]))
+    return {"selected": base, "requested": method, "comparisons": rows,
+            "reason": f"falling back to {base} (the baseline with the lower mean loss): {method} is not shown better "
+                      f"than both baselines on the evaluation split ({said})"}
 
 
 def cmd_ablation(args: argparse.Namespace) -> int:
@@ -218,8 +263,9 @@ def cmd_ablation(args: argparse.Namespace) -> int:
             mixtures[name] = load_mixture(path, tokens).weights
         else:
             raise ConfigError(f"--mixture {spec!r}: use NAME=FILE, or the built-ins natural / uniform")
-    given = [d for d in (args.avg_over or "").split(",") if d]
-    avg_over = targets_for({**params, "target_domains": given or params.get("target_domains")}, list(tokens))
+    if args.avg_over and args.target_domains is None:
+        args.target_domains = args.avg_over
+    avg_over = targets_for(params, list(tokens), args)
     try:
         rep = run_ablation(args.input, mixtures, pcfg, seeds=ablation_seeds(args.seeds), cache_dir=cache,
                            workers=args.workers, domains_for_avg=avg_over, eval_split=args.split)
@@ -252,20 +298,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--seed", type=int, default=0, help="seed of the search's proxies")
     r.add_argument("--report", default=None, help="fit report JSON (default: next to --output)")
     add_config_args(r, RegMixConfig)
+    _target_args(r, targets=False)  # --target-domains comes with RegMixConfig
     r.set_defaults(func=cmd_regmix)
     s = msub.add_parser("select", help="write the pipeline's chosen mixture (mix.method) to --output")
     _common(s)
     s.add_argument("--method", default=None, choices=METHODS, help="default: mix.method in params")
     s.add_argument("--doremi", default=None, help="DoReMi mixture.json (method doremi)")
     s.add_argument("--regmix", default=None, help="RegMix mixture.json (method regmix)")
+    s.add_argument("--ablation", default=None,
+                   help="ablation.json: keep a searched mixture only when it is better than natural and uniform "
+                        "there (paired), else fall back to the better baseline (default: mix.select.ablation)")
     s.set_defaults(func=cmd_select)
     a = msub.add_parser("ablation", help="train the same proxy on each mixture with several seeds")
     _search_args(a)
     a.add_argument("--mixture", action="append", help="NAME=mixture.json, or natural / uniform (repeatable)")
     a.add_argument("--seeds", type=int, default=5, help="seeds per mixture (1000, 1001, ...: no search uses them)")
     a.add_argument("--workers", type=int, default=2)
-    a.add_argument("--avg-over", default="", help="comma-separated domains of the average "
-                   "(default: mix.target_domains, else every domain not in mix.garbage_domains)")
+    a.add_argument("--avg-over", default="", help="the same as --target-domains (kept for older scripts)")
+    _target_args(a)
     a.add_argument("--split", default="eval", choices=("eval", "val"),
                    help="held-out split scored (default eval: never read by the searches)")
     a.set_defaults(func=cmd_ablation)

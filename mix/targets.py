@@ -7,9 +7,9 @@ is scored the same way everywhere::
     targets = resolve_targets(domains, TargetConfig(target_domains=[], garbage_domains=["noise"]))
 
 A garbage domain (named in ``mix.garbage_domains``; the demo names its planted ``noise`` domain)
-is never a target by default: its own validation loss falls as its weight rises (learnable spam, tables and blobs are
-easy to fit), so an objective that includes it rewards garbage. Naming it in ``target_domains``
-explicitly is allowed (and logged).
+is never a target: its own validation loss falls as its weight rises (learnable spam, tables and blobs are
+easy to fit), so an objective that includes it rewards garbage. Naming a domain in both lists is an
+error (remove it from one of them).
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def resolve_targets(domains: Sequence[str], cfg: TargetConfig) -> list[str]:
     if cfg.target_domains:
         named_garbage = sorted(set(cfg.target_domains) & set(cfg.garbage_domains))
         if named_garbage:
-            log.warning("garbage domain named as a target", extra={"data": {"domains": named_garbage}})
+            raise ConfigError(f"domain(s) {named_garbage} are both targets and garbage domains: a garbage domain's "
+                              "loss falls as its weight rises, so it cannot be a target; remove them from "
+                              "mix.target_domains or mix.garbage_domains (or the flags)")
         return [d for d in domains if d in set(cfg.target_domains)]
     targets = [d for d in domains if d not in set(cfg.garbage_domains)]
     if not targets:

@@ -424,6 +424,39 @@ def test_select_materialises_natural_uniform_and_manual(tmp_path):
     assert got["weights"] == {"a": 0.25, "b": 0.75} and got["provenance"]["selected"] == "manual"
 
 
+def test_select_keeps_a_search_only_when_the_ablation_shows_it_better(tmp_path, capsys):
+    import json
+
+    from corpusmix.cli import main
+
+    pools = write_pools(tmp_path / "pools", {"a": 3000, "b": 1000})
+    found = tmp_path / "regmix.json"
+    found.write_text(json.dumps({"weights": {"a": 0.3, "b": 0.7}, "method": "regmix"}))
+    nat, uni = [5.00, 5.10, 5.05, 5.02, 5.08], [5.01, 5.12, 5.04, 5.03, 5.10]
+
+    def run(regmix_losses: list[float]) -> dict:
+        abl = tmp_path / "ablation.json"
+        abl.write_text(json.dumps({"mixtures": {"natural": {"avg_per_seed": nat}, "uniform": {"avg_per_seed": uni},
+                                                "regmix": {"avg_per_seed": regmix_losses}}}))
+        out = tmp_path / "m.json"
+        assert main(["mix", "select", "--input", str(pools), "--output", str(out), "--method", "regmix",
+                     "--regmix", str(found), "--ablation", str(abl), "--params", str(tmp_path / "none.yaml")]) == 0
+        return json.loads(out.read_text())
+
+    won = run([x - 0.05 - 0.001 * i for i, x in enumerate(nat)])  # lower than both in every seed
+    assert won["weights"] == {"a": 0.3, "b": 0.7} and won["provenance"]["selected"] == "regmix"
+    lost = run([x + 0.01 * (-1) ** i for i, x in enumerate(nat)])  # no difference shown
+    assert lost["method"] == "natural" and lost["provenance"]["requested"] == "regmix"
+    assert lost["weights"]["a"] == pytest.approx(0.75, abs=0.01)  # natural: the lower-mean baseline
+    assert "falling back to natural" in capsys.readouterr().err
+    abl = tmp_path / "ablation.json"
+    abl.write_text(json.dumps({"mixtures": {"natural": {"avg_per_seed": nat}}}))
+    assert main(["mix", "select", "--input", str(pools), "--output", str(tmp_path / "x.json"), "--method", "regmix",
+                 "--regmix", str(found), "--ablation", str(abl), "--params", str(tmp_path / "none.yaml")]) == 2
+    assert "has no ['regmix', 'uniform'] mixture(s)" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_iterated_doremi_uses_previous_output_as_reference(tmp_path):
     import json
 

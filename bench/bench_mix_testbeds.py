@@ -1,0 +1,119 @@
+"""Mixture searches on known-answer testbeds (mix/testbeds.py), judged out of sample, paired.
+
+    python bench/bench_mix_testbeds.py --family dev [--kinds noise,garbage] [--seeds 5] [--work DIR]
+    python bench/bench_mix_testbeds.py --family heldout --source ../shared/corpora ...
+
+Families (the domains and documents each testbed is built from):
+
+- ``dev``: the shipped demo text (data/demo/en: code, legal, literature, news, quotes, reference,
+  techdocs; garbage made of the domains that are not targets), testbed seed 0. The designs of the
+  searches were chosen on this family.
+- ``heldout``: text the designs never saw: the English domains of ``--source`` other than the
+  demo's roles first (techdocs, reference, quotes, legal, literature, news, code), documents drawn
+  in another seeded order (testbed seed 17), garbage made of the multilingual files; k12 takes its
+  real domains from six languages of ``--source/multilingual``.
+
+Per testbed: RegMix (the library defaults of ``RegMixConfig`` with the micro preset's proxies and
+``num_proxies``) and DoReMi (``--doremi`` variants: ``paper`` with the natural and the uniform
+reference, ``tuned``), then the ablation of oracle, uniform, natural and every searched mixture
+with ``--seeds`` evaluation seeds, and the pre-registered pass rules of :func:`mix.testbeds.judge`.
+Work is cached under ``--work`` (a re-run reads finished proxies back). Prints one JSON line per
+testbed and writes them all to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEV_REAL = ["code", "legal", "literature", "news", "techdocs", "reference"]
+DEV_GARBAGE = ["quotes"]
+HELD_REAL = ["techdocs", "reference", "quotes", "legal", "literature", "news"]
+HELD_LANGS = ["de", "fr", "es", "it", "pl", "nl"]
+
+
+def families(name: str, source: Path, kind: str) -> tuple[dict[str, Path], list[Path], int]:
+    """``(real sources, garbage sources, testbed seed)`` of a family for one testbed kind."""
+    from mix.testbeds import REAL_DOMAINS
+
+    n = REAL_DOMAINS[kind]
+    if name == "dev":
+        src = ROOT / "data" / "demo" / "en"
+        real = DEV_REAL[:n]
+        garbage = [d for d in DEV_REAL + DEV_GARBAGE if d not in real][:2]
+        return {d: src / f"{d}.parquet" for d in real}, [src / f"{d}.parquet" for d in garbage], 0
+    if kind == "k12":
+        real = {lang: source / "multilingual" / f"{lang}.parquet" for lang in HELD_LANGS}
+        return real, [source / "code.parquet"], 17
+    real = {d: source / f"{d}.parquet" for d in HELD_REAL[:n]}
+    return real, [source / "multilingual" / "cs.parquet", source / "multilingual" / "ru.parquet"], 17
+
+
+def main() -> int:
+    from mix.doremi import VARIANTS, DoReMiConfig
+    from mix.presets import PRESETS
+    from mix.proxy import ProxyConfig
+    from mix.regmix import RegMixConfig
+    from mix.testbeds import KINDS, build_testbed, run_testbed
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--family", default="dev", choices=["dev", "heldout"])
+    ap.add_argument("--source", default=str(ROOT.parent / "shared" / "corpora"))
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--doremi", default="paper-natural,paper-uniform,tuned-natural",
+                    help="DoReMi arms VARIANT-REFERENCE, comma-separated ('' = none)")
+    ap.add_argument("--no-regmix", action="store_true")
+    ap.add_argument("--regmix", default="{}", help="JSON of RegMixConfig overrides")
+    ap.add_argument("--work", default="/tmp/corpusmix-testbeds")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    pcfg = ProxyConfig(**PRESETS["micro"]["proxy"], device="cpu")
+    rcfg = None if args.no_regmix else RegMixConfig(**{**PRESETS["micro"]["regmix"], "workers": args.workers,
+                                                          **json.loads(args.regmix)})
+    dcfgs = {}
+    for arm in [a for a in args.doremi.split(",") if a]:
+        variant, ref = arm.split("-")
+        dcfgs[f"doremi_{variant}_{ref}"] = DoReMiConfig(**{**PRESETS["micro"]["doremi"], **VARIANTS[variant],
+                                                           "variant": variant, "reference_mixture": ref,
+                                                           "workers": args.workers})
+    results = []
+    for kind in args.kinds.split(","):
+        real, garbage, seed = families(args.family, Path(args.source), kind)
+        work = Path(args.work) / args.family / kind
+        t0 = time.perf_counter()
+        tb = build_testbed(kind, real, garbage, work / "data", seed=seed)
+        res = run_testbed(tb, proxy_cfg=pcfg, regmix_cfg=rcfg, doremi_cfgs=dcfgs, seeds=args.seeds,
+                          workers=args.workers, work=work)
+        res.update(family=args.family, seconds=round(time.perf_counter() - t0, 1))
+        results.append(res)
+        print(json.dumps(summary(res)), flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def summary(res: dict) -> dict:
+    """The figures a reader needs per testbed: validity, and per searched arm its weights on junk,
+    paired margins over the baselines (mean, interval, p, seeds won), the gap to the oracle, pass."""
+    tb = res["testbed"]
+    out = {"family": res["family"], "kind": tb["kind"], "valid": res["validity"]["valid"],
+           "oracle_vs": {r["b"]: [round(r["mean_diff"], 4), round(r["t_p"], 4)] for r in res["validity"]["comparisons"]},
+           "avg": {n: round(a["avg"], 4) for n, a in res["ablation"].items()}, "seconds": res["seconds"]}
+    for name, j in res["judged"].items():
+        out[name] = {"pass": j["pass"], "junk": round(j["junk_weight"], 3), "oracle_gap": round(j["oracle_gap"], 4),
+                     **{f"vs_{b}": [round(r["mean_diff"], 4), [round(x, 4) for x in r["ci"]], round(r["t_p"], 4),
+                                    f"{r['wins']}/{r['n']}"] for b, r in j["against"].items()},
+                     "weights": {d: round(w, 3) for d, w in res["ablation"][name]["weights"].items()}}
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
