@@ -253,6 +253,7 @@ def cmd_ablation(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     mixtures: dict[str, dict[str, float]] = {}
+    searches: dict[str, dict[str, Any]] = {}  # RegMix's predictions, to set beside the realised gains
     for spec in args.mixture or ["natural", "uniform"]:
         name, _, path = spec.partition("=")
         if name == "natural" and not path:
@@ -260,7 +261,10 @@ def cmd_ablation(args: argparse.Namespace) -> int:
         elif name == "uniform" and not path:
             mixtures[name] = uniform_mixture(tokens)
         elif path:
-            mixtures[name] = load_mixture(path, tokens).weights
+            m = load_mixture(path, tokens)
+            mixtures[name] = m.weights
+            if isinstance(m.provenance.get("search"), dict):
+                searches[name] = m.provenance["search"]
         else:
             raise ConfigError(f"--mixture {spec!r}: use NAME=FILE, or the built-ins natural / uniform")
     if args.avg_over and args.target_domains is None:
@@ -271,6 +275,7 @@ def cmd_ablation(args: argparse.Namespace) -> int:
                            workers=args.workers, domains_for_avg=avg_over, eval_split=args.split)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    rep["predicted_vs_realised"] = predicted_vs_realised(rep, searches)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=1))
     print(f"average {args.split} loss over the target domains {avg_over}:")
@@ -278,6 +283,24 @@ def cmd_ablation(args: argparse.Namespace) -> int:
         print(f"{name:>10s}  avg {s['avg']:.4f}  range {s['avg_range']:.4f}")
     print("\n".join(rep["verdicts"]))
     return 0
+
+
+def predicted_vs_realised(rep: dict[str, Any], searches: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per searched mixture with predictions (RegMix): its predicted gain over natural and uniform
+    (search-validation split, the search's regressor) beside the realised gain in the ablation
+    (evaluation split, mean over seeds); positive = the searched mixture's loss is lower."""
+    out: dict[str, Any] = {}
+    arms = rep["mixtures"]
+    for name, info in searches.items():
+        if name not in arms or "predicted_chosen" not in info:
+            continue
+        row = {}
+        for base, key in (("natural", "predicted_prior"), ("uniform", "predicted_uniform")):
+            if base in arms and key in info:
+                row[f"vs_{base}"] = {"predicted": round(info[key] - info["predicted_chosen"], 5),
+                                     "realised": round(arms[base]["avg"] - arms[name]["avg"], 5)}
+        out[name] = row
+    return out
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,49 +1,28 @@
 """RegMix: mixture search by regression over many tiny proxy runs (Liu et al. 2024, "RegMix: Data
 Mixture as Regression for Language Model Pre-training").
 
-Run as ``corpusmix mix regmix --input POOLS_DIR --output mixture.json [--preset tiny]``; the proxy
-runs are done by :func:`mix.proxy.train_proxies` (parallel processes, resumable); this module holds
-the numerics:
+Run as ``corpusmix mix regmix --input POOLS_DIR --output mixture.json``; the proxies are trained by
+:func:`mix.proxy.train_proxies` (parallel, cached, resumable); this module holds the numerics:
 
-1. :func:`sample_mixtures`: ``M`` mixtures from ``Dirichlet(conc * k * prior)`` for a grid of
-   concentrations around the token-share prior (training-split token shares); a mixture is
-   rejected when a domain would need more than ``max_epochs`` passes over its training tokens for
-   the FINAL run's token budget (``final_tokens``: ``pack.tokens``; as the paper caps the epochs
-   of the final run, not of the proxies), so the searched mixture is one ``pack`` can materialise.
-2. :func:`target_values`: the regression target from per-domain search-validation losses:
-   ``avg`` (mean over the target domains, :mod:`mix.targets`: garbage is never a target by
-   default), ``worst`` (max) or one domain's name.
-3. :func:`cross_validate`: three regressors are scored by K-fold cross-validation (``cv_folds``):
-   every run is predicted by models fitted on the other folds only (nothing stops early), and
-   Spearman/Pearson are taken over all ``M`` out-of-fold predictions. The regressors: ``lightgbm``
-   (raw weights, as the paper), ``linear`` (the paper's linear baseline) and ``hybrid`` (LightGBM
-   boosted from a ridge fit on ``[w, log(w + eps)]``, LightGBM's ``init_score``; eps and ridge
-   chosen by leave-one-out on the fitting runs).
-4. :func:`search`: ``candidates`` (>= 100k) mixtures are sampled the same way (same prior, grid
-   and epoch caps), predicted with the configured ``regressor`` refitted on all ``M`` runs (the
-   out-of-fold scores of step 3 measure how well that works), and the ``top_k`` best (lowest
-   predicted) are averaged. With ``trust_region`` (default) a candidate is also rejected when a
-   weight exceeds the largest weight the ``M`` runs gave that domain.
+1. :func:`sample_mixtures`: ``M`` mixtures, Dirichlet draws around the token shares (``sampling:
+   natural``, the paper), around equal weights (``uniform``), alternately (``mixed``, the default),
+   or a Sobol design over the simplex; a mixture that would need more than ``max_epochs`` passes
+   over a domain in the FINAL run (``final_tokens``) is rejected, so ``pack`` can materialise it.
+2. :func:`target_values` / :func:`target_matrix`: the target, the mean (``avg``) or max
+   (``worst``) search-validation loss over the target domains (:mod:`mix.targets`), or one domain's.
+3. :func:`cross_validate`: every regressor (``REGRESSORS``) scored by K-fold out-of-fold
+   predictions: Spearman/Pearson/MAE over all runs and Spearman over the better half.
+4. :func:`search`: candidates sampled like the runs, predicted by the configured regressor fitted
+   on all runs; the ``top_k`` best are averaged; :func:`refine` then moves weight between pairs of
+   domains while the predicted target falls. ``trust_region`` keeps every weight within the range
+   the runs covered.
 
-Choices that differ from the paper, and why:
-
-- Fewer and smaller proxies (``M`` of a few dozen ~0.1-1M-parameter models trained for a few
-  hundred steps, instead of 512 1M-parameter models trained on 1B tokens): a search must finish
-  in minutes on 2 CPU cores. LightGBM is configured for small samples (``min_data_in_leaf``
-  scales with ``M``) accordingly.
-- The search regressor defaults to ``hybrid``: with a few dozen runs, trees on raw weights are
-  piecewise constant and rank held-out mixtures no better than a linear fit (measured: 0.78-0.84
-  vs 0.77-0.81 Spearman at M = 48), while each domain's loss falls roughly with the log of its
-  share; boosting from a log-linear init keeps LightGBM's non-linear corrections on top of that
-  trend. ``regressor: lightgbm`` is the paper's setting, and all three are always reported.
-- ``trust_region``: the paper's 512 runs cover the simplex densely enough that the search never
-  leaves the fitted region; a few dozen runs do not, and a regressor that falls with the log of a
-  share extrapolates that fall far past the data (measured on the demo pipeline, M = 16: without
-  it the search put 0.60 on the pure-noise domain, whose largest share in any run was 0.19, and
-  the model trained on that mixture was the worst of the ablation).
-- The paper fits on all runs and evaluates on separately trained runs; here K-fold
-  cross-validation over the ``M`` runs serves that purpose (every run is scored while held out,
-  so the score rests on all ``M`` runs instead of a small held-out slice).
+The default regressor is ``domainwise``: each target domain's loss against the log of its own
+share, reduced like the target. It cannot see transfer between domains, and it is the form whose
+optimum puts nothing on a domain that no target gains from (junk); regressors over all shares
+(``hybrid``, ``lightgbm``, ``linear``; ``auto`` = the best out-of-fold Spearman over the better half
+of the runs) are kept and always scored. docs/mix.md gives the measurements behind the defaults and
+the differences from the paper (far fewer, smaller proxies; K-fold scoring instead of separate runs).
 """
 
 from __future__ import annotations
@@ -77,15 +56,19 @@ class RegMixConfig:
     cv_folds: int = field(default=4, metadata={
         "help": "K-fold scoring: every run is predicted by regressors fitted on the other folds only "
                 "(at most num_proxies // 3 folds are used)"})
-    regressor: str = field(default="auto", metadata={
-        "help": "regressor of the search: auto (best out-of-fold Spearman over the better half of the runs) | hybrid (LightGBM boosted "
-                "from a log-linear init score) | lightgbm (raw weights, as the paper) | linear | domainwise "
-                "(per target domain: its loss against the log of its own share, reduced like the target)"})
+    regressor: str = field(default="domainwise", metadata={
+        "help": "regressor of the search: domainwise (per target domain: its loss against the log of its own "
+                "share, reduced like the target) | auto (best out-of-fold Spearman over the better half of the "
+                "runs) | hybrid (LightGBM boosted from a log-linear init score) | lightgbm (raw weights, as the "
+                "paper) | linear"})
     target: str = field(default="avg", metadata={"help": "avg | worst | <domain name>"})
     target_domains: list[str] = field(
         default_factory=list, metadata={"help": "domains avg/worst are taken over (empty = all)"})
     candidates: int = field(default=100_000, metadata={"help": "mixtures searched"})
     top_k: int = field(default=100, metadata={"help": "best candidates averaged"})
+    refine: bool = field(default=True, metadata={
+        "help": "after the top-k mean, a local search on the fitted surface (weight moved between pairs of "
+                "domains while the predicted target falls; within the trust region and caps)"})
     trust_region: bool = field(default=True, metadata={
         "help": "search only mixtures whose every weight lies within the range the proxy runs covered "
                 "(per domain, up to the largest weight any run gave it): no extrapolation"})
@@ -493,6 +476,40 @@ def search(model, prior: np.ndarray, *, candidates: int, top_k: int, concentrati
                "predicted_gap_chosen_vs_best": chosen - float(best_p[0])}
 
 
+def refine(model, w: np.ndarray, caps: np.ndarray | None = None, *,
+           steps: tuple[float, ...] = (0.2, 0.1, 0.05, 0.02, 0.01, 0.005), max_moves: int = 500) -> np.ndarray:
+    """Local search on the fitted surface from ``w``: move weight between two domains (``step`` of
+    it, or all of a domain's weight), keep a move when the predicted target falls, shrink the step
+    when no move helps. Stays on the simplex and under ``caps``; deterministic."""
+    k = w.size
+    caps = np.ones(k) if caps is None else np.asarray(caps, dtype=np.float64)
+    cur = np.asarray(w, dtype=np.float64).copy()
+    f = float(model.predict(cur[None])[0])
+    pairs = [(i, j) for i in range(k) for j in range(k) if i != j]
+    moves = 0
+    for step in steps:
+        while moves < max_moves:
+            cands = []
+            for i, j in pairs:
+                room = caps[j] - cur[j]
+                for m in {min(step, cur[i], room), min(cur[i], room)}:
+                    if m > 1e-12:
+                        c = cur.copy()
+                        c[i] -= m
+                        c[j] += m
+                        cands.append(c)
+            if not cands:
+                break
+            pred = model.predict(np.array(cands))
+            b = int(np.argmin(pred))
+            if pred[b] >= f - 1e-9:
+                break
+            cur, f = np.clip(cands[b], 0.0, None), float(pred[b])
+            cur /= cur.sum()
+            moves += 1
+    return cur
+
+
 def choose_regressor(fit: dict, configured: str) -> str:
     """The search's regressor: ``configured``, or with ``auto`` the best out-of-fold Spearman over
     the better half of the runs (``spearman_better_half``: the search needs the order among good
@@ -558,6 +575,13 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,
                      concentrations=cfg.concentrations, rng=np.random.default_rng(seed + 2),
                      caps=search_caps, sampling=cfg.sampling)
+    if cfg.refine:
+        info["topk_mean_weights"] = w.tolist()
+        w = refine(final, w, search_caps)
+        info["predicted_refined"] = float(final.predict(w[None])[0])
+        info["predicted_gap_refined_vs_best"] = info["predicted_refined"] - info["best_predicted"]
+    info["predicted_chosen"] = float(final.predict(w[None])[0])
+    info["refined"] = bool(cfg.refine)
     info["trust_region"] = bool(cfg.trust_region)
     info["search_caps"] = search_caps.tolist()
     info["predicted_prior"] = float(final.predict(prior[None])[0])

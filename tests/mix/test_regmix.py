@@ -180,7 +180,7 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
             "--params", str(tmp_path / "none.yaml"), "--proxy-steps", "10", "--proxy-batch-size", "4",
             "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--num-proxies", "8",
             "--candidates", "2000", "--top-k", "20", "--target", "worst", "--max-epochs", "50",
-            "--final-tokens", "20000"]
+            "--final-tokens", "20000", "--regressor", "auto"]
     assert main(argv) == 0
     mix = load_mixture(out, ["a", "b", "c"])
     assert mix.method == "regmix" and mix.params["regmix"]["target"] == "worst"
@@ -195,6 +195,10 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     assert rep["fit"]["regressor_setting"] == "auto"
     assert rep["fit"][rep["fit"]["regressor"]]["spearman_better_half"] == rep["fit"][best]["spearman_better_half"]
     assert all(-1 <= rep["fit"][n]["spearman"] <= 1 for n in ("hybrid", "lightgbm", "linear", "domainwise"))
+    # the top-k mean is refined on the fitted surface: never predicted worse than before
+    srch = rep["search"]
+    assert srch["refined"] and srch["predicted_chosen"] <= srch["topk_mean_predicted"] + 0.02
+    assert srch["predicted_chosen"] == pytest.approx(srch["predicted_refined"])
     # caps are for the final run's budget (--final-tokens), on the training split's tokens
     assert rep["budget_tokens"] == 20000 and rep["max_epochs"] == 50
     np.testing.assert_allclose(rep["caps"], np.minimum(1, 50 * np.array(
@@ -293,3 +297,21 @@ def test_bad_targets_empty_eval_split_and_empty_simplex_are_clear_errors(tmp_pat
     rc = main(["mix", "ablation", "--input", str(pools), "--output", str(tmp_path / "x.json"),
                "--params", str(tmp_path / "none.yaml"), *base])
     assert rc == 2 and "pools.eval_fraction" in capsys.readouterr().err
+
+
+def test_refine_finds_the_fitted_optimum_within_caps():
+    from mix.regmix import refine
+
+    class Bowl:  # predicted target: squared distance to a known mixture
+        def __init__(self, best):
+            self.best = np.asarray(best)
+
+        def predict(self, x):
+            return ((np.asarray(x) - self.best) ** 2).sum(axis=1)
+
+    best = np.array([0.5, 0.3, 0.2, 0.0])
+    got = refine(Bowl(best), np.full(4, 0.25))
+    np.testing.assert_allclose(got, best, atol=0.01)
+    assert got.sum() == pytest.approx(1.0) and got.min() >= 0
+    capped = refine(Bowl(best), np.full(4, 0.25), caps=np.array([0.4, 1, 1, 1]))
+    assert capped[0] <= 0.4 + 1e-12 and capped.sum() == pytest.approx(1.0)
