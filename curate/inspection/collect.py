@@ -91,7 +91,7 @@ class Collector:
         self.count_entries = count_entries
         self.domains: Counter[str] = Counter()
         self.counts: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        self.hist: dict[tuple[str, str, str], list[int]] = {}
+        self.hist: dict[tuple[str, str, str], list[Any]] = {}  # [lo, hi, scale, counts]
         self.missing: Counter[tuple[str, str, str]] = Counter()
         self.samples: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
         self.near: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
@@ -153,8 +153,8 @@ class Collector:
                 continue
             h = self.hist.get((step, dom, stat))
             if h is None:
-                h = self.hist[(step, dom, stat)] = [0] * cfg.bins
-            h[bin_of(stat, v, cfg.bins)] += 1
+                h = self.hist[(step, dom, stat)] = [*probe.range(stat), [0] * cfg.bins]
+            h[3][bin_of(h[0], h[1], v, cfg.bins)] += 1
         text = doc.text if isinstance(doc.text, str) else ""
         if keep:
             c["kept"] += 1
@@ -206,7 +206,7 @@ class Collector:
             "counts": {s: {d: {"docs_in": c["docs_in"], "kept": c["kept"], "dropped": dict(c["dropped"])}
                            for d, c in by.items()} for s, by in self.counts.items()},
             "rules": {s: dict(by) for s, by in self.rules.items()},
-            "hist": [[s, d, st, h] for (s, d, st), h in sorted(self.hist.items())],
+            "hist": [[s, d, st, *h] for (s, d, st), h in sorted(self.hist.items())],
             "missing": [[s, d, st, n] for (s, d, st), n in sorted(self.missing.items())],
             "samples": [[s, d, r, sorted(h, reverse=True)] for (s, d, r), h in sorted(self.samples.items())],
             "near": [[s, d, r, sorted(h, reverse=True)] for (s, d, r), h in sorted(self.near.items())],
@@ -234,10 +234,12 @@ def merge_states(states: list[dict[str, Any]], cfg: InspectConfig) -> dict[str, 
         for s, by in st["rules"].items():
             for d, rules in by.items():
                 out.rules[s].setdefault(d, rules)
-        for s, d, stat, h in st["hist"]:
-            mine = out.hist.setdefault((s, d, stat), [0] * cfg.bins)
+        for s, d, stat, lo, hi, scale, h in st["hist"]:
+            mine = out.hist.setdefault((s, d, stat), [lo, hi, scale, [0] * cfg.bins])
+            if (mine[0], mine[1]) != (lo, hi):
+                raise ValueError(f"histogram ranges of {s}/{d}/{stat} differ between units")
             for i, n in enumerate(h):
-                mine[i] += n
+                mine[3][i] += n
         for s, d, stat, n in st["missing"]:
             out.missing[(s, d, stat)] += n
         for s, d, r, rows in st["samples"]:

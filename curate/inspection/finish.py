@@ -24,7 +24,6 @@ from datatrove.data import Document
 
 from corpusmix.logging import get_logger
 from curate.inspection.collect import InspectConfig, merge_states
-from curate.inspection.probes import stat_bins
 
 log = get_logger("curate.inspection")
 VERSION = 1
@@ -148,8 +147,7 @@ def inspection_document(states: list[dict[str, Any]], cfg: InspectConfig, *, ord
     samples, near, withheld = _texts(state, cfg, redact)
     steps = [s for s in order if s in state["counts"]] + [s for s in state["counts"] if s not in order]
     hist: dict[str, dict[str, dict[str, Any]]] = {}
-    for step, dom, stat, counts in state["hist"]:
-        lo, hi, scale, bins = stat_bins(stat, cfg.bins)
+    for step, dom, stat, lo, hi, scale, counts in state["hist"]:
         hist.setdefault(step, {}).setdefault(dom, {})[stat] = {"lo": lo, "hi": hi, "scale": scale, "counts": counts}
     for step, dom, stat, n in state["missing"]:
         if stat in hist.get(step, {}).get(dom, {}):

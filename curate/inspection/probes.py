@@ -83,6 +83,10 @@ class Probe:
     def rules(self, domain: str) -> list[Rule]:
         return []
 
+    def range(self, stat: str) -> tuple[float, float, str]:
+        """The histogram range and scale of ``stat`` (fixed per step: states of all units merge)."""
+        return STAT_RANGES.get(stat.removesuffix("_10"), DEFAULT_RANGE)
+
 
 class CalibratedFilterProbe(Probe):
     """``filters`` with the ``auto`` profile (``curate.steps.garbage.CalibratedFilter``)."""
@@ -189,6 +193,12 @@ class ThresholdProbe(Probe):
     def values(self, doc: Document) -> dict[str, float | None]:
         return {self.step.column: self._scale(doc.metadata.get(self.step.column))}
 
+    def range(self, stat: str) -> tuple[float, float, str]:
+        if stat in STAT_RANGES:
+            return STAT_RANGES[stat]
+        thr = max(abs(float(v)) for v in (self.step.min_value, self.step.max_value, 0.5) if v is not None)
+        return (0.0, 2.0 * thr, "linear")  # any other column: the threshold in the middle
+
     def rules(self, domain: str) -> list[Rule]:
         s, out = self.step, []
         note = "log10" if s.column == "ppl" else ""
@@ -236,13 +246,7 @@ def rule_matches(rule: Rule, reason: str) -> bool:
     return rule.reason == reason
 
 
-def stat_bins(stat: str, bins: int) -> tuple[float, float, str, int]:
-    lo, hi, scale = STAT_RANGES.get(stat.removesuffix("_10"), DEFAULT_RANGE)
-    return lo, hi, scale, bins
-
-
-def bin_of(stat: str, value: float, bins: int) -> int:
-    """The histogram bin of ``value`` (0 .. bins-1; values outside the range fall in the edge bins)."""
-    lo, hi, _, n = stat_bins(stat, bins)
-    i = int((value - lo) / (hi - lo) * n) if hi > lo else 0
-    return min(max(i, 0), n - 1)
+def bin_of(lo: float, hi: float, value: float, bins: int) -> int:
+    """The histogram bin of ``value`` (0 .. bins-1; values outside ``[lo, hi)`` fall in the edge bins)."""
+    i = int((value - lo) / (hi - lo) * bins) if hi > lo else 0
+    return min(max(i, 0), bins - 1)
