@@ -78,9 +78,16 @@ def _push(heap: list[Any], entry: tuple[Any, ...], k: int) -> None:
 
 
 def _key(doc_id: str) -> int:
-    from curate.calibrate import sample_key
+    """``curate.calibrate.sample_key``: the calibration's sample key, so both samples agree."""
+    global _sample_key
+    if _sample_key is None:
+        from curate.calibrate import sample_key
 
-    return sample_key(str(doc_id))
+        _sample_key = sample_key
+    return _sample_key(str(doc_id))
+
+
+_sample_key: Any = None
 
 
 class Collector:
@@ -158,12 +165,17 @@ class Collector:
         text = doc.text if isinstance(doc.text, str) else ""
         if keep:
             c["kept"] += 1
-            for r in rules:
+            key = None
+            for r in (rules if cfg.near_misses_per_rule else ()):
                 m = r.margin(values.get(r.stat))
-                if m is not None:
-                    _push(self.near[(step, dom, f"{r.reason}|{r.stat}")],
-                          (-round(m, 6), -_key(doc.id), str(doc.id), len(text), text[:cfg.capture_chars],
-                           values.get(r.stat)), cfg.near_misses_per_rule)
+                if m is None:
+                    continue
+                heap, neg = self.near[(step, dom, f"{r.reason}|{r.stat}")], -round(m, 6)
+                if len(heap) >= cfg.near_misses_per_rule and neg < heap[0][0]:
+                    continue  # farther than every kept near-miss: cannot enter
+                key = _key(doc.id) if key is None else key
+                _push(heap, (neg, -key, str(doc.id), len(text), text[:cfg.capture_chars], values.get(r.stat)),
+                      cfg.near_misses_per_rule)
         else:
             c["dropped"][reason] += 1
             _push(self.samples[(step, dom, reason)],
