@@ -1,10 +1,10 @@
 """The report's section on curation decisions, from a run's ``inspect.json`` (docs/formats.md).
 
-The report is one static page without scripts, so it shows the static part of what ``corpusmix
-inspect`` shows interactively: per domain, the rules that dropped most, with the share of the
-domain, the thresholds in force (the domain's and the global one) and the start of one dropped
-example (already redacted by the run). The interactive view (histograms, near-misses, search) is
-``corpusmix inspect --run <the run folder>``.
+The report is one static page without scripts and without document text, so it shows the
+numbers of what ``corpusmix inspect`` shows interactively: per domain, the rules that dropped
+most, with the share of the domain, the thresholds in force (the domain's and the global one) and
+how many examples the run recorded. The examples themselves (document text, redacted by the run's
+PII step), histograms and near-misses are in ``corpusmix inspect --run <the run folder>``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from typing import Any
 from report.inputs import ReportInputs
 from report.render import Section, Table
 
-#: rows per domain, and characters of the example shown
+#: rows per domain
 TOP_RULES = 5
-SNIPPET = 160
 
 
 def _thresholds(rules: list[Mapping[str, Any]], reason: str) -> str:
@@ -45,10 +44,9 @@ def _rows(insp: Mapping[str, Any]) -> list[list[Any]]:
                 found.append((int(n), step, reason))
         for n, step, reason in sorted(found, key=lambda r: (-r[0], r[1], r[2]))[:TOP_RULES]:
             ex = ((samples.get(step) or {}).get(dom) or {}).get(reason) or []
-            snippet = " ".join(str(ex[0].get("text", "")).split())[:SNIPPET] if ex else ""
             n_in = domains.get(dom) or 0
             rows.append([dom, step, reason, n, f"{100 * n / n_in:.1f}%" if n_in else "n/a",
-                         _thresholds((rules.get(step) or {}).get(dom) or [], reason), snippet])
+                         _thresholds((rules.get(step) or {}).get(dom) or [], reason), len(ex)])
     return rows
 
 
@@ -57,10 +55,9 @@ def inspection_section(inputs: ReportInputs) -> Section | None:
         return None
     sec = Section("inspection", "Curation decisions by domain and rule")
     for label, insp in inputs.inspections.items():
-        pii = (insp.get("pii") or {}).get("note", "")
         run = label.rsplit("/", 1)[0] if "/" in label else "."
         sec.blocks.append(Table(
             f"Rules that dropped most, per domain ({label})",
-            ["domain", "step", "rule", "dropped", "share of domain", "threshold", "example (start)"], _rows(insp),
-            note=f"Examples: {pii}. Histograms, near-misses and all examples: `corpusmix inspect --run {run}`."))
+            ["domain", "step", "rule", "dropped", "share of domain", "threshold", "examples recorded"], _rows(insp),
+            note=f"Examples (redacted), histograms and near-misses: `corpusmix inspect --run {run}`."))
     return sec

@@ -543,6 +543,6 @@ def test_inspection_section_from_inspect_json(tmp_path: Path):
     inputs = collect_inputs([tmp_path / "run"])
     assert list(inputs.inspections) == ["run/inspect.json"] and not inputs.skipped
     table = next(iter(build_report(inputs, ReportConfig()).tables("inspection").values()))
-    assert table.rows == [["news", "filters", "garbage:not_words", 10, "10.0%", "dict_share < 0.2", "xq zv <EMAIL_ADDRESS>"],
-                          ["news", "langid_filter", "lang:de", 4, "4.0%", "foreign_lang_score > 0.6 (global 0.65)", ""]]
+    assert table.rows == [["news", "filters", "garbage:not_words", 10, "10.0%", "dict_share < 0.2", 1],
+                          ["news", "langid_filter", "lang:de", 4, "4.0%", "foreign_lang_score > 0.6 (global 0.65)", 0]]
     assert "corpusmix inspect --run run" in table.note
