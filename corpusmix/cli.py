@@ -20,6 +20,7 @@ from corpusmix.logging import configure
 COMMAND_MODULES: list[str] = [
     "curate.demo_data",
     "curate.cli",
+    "curate.inspection.cli",
     "proxytrain.cli",
     "proxytrain.train_cli",
     "report.cli",

@@ -73,6 +73,7 @@ class ChainConfig:
     quality: Any = None
     pii: Any = None
     dedup: Any = None  # curate.dedup.DedupConfig when "dedup" is a step
+    inspect: Any = None  # curate.inspection.collect.InspectConfig: what OUT/inspect.json records
     #: the params sections of CHAIN_SECTIONS as read (what a resumable run is fingerprinted by)
     params: dict[str, Any] = field(default_factory=dict)
     #: the file they were read from ("" when built from a mapping)
@@ -93,6 +94,7 @@ class ChainConfig:
         before any work starts.
         """
         from curate.calibrate import CalibrateConfig
+        from curate.inspection.collect import InspectConfig
 
         def typed(cls_: type, where: str) -> Any:
             return config_from(cls_, params=section(params, where), where=where)
@@ -105,6 +107,7 @@ class ChainConfig:
                               "params file (the standalone command takes `corpusmix curate dedup --engine ...`)")
         cfg = cls(engine=engine, read=read or typed(ReadConfig, "curate.read"),
                   calibrate=typed(CalibrateConfig, "curate.calibrate"),
+                  inspect=typed(InspectConfig, "curate.inspect"),
                   params={k: params.get(k) or {} for k in CHAIN_SECTIONS}, params_path=params_path)
         if "normalize" in on:
             from curate.steps.normalize import NormalizeConfig

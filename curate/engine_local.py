@@ -52,6 +52,9 @@ from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
 from corpusmix.stats import write_stats as write_task_stats
 from curate import docio as cio
 from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps, section
+from curate.inspection.collect import Collector, InspectConfig
+from curate.inspection.finish import write_local as write_inspection
+from curate.inspection.finish import write_state
 from curate.runner import Outcome, run_steps
 from curate.stats import count_read, drop_row
 from curate.steps.base import CurationStep
@@ -71,12 +74,13 @@ class ChainTask(PipelineStep):
 
     def __init__(self, *, stage: str, work: str, inputs: list[str], read_cfg: cio.ReadConfig,
                  steps: list[CurationStep], batch_docs: int, verdicts_dir: str = "",
-                 units: list[cio.Unit] | None = None) -> None:
+                 units: list[cio.Unit] | None = None, inspect: InspectConfig | None = None) -> None:
         super().__init__()
         self.stage, self.work, self.inputs = stage, work, inputs
         self.read_cfg, self.steps, self.batch_docs = read_cfg, steps, batch_docs
         self.verdicts_dir = verdicts_dir
         self.units = units  # stage a: the input's units, listed once by run_local (None: list them here)
+        self.inspect = inspect  # what OUT/inspect.json needs is collected per task (curate.inspection)
 
     def _source(self, rank: int, world_size: int, st: StepStats) -> Iterator[Document | Outcome]:
         """This task's records: documents, and ``read`` outcomes for records that are none."""
@@ -107,10 +111,13 @@ class ChainTask(PipelineStep):
             vfile = Path(self.verdicts_dir) / f"{rank:05d}.parquet"
             # one verdict row per document of this task, in the order its parts are re-read
             steps.insert(0, DedupApply(stream=_verdict_rows(vfile)) if vfile.exists() else DedupApply())
+        collector = (Collector(self.inspect, count_entries=self.stage == "a")
+                     if self.inspect is not None and self.inspect.enabled else None)
         try:
             part = 0
             batch: list[Document] = []
-            for res in run_steps(steps, self._source(rank, world_size, stats[read_name]), stats=stats):
+            for res in run_steps(steps, self._source(rank, world_size, stats[read_name]), stats=stats,
+                                 observer=collector):
                 if not res.kept:
                     drops.append(drop_row(res))
                     if len(drops) >= self.batch_docs:
@@ -135,6 +142,8 @@ class ChainTask(PipelineStep):
         except BaseException:
             drop_writer.abort()  # no half-written drops file under a temporary name
             raise
+        if collector is not None:
+            write_state(work / "inspect" / f"{rank:05d}.json", collector)
         write_task_stats(work / "stats" / f"{rank:05d}.json", stats)
         return
         yield  # a generator, as datatrove expects
@@ -267,6 +276,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     # stats.json marks a finished run: it goes first and is written last, so a run killed anywhere
     # never leaves a stale marker next to half-rewritten outputs
     (out / "stats.json").unlink(missing_ok=True)
+    (out / "inspect.json").unlink(missing_ok=True)  # written just before stats.json, for this run only
     for trash in out.glob(".work-trash-*"):  # a kill during the clean-up of an earlier run
         shutil.rmtree(trash, ignore_errors=True)
     t0 = time.perf_counter()
@@ -276,7 +286,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
         LocalPipelineExecutor(
             pipeline=[ChainTask(stage=stage, work=str(work), inputs=inp, read_cfg=read_cfg, steps=steps,
                                 batch_docs=cfg.batch_docs, verdicts_dir=verdicts,
-                                units=units if stage == "a" else None)],
+                                units=units if stage == "a" else None, inspect=chain.inspect)],
             tasks=tasks, workers=min(cfg.workers, tasks), logging_dir=str(work / "logs" / stage),
             skip_completed=True).run()
 
@@ -296,6 +306,9 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
         order += (["dedup"] if dedup_on else []) + [s.step_name for s in steps_b]
         last = "b"
     _phase("merge")
+    if chain.inspect is not None and chain.inspect.enabled:
+        write_inspection(work, out, chain.inspect, order=order, last_stage=last,
+                         pii_step=next((s for s in steps_b if s.step_name == "pii"), None))
     doc = run_merge(work, out, last, order, calibration, guard_share=chain.calibrate.guard_share)
     if not cfg.keep_work:
         _phase("clean-up")

@@ -52,6 +52,7 @@ from curate.spark_partition import (
     DROP_REASON,
     DROP_STEP,
     FILE_COL,
+    INSPECT_KEY,
     PART_COL,
     READ_STEP,
     ROWS_KEY,
@@ -193,7 +194,8 @@ def read_documents(spark: Any, inputs: Sequence[str], read_cfg: Any = None, scra
 # ---------------------------------------------------------------------------------------- a stage
 
 def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequence[str] = (),
-              read_cfg: Any = None, read: bool = True, sample_rows: int = 64) -> tuple[Any, list[str]]:
+              read_cfg: Any = None, read: bool = True, sample_rows: int = 64,
+              inspect: Any = None) -> tuple[Any, list[str]]:
     """Apply per-document ``steps`` with ``mapInArrow``; returns (annotated DataFrame, step names).
 
     The DataFrame has every input row (plus one statistics row per partition, ``_partition_stats``
@@ -215,7 +217,8 @@ def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequenc
     sample_steps = pickle.loads(blob)  # a separate copy: its models stay on the driver
     localise_model_paths(sample_steps, {})
     out_schema = infer_output_schema(in_schema, sample_steps, sample, read_cfg)
-    fn = make_partition_fn(key, sc.broadcast(blob), shipped, out_schema, names, read_cfg, read=read)
+    fn = make_partition_fn(key, sc.broadcast(blob), shipped, out_schema, names, read_cfg, read=read,
+                           inspect=inspect)
     return df.mapInArrow(fn, from_arrow_schema(out_schema)), [READ_STEP, *names] if read else names
 
 
@@ -223,12 +226,14 @@ def map_steps(spark: Any, df: Any, steps: Sequence[Any], *, model_files: Sequenc
 
 def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup: Any = None,
               steps_after: Sequence[Any] = (), cfg: SparkConfig | None = None, read_cfg: Any = None,
-              spark: Any = None, set_master: bool = True, calibrate_cfg: Any = None) -> dict[str, Any]:
+              spark: Any = None, set_master: bool = True, calibrate_cfg: Any = None,
+              inspect_cfg: Any = None) -> dict[str, Any]:
     """Run the curation chain on Spark; writes ``curated/<domain>.parquet``, ``drops.parquet``, ``stats.json``.
 
     The chain is the local engine's: ``steps`` (stage a: normalize, langid, filters, quality),
     then global dedup when ``dedup`` (a ``DedupConfig``) is given, then ``steps_after`` (stage b:
-    PII). Returns the stats document written to ``stats.json``.
+    PII). Returns the stats document written to ``stats.json``. ``inspect_cfg`` (default: on) also
+    writes ``inspect.json`` (``curate.inspection``) from the partitions' inspection states.
 
     Spark jobs per stage: one small sample (output schema), one pass that runs the steps and
     materialises their result under ``_work/``, one collect of the per-partition statistics; then
@@ -237,8 +242,11 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     the driver, or by the executors (``SparkConfig.calibration_sample``, :func:`sample_on_executors`).
     """
     from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
+    from curate.inspection.collect import InspectConfig
 
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
+    inspect_cfg = inspect_cfg if inspect_cfg is not None else InspectConfig()
+    states: list[dict[str, Any]] = []  # the partitions' inspection states, filled by _stage
     inputs = [str(i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
     cfg = cfg or SparkConfig()
     spark = spark or get_session(cfg, set_master=set_master)
@@ -262,7 +270,8 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     lap("calibrate")
     if cfg.partitions:
         df = df.repartition(cfg.partitions)
-    kept, drops, stats = _stage(spark, df, steps, f"{work}/a", cfg=cfg, read_cfg=read_cfg, read=True)
+    kept, drops, stats = _stage(spark, df, steps, f"{work}/a", cfg=cfg, read_cfg=read_cfg, read=True,
+                                inspect=inspect_cfg, states=states)
     lap("stage_a")
     if dedup is not None or steps_after:
         stage_b = list(steps_after)
@@ -270,7 +279,8 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
             kept, dedup_seconds = _dedup_verdicts(spark, kept, dedup, work)
             stage_b.insert(0, ColumnDedupApply())
             lap("dedup_shuffles")
-        kept, drops_b, stats_b = _stage(spark, kept, stage_b, f"{work}/b", cfg=cfg, read_cfg=read_cfg, read=False)
+        kept, drops_b, stats_b = _stage(spark, kept, stage_b, f"{work}/b", cfg=cfg, read_cfg=read_cfg, read=False,
+                                        inspect=inspect_cfg, states=states)
         if dedup is not None:
             stats_b["dedup"]["seconds"] = round(stats_b["dedup"]["seconds"] + dedup_seconds, 4)
         drops = drops.unionByName(drops_b)
@@ -287,6 +297,8 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         rows = drops.groupBy("domain", "step", "reason").count().collect()
         doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
                                 calibration.get("domain_docs") or {}, share=calibrate_cfg.guard_share))
+    if inspect_cfg.enabled:
+        _write_inspection(spark, kept, states, inspect_cfg, list(stats), steps_after, output)
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
                      "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
     write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")
@@ -356,19 +368,41 @@ def sample_on_executors(spark: Any, df: Any, read_cfg: Any, max_docs: int) -> tu
     return sample, counts
 
 
+def _write_inspection(spark: Any, kept: Any, states: list[dict[str, Any]], cfg: Any, order: list[str],
+                      steps_after: Sequence[Any], output: str) -> None:
+    """``inspect.json`` from the partitions' states; cluster representatives from the kept documents."""
+    from pyspark.sql import functions as F
+
+    from curate.inspection.finish import inspection_document
+
+    def representatives(ids: list[str]) -> dict[str, str]:
+        rows = kept.where(F.col("id").isin(ids)).select("id", "text").collect()
+        return {r["id"]: r["text"] for r in rows if isinstance(r["text"], str)}
+
+    pii = next((s for s in steps_after if s.step_name == "pii"), None)
+    doc = inspection_document(states, cfg, order=order, pii_step=pii, engine="spark",
+                              representatives=representatives)
+    write_text(spark, f"{output}/inspect.json", json.dumps(doc, separators=(",", ":")))
+
+
 def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkConfig, read_cfg: Any,
-           read: bool) -> tuple[Any, Any, dict[str, Any]]:
-    """Run per-document steps once; (kept DataFrame, drops DataFrame, per-step stats)."""
+           read: bool, inspect: Any = None, states: list[dict[str, Any]] | None = None
+           ) -> tuple[Any, Any, dict[str, Any]]:
+    """Run per-document steps once; (kept DataFrame, drops DataFrame, per-step stats); the
+    partitions' inspection states are appended to ``states``."""
     from pyspark.sql import functions as F
 
     mapped, names = map_steps(spark, df, steps, model_files=cfg.model_files, read_cfg=read_cfg,
-                              read=read)
+                              read=read, inspect=inspect)
     # one materialisation: the steps run exactly once per document, every output below reads it
     mapped.write.mode("overwrite").parquet(where)
     ann = spark.read.parquet(where)
     part_stats = [json.loads(r[0]) for r in ann.where(F.col(STATS_COL).isNotNull()).select(STATS_COL).collect()]
     for p in part_stats:
         p.pop(ROWS_KEY, None)
+        state = p.pop(INSPECT_KEY, None)
+        if state is not None and states is not None:
+            states.append(state)
     stats = merge_stats(part_stats, order=names)
     docs = ann.where(F.col(STATS_COL).isNull())
     kept = docs.where(F.col(DROP_STEP).isNull()).drop(DROP_STEP, DROP_REASON, STATS_COL)

@@ -47,7 +47,8 @@ class Outcome(NamedTuple):
 
 
 def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
-              stats: dict[str, StepStats] | None = None, mark_only: bool = False) -> Iterator[Outcome]:
+              stats: dict[str, StepStats] | None = None, mark_only: bool = False,
+              observer: Any = None) -> Iterator[Outcome]:
     """Run ``steps`` in order over ``docs``; one :class:`Outcome` per document, in decision order.
 
     ``docs`` may hold ready-made outcomes (e.g. records the reader could not use): they pass
@@ -58,6 +59,11 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
     Documents are pulled lazily, so a stream is never held in memory beyond one step's batch. With
     ``mark_only`` a failed document continues through the later steps (every step sees every
     document) and its outcome carries the first failing step's reason.
+
+    ``observer`` (e.g. :class:`curate.inspection.collect.Collector`) is told of every document
+    entering (``entered(doc)``), every ready-made outcome (``ready(outcome)``) and every step's
+    batch with its results (``observe(step, batch, results)``, before any document of the batch
+    moves on); it only reads.
     """
     stats = {} if stats is None else stats
     names = [s.step_name for s in steps]
@@ -71,13 +77,18 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
     def source() -> Iterator[Document]:
         for item in docs:
             if isinstance(item, Outcome):
+                if observer is not None:
+                    observer.ready(item)
                 decided.append(item)
             else:
+                if observer is not None:
+                    observer.entered(item)
                 yield item
 
     stream: Iterator[Document] = source()
     for step in steps:
-        stream = _apply(step, stream, stats.setdefault(step.step_name, StepStats()), decided, fate, mark_only)
+        stream = _apply(step, stream, stats.setdefault(step.step_name, StepStats()), decided, fate, mark_only,
+                        observer)
     for doc in stream:
         while decided:
             yield decided.popleft()
@@ -91,7 +102,7 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
 
 
 def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: deque[Outcome],
-           fate: dict[int, tuple[str, str]], mark_only: bool) -> Iterator[Document]:
+           fate: dict[int, tuple[str, str]], mark_only: bool, observer: Any = None) -> Iterator[Document]:
     """One step over ``upstream`` (datatrove's ``BaseFilter.run`` semantics), timed and counted."""
     name = step.step_name
     size = max(int(getattr(step, "batch_size", 1) or 1), 1)
@@ -102,8 +113,10 @@ def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: dequ
         t0 = time.perf_counter()
         st.docs_in += len(batch)
         st.bytes_in += sum(len(d.text.encode("utf-8")) for d in batch)
-        results = step.filter_batch(batch)
+        results = list(step.filter_batch(batch))
         st.seconds += time.perf_counter() - t0
+        if observer is not None:
+            observer.observe(step, batch, results)
         # as datatrove: each kept document goes downstream before the next result is looked at,
         # so drops are recorded in the order a datatrove pipeline records them
         for doc, res in zip(batch, results, strict=True):

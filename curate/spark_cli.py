@@ -33,4 +33,4 @@ def run_with_spark(args: argparse.Namespace, *, chain: ChainConfig | None = None
     cfg = config_from(SparkConfig, params=spark_params, where="params.yaml section spark")
     return run_spark(inputs=[str(args.input)], output=str(args.output), steps=build_steps(chain, stage="a"),
                      dedup=chain.dedup, steps_after=build_steps(chain, stage="b"), cfg=cfg, read_cfg=chain.read,
-                     calibrate_cfg=chain.calibrate)
+                     calibrate_cfg=chain.calibrate, inspect_cfg=chain.inspect)

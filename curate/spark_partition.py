@@ -29,6 +29,8 @@ from curate.stats import count_read
 #: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
 KNOWN_TYPES: dict[str, pa.DataType] = ANNOTATION_TYPES
 DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"
+#: key of the partition's inspection state (curate.inspection) in its statistics row
+INSPECT_KEY = "__inspect__"
 ROWS_KEY, PART_COL, FILE_COL, READ_STEP = "__rows__", "_part", "_file", "read"
 
 
@@ -51,10 +53,11 @@ def records_to_docs(rows: list[dict[str, Any]], reader: RecordReader, *, prefix:
     return docs, drops
 
 
-def decide(steps: Sequence[Any], docs: list[Document], stats: dict[str, StepStats]
+def decide(steps: Sequence[Any], docs: list[Document], stats: dict[str, StepStats], observer: Any = None
            ) -> list[tuple[Document, str | None, str | None]]:
     """``(doc, drop_step, drop_reason)`` per document, in input order (``None, None`` when kept)."""
-    fate = {id(o.doc): (o.step, o.reason) for o in run_steps(steps, docs, stats=stats) if not o.kept}
+    fate = {id(o.doc): (o.step, o.reason) for o in run_steps(steps, docs, stats=stats, observer=observer)
+            if not o.kept}
     return [(d, *fate.get(id(d), (None, None))) for d in docs]
 
 
@@ -82,27 +85,36 @@ def _stats_batch(stats: dict[str, Any], schema: pa.Schema) -> pa.RecordBatch:
 
 
 def make_partition_fn(key: str, blob_bc: Any, shipped: dict[str, str], schema: pa.Schema,
-                      step_names: list[str], read_cfg: Any, *, read: bool = True) -> Any:
+                      step_names: list[str], read_cfg: Any, *, read: bool = True, inspect: Any = None) -> Any:
     """The ``mapInArrow`` function: Arrow batches of records in, decided/annotated documents out.
 
     Records become documents with the local engine's ``RecordReader``; with ``read=False`` (a
     later stage re-reading earlier output, like the local engine's ``reread``) its counts are
-    not reported.
+    not reported. ``inspect`` (a ``curate.inspection.collect.InspectConfig``): the partition's
+    inspection state goes into its statistics row under :data:`INSPECT_KEY`.
     """
 
     def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         steps = process_steps(key, blob_bc.value, shipped)
         stats = {n: StepStats() for n in [READ_STEP, *step_names]}
         rows = 0
+        collector = None
+        if inspect is not None and inspect.enabled:
+            from curate.inspection.collect import Collector
+
+            collector = Collector(inspect, count_entries=read)
         for n, docs, drops, seconds in _partition_records(batches, read_cfg):
             for rec in (*docs, *drops):
-                count_read(stats[READ_STEP], rec)
+                res = count_read(stats[READ_STEP], rec)
+                if collector is not None and read and isinstance(rec, Drop):
+                    collector.ready(res)
             stats[READ_STEP].seconds += seconds
             rows += n
-            yield _to_batch(decide(steps, docs, stats), schema, drops)
+            yield _to_batch(decide(steps, docs, stats, collector), schema, drops)
         if not read:
             stats.pop(READ_STEP)
-        yield _stats_batch({**{n: s.to_dict() for n, s in stats.items()}, ROWS_KEY: rows}, schema)
+        extra = {INSPECT_KEY: collector.state()} if collector is not None else {}
+        yield _stats_batch({**{n: s.to_dict() for n, s in stats.items()}, ROWS_KEY: rows, **extra}, schema)
 
     return run_partition
 

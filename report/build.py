@@ -38,6 +38,7 @@ import numpy as np
 from report import figures as figs
 from report.curation import funnel_section, quality_section, tidy_tables
 from report.inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
+from report.inspection import inspection_section
 from report.render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
 from report.scaling import scaling_section
 
@@ -557,7 +558,8 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         hl, callout = headline_for(inputs, runs, cfg, avg_over)
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
-                scaling_section(inputs.scaling), funnel_section(inputs), quality_section(inputs)):
+                scaling_section(inputs.scaling), funnel_section(inputs), inspection_section(inputs),
+                quality_section(inputs)):
         if sec is not None:
             sections.append(sec)
     sections.append(inputs_section(inputs))

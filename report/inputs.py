@@ -73,6 +73,7 @@ class ReportInputs:
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     scaling: dict[str, dict[str, Any]] = field(default_factory=dict)  # corpusmix scale fit/predict JSON
+    inspections: dict[str, dict[str, Any]] = field(default_factory=dict)  # a curation run's inspect.json
     skipped: list[tuple[str, str]] = field(default_factory=list)
     ground_truth: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     used_documents: set[str] = field(default_factory=set)  # document files the funnel paired with stats
@@ -80,7 +81,7 @@ class ReportInputs:
     def is_empty(self) -> bool:
         return not any((self.stats, self.drops, self.mixtures, self.trajectories, self.regmix_fits,
                         self.ablations, self.train_logs, self.tokens, self.metrics, self.ground_truth,
-                        self.scaling))
+                        self.scaling, self.inspections))
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -252,6 +253,9 @@ def _read_json(path: Path, label: str, out: ReportInputs, *, explicit: bool = Fa
         return
     if not isinstance(obj, dict):
         out.skipped.append((str(path), "JSON that is not an object"))
+        return
+    if "inspect_version" in obj and isinstance(obj.get("counts"), Mapping):
+        out.inspections[label] = obj
         return
     steps = obj.get("steps")
     if isinstance(steps, Mapping) and steps and all(

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the pipeline needs beyond Python wheels, installed only when missing:
 #  - Java 17+ for Spark, a C++ toolchain + Boost/zlib/bz2/lzma for building KenLM's `lmplz`,
-#  - Chromium for the report's headless render test.
+#  - Chromium for the headless render tests of the report and of `corpusmix inspect` (driven by
+#    Playwright from PyPI with executable_path: no browser download).
 # Needs root (or sudo); prints what to install otherwise.
 set -euo pipefail
 need=()

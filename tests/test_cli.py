@@ -92,6 +92,7 @@ def _bad_inputs(tmp: Path) -> dict[str, list[str]]:
                                          "--mixture", f"x={tmp / 'unknown.json'}", "--params", none],
         "mix proxy-run: missing job": ["mix", "proxy-run", "--cache", no, "--key", "proxy-0"],
         "scale fit: missing sweep": ["scale", "fit", "--sweep", no, "--output", out + ".json"],
+        "inspect: missing run": ["inspect", "--run", no, "--params", none],
     }
 
 

@@ -232,6 +232,35 @@ def test_parity_with_local_engine_on_demo_data(spark, raw: Path, tmp_path: Path)
     ldrops = pq.read_table(tmp_path / "local" / "drops.parquet").to_pylist()
     sdrops = pq.read_table(tmp_path / "spark" / "drops.parquet").to_pylist()
     assert sorted(map(tuple, (d.values() for d in sdrops))) == sorted(map(tuple, (d.values() for d in ldrops)))
+    # the inspection data (curate.inspection): the same counts, histograms, samples (smallest sha1 of
+    # the id, redacted), near-misses and clusters from both engines, whatever their partitioning
+    insp_l = json.loads((tmp_path / "local" / "inspect.json").read_text())
+    insp_s = json.loads((tmp_path / "spark" / "inspect.json").read_text())
+    assert (insp_l.pop("engine"), insp_s.pop("engine")) == ("local", "spark")
+    assert insp_s == insp_l
+
+
+def test_inspection_of_a_spark_run(spark_run, tmp_path: Path) -> None:
+    """inspect.json from the partitions' states (one partition failed once and was retried): its
+    counts are stats.json's, the threshold rule has its histogram, the page renders."""
+    from curate.inspection.view import load_run, write_page
+
+    out, stats, _ = spark_run
+    data = load_run(out)
+    assert data["has_inspect"] and data["engine"] == "spark"
+    assert not [n for n in data["notes"] if n["level"] == "missing" or "disagree" in n["text"]]
+    for step, st in stats["steps"].items():
+        got: dict[str, int] = {}
+        for c in data["counts"].get(step, {}).values():
+            for r, n in c["dropped"].items():
+                got[r] = got.get(r, 0) + n
+        assert got == {r: n for r, n in st["dropped"].items() if n}, step
+    dom = next(iter(data["rules"]["min_words"]))
+    assert data["rules"]["min_words"][dom][0]["threshold"] == 20
+    assert sum(data["hist"]["min_words"][dom]["n_words"]["counts"]) == data["counts"]["min_words"][dom]["docs_in"]
+    assert any(data["samples"]["min_words"][d] for d in data["samples"]["min_words"])
+    write_page(out, tmp_path / "view.html")
+    assert (tmp_path / "view.html").stat().st_size < 5_000_000
 
 
 def test_same_decisions_as_datatrove_run(spark_run, raw: Path, model: Path, tmp_path: Path) -> None:

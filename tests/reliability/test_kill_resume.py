@@ -10,9 +10,9 @@ reference duration (phases under 5 s at once; a phase under 0.5 s, the merge (~5
 clean-up (~3 ms) of this small run, is held 2 s at its marker by ``CORPUSMIX_PHASE_HOLD`` so that the
 kill lands in it, at its start: a kill in the middle of the clean-up's delete is not aimed at);
 stage a and stage b are killed twice, the
-second kill hitting the resumed run. Each trial then re-runs to the end: the curated Parquet files
-and drops.parquet must equal the reference byte for byte, and stats.json must equal it apart from
-the timings. The phase a kill landed in is read from what the run left in its output folder, and
+second kill hitting the resumed run. Each trial then re-runs to the end: the curated Parquet files,
+drops.parquet and inspect.json must equal the reference byte for byte, and stats.json must equal it
+apart from the timings. The phase a kill landed in is read from what the run left in its output folder, and
 the test asserts that the kills covered every phase. ``CORPUSMIX_KILL_REPORT=path.json`` keeps the
 report.
 """
@@ -89,7 +89,7 @@ def _env() -> dict[str, str]:
 
 
 def _digest(out: Path) -> dict[str, str]:
-    files = sorted((out / "curated").glob("*.parquet")) + [out / "drops.parquet"]
+    files = sorted((out / "curated").glob("*.parquet")) + [out / "drops.parquet", out / "inspect.json"]
     got = {f.relative_to(out).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
     stats = json.loads((out / "stats.json").read_text())
     for s in stats["steps"].values():

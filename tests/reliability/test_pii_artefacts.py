@@ -13,9 +13,10 @@ SSNs, IPs, names) must not occur in any text artefact: logs, stdout/stderr, ``st
 ``drops.parquet``, calibration, metrics, mixtures, manifests, the tokenizer, the report (HTML +
 Markdown), checkpoint side files, quality models. Parquet files are read cell by cell. Not grepped,
 with reasons: the raw input and ground truth (they hold the values by design), document text — the
-curated Parquet and the engine's intermediate parts in its work folder (redaction recall is a measured
-figure, ``out/metrics/curation.json``, not a guarantee; names are not redacted unless a spaCy
-model is configured) — and binary token files (pools, shards, DCP tensors: token ids, not text).
+curated Parquet, the engine's intermediate parts in its work folder and the inspection samples
+(``inspect.json``, redacted like the curated output; redaction recall is a measured figure,
+``out/metrics/curation.json``, not a guarantee; names are not redacted unless a spaCy model is
+configured) — and binary token files (pools, shards, DCP tensors: token ids, not text).
 """
 
 from __future__ import annotations
@@ -157,11 +158,15 @@ def test_no_planted_pii_value_in_any_artefact(tmp_path: Path) -> None:
     # artefact to grep: redaction recall there is a measured figure, not a guarantee
     skip_dirs = {work / "data", work / "src", work / "bad", work / "out" / "pools", work / "out" / "shards"}
     skip_dirs |= {work / "out" / run / sub for run in ("curate", "bad_curate", "bad_curate2")
-                  for sub in ("curated", "work/a/out", "work/b/out")}  # the work folder's logs ARE grepped
+                  for sub in ("curated", "work/a/out", "work/b/out", "work/a/inspect", "work/b/inspect")
+                  }  # the work folder's logs ARE grepped; work/*/inspect: the tasks' samples, text as read
+    # inspect.json holds samples of document text, redacted by the run's PII step like the curated
+    # output (names stay unless a spaCy model is set): document text, graded by tests/curate/test_inspect.py
+    skip_files = {work / "out" / run / "inspect.json" for run in ("curate", "bad_curate", "bad_curate2")}
     binary = {".bin", ".npy", ".arrow", ".distcp", ".ftz", ".png", ".klm"}
     scanned, leaks = [], []
     for f in sorted(p for p in work.rglob("*") if p.is_file()):
-        if any(d in f.parents for d in skip_dirs) or f.suffix in binary or f.name == ".metadata":
+        if any(d in f.parents for d in skip_dirs) or f in skip_files or f.suffix in binary or f.name == ".metadata":
             continue
         text = _texts(f)
         scanned.append(f.relative_to(work).as_posix())

@@ -537,3 +537,25 @@ def test_relative_inputs_are_labelled_by_their_path_whether_folder_or_file(tmp_p
     by_folder = collect_inputs(["out"])
     by_file = collect_inputs(["out/curate/stats.json"])
     assert list(by_folder.stats) == list(by_file.stats) == ["out/curate/stats.json"]
+
+
+def test_inspection_section_from_inspect_json(tmp_path: Path):
+    from report.build import ReportConfig, build_report
+
+    insp = {"inspect_version": 1, "engine": "local", "domains": {"news": 100, "legal": 50},
+            "pii": {"redacted": True, "note": "every text was redacted by the run's PII step before it was cut"},
+            "counts": {"filters": {"news": {"docs_in": 100, "kept": 90, "dropped": {"garbage:not_words": 10}},
+                                   "legal": {"docs_in": 50, "kept": 50, "dropped": {}}},
+                       "langid_filter": {"news": {"docs_in": 100, "kept": 96, "dropped": {"lang:de": 4}}}},
+            "rules": {"filters": {"news": [{"reason": "garbage:not_words", "stat": "dict_share", "side": "low",
+                                            "threshold": 0.2, "global_threshold": 0.2}]},
+                      "langid_filter": {"news": [{"reason": "lang:*", "stat": "foreign_lang_score", "side": "high",
+                                                  "threshold": 0.6, "global_threshold": 0.65}]}},
+            "samples": {"filters": {"news": {"garbage:not_words": [{"id": "a", "text": "xq zv <EMAIL_ADDRESS>"}]}}}}
+    _write(tmp_path / "run" / "inspect.json", insp)
+    inputs = collect_inputs([tmp_path / "run"])
+    assert list(inputs.inspections) == ["run/inspect.json"] and not inputs.skipped
+    table = next(iter(build_report(inputs, ReportConfig()).tables("inspection").values()))
+    assert table.rows == [["news", "filters", "garbage:not_words", 10, "10.0%", "dict_share < 0.2", 1],
+                          ["news", "langid_filter", "lang:de", 4, "4.0%", "foreign_lang_score > 0.6 (global 0.65)", 0]]
+    assert "corpusmix inspect --run run" in table.note
