@@ -16,7 +16,8 @@ Families (the domains and documents each testbed is built from):
 Per testbed: RegMix (the library defaults of ``RegMixConfig`` with the micro preset's proxies and
 ``num_proxies``) and DoReMi (``--doremi`` variants: ``paper`` with the natural and the uniform
 reference, ``tuned``), then the ablation of oracle, uniform, natural and every searched mixture
-with ``--seeds`` evaluation seeds, and the pre-registered pass rules of :func:`mix.testbeds.judge`.
+with ``--seeds`` evaluation seeds (the tuned variant without its second-stage group sizing,
+``max_group_size: 0``, to bound the cost), and the pre-registered pass rules of :func:`mix.testbeds.judge`.
 Work is cached under ``--work`` (a re-run reads finished proxies back). Prints one JSON line per
 testbed and writes them all to ``--out``.
 """
@@ -81,9 +82,10 @@ def main() -> int:
     dcfgs = {}
     for arm in [a for a in args.doremi.split(",") if a]:
         variant, ref = arm.split("-")
+        # max_group_size 0: no second-stage group sizing (bounded cost per testbed)
         dcfgs[f"doremi_{variant}_{ref}"] = DoReMiConfig(**{**PRESETS["micro"]["doremi"], **VARIANTS[variant],
                                                            "variant": variant, "reference_mixture": ref,
-                                                           "workers": args.workers})
+                                                           "workers": args.workers, "max_group_size": 0})
     results = []
     for kind in args.kinds.split(","):
         real, garbage, seed = families(args.family, Path(args.source), kind)
