@@ -73,6 +73,9 @@ def main() -> int:
                     help="DoReMi arms VARIANT-REFERENCE, comma-separated ('' = none)")
     ap.add_argument("--no-regmix", action="store_true")
     ap.add_argument("--regmix", default="{}", help="JSON of RegMixConfig overrides")
+    ap.add_argument("--transfer", type=int, default=0,
+                    help="also train oracle, uniform, natural and RegMix's mixture on a model >= 10x the proxy "
+                         "(d 128, 6 layers) with 10x the tokens, this many seeds (0 = off)")
     ap.add_argument("--work", default="/tmp/corpusmix-testbeds")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
@@ -94,6 +97,8 @@ def main() -> int:
         tb = build_testbed(kind, real, garbage, work / "data", seed=seed)
         res = run_testbed(tb, proxy_cfg=pcfg, regmix_cfg=rcfg, doremi_cfgs=dcfgs, seeds=args.seeds,
                           workers=args.workers, work=work)
+        if args.transfer and "regmix" in res["ablation"]:
+            res["transfer"] = transfer(tb, res, pcfg, args.transfer, args.workers, work)
         res.update(family=args.family, seconds=round(time.perf_counter() - t0, 1))
         results.append(res)
         print(json.dumps(summary(res)), flush=True)
@@ -102,13 +107,41 @@ def main() -> int:
     return 0
 
 
+def transfer(tb, res: dict, pcfg, seeds: int, workers: int, work: Path) -> dict:
+    """Oracle, uniform, natural and RegMix's mixture trained on a larger model (d 128, 6 layers) with
+    10x the proxy's steps (same batch and sequence: 10x the tokens), ``seeds`` evaluation seeds,
+    scored like the ablation; RegMix's paired margins over uniform and natural there."""
+    import dataclasses
+
+    from mix.ablation import ablation_seeds, run_ablation
+    from mix.paired import paired_stats
+    from mix.proxy import build_proxy_model
+    from proxytrain.model import count_params
+
+    large = dataclasses.replace(pcfg, d_model=128, n_layers=6, n_heads=4, steps=10 * pcfg.steps,
+                                warmup=10 * pcfg.warmup)
+    arms = {n: res["ablation"][n]["weights"] for n in ("oracle", "uniform", "natural", "regmix")}
+    abl = run_ablation(tb.pools, arms, large, seeds=ablation_seeds(seeds), cache_dir=work / "cache_transfer",
+                       workers=workers, domains_for_avg=tb.targets, eval_split="eval")
+    ratio = count_params(build_proxy_model(tb.pools, large)) / count_params(build_proxy_model(tb.pools, pcfg))
+    out = {"params_ratio": round(ratio, 1), "tokens_ratio": 10, "seeds": seeds,
+           "avg": {n: round(s["avg"], 4) for n, s in abl["mixtures"].items()}}
+    for b in ("uniform", "natural"):
+        for where, per in (("proxy", res["ablation"]), ("large", abl["mixtures"])):
+            st = paired_stats(per["regmix"]["avg_per_seed"][:seeds], per[b]["avg_per_seed"][:seeds])
+            out[f"{where}_vs_{b}"] = [round(st["mean_diff"], 4), [round(x, 4) for x in st["ci"]], round(st["t_p"], 4),
+                                     f"{st['wins']}/{st['n']}"]
+    return out
+
+
 def summary(res: dict) -> dict:
     """The figures a reader needs per testbed: validity, and per searched arm its weights on junk,
     paired margins over the baselines (mean, interval, p, seeds won), the gap to the oracle, pass."""
     tb = res["testbed"]
     out = {"family": res["family"], "kind": tb["kind"], "valid": res["validity"]["valid"],
            "oracle_vs": {r["b"]: [round(r["mean_diff"], 4), round(r["t_p"], 4)] for r in res["validity"]["comparisons"]},
-           "avg": {n: round(a["avg"], 4) for n, a in res["ablation"].items()}, "seconds": res["seconds"]}
+           "avg": {n: round(a["avg"], 4) for n, a in res["ablation"].items()}, "seconds": res["seconds"],
+           **({"transfer": res["transfer"]} if "transfer" in res else {})}
     for name, j in res["judged"].items():
         out[name] = {"pass": j["pass"], "junk": round(j["junk_weight"], 3), "oracle_gap": round(j["oracle_gap"], 4),
                      **{f"vs_{b}": [round(r["mean_diff"], 4), [round(x, 4) for x in r["ci"]], round(r["t_p"], 4),

@@ -108,7 +108,10 @@ def cmd_doremi(args: argparse.Namespace) -> int:
     cfg = resolve("doremi", DoReMiConfig, params, preset, args)
     try:
         cfg.validate()
-        res = run_doremi(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache)
+        from mix.proxy import pool_domains
+
+        targets = targets_for(params, list(pool_domains(args.input)), args)
+        res = run_doremi(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     traj = Path(args.trajectory) if args.trajectory else out.parent / "doremi_trajectory.csv"
@@ -315,6 +318,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--seed", type=int, default=0, help="seed of the search's proxies")
     d.add_argument("--trajectory", default=None, help="weight trajectory CSV (default: next to --output)")
     add_config_args(d, DoReMiConfig)
+    _target_args(d)
     d.set_defaults(func=cmd_doremi)
     r = msub.add_parser("regmix", help="RegMix: regression over many tiny proxy runs")
     _search_args(r)

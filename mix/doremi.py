@@ -32,6 +32,8 @@ import numpy as np
 UPDATES = ("eg", "softmax", "eg_softmax")
 # where the excess is clipped at 0 (mix.doremi.excess_clip)
 CLIPS = ("token", "domain")
+# the reference model's mixture (mix.doremi.reference_mixture)
+REFERENCES = ("natural", "uniform", "targets")
 SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md; report/build.py)
 MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
 
@@ -54,7 +56,10 @@ class DoReMiConfig:
     eta: float = field(default=1.0, metadata={"help": "exponentiated-gradient step size"})
     smoothing: float = field(default=1e-3, metadata={"help": "smoothing c toward uniform"})
     steps: int = field(default=200, metadata={"help": "DRO proxy steps (the reference trains reference_factor x)"})
-    reference_mixture: str = field(default="natural", metadata={"help": "natural | uniform"})
+    reference_mixture: str = field(default="natural", metadata={
+        "help": "the reference's mixture: natural (token shares, the paper's baseline) | uniform | targets (equal "
+                "weights on the target domains, none on garbage: the reference never learns junk, so a proxy's "
+                "excess on junk is not positive)"})
     paired_reference: bool = field(default=True, metadata={
         "help": "one reference per DRO seed, trained with that seed (true), instead of one reference shared by "
                 "all seeds (false): the reference's own seed noise is averaged over the seeds and is part of "
@@ -110,9 +115,9 @@ class DoReMiConfig:
             raise ValueError(f"doremi smoothing must be in [0, 1), got {self.smoothing}; the paper uses 1e-3")
         if self.steps < 1:
             raise ValueError(f"doremi steps must be >= 1, got {self.steps}")
-        if self.reference_mixture not in ("natural", "uniform"):
+        if self.reference_mixture not in REFERENCES:
             raise ValueError(
-                f"doremi reference_mixture must be 'natural' or 'uniform', got {self.reference_mixture!r}")
+                f"doremi reference_mixture must be one of {REFERENCES}, got {self.reference_mixture!r}")
         if self.reference_factor < 1:
             raise ValueError(f"doremi reference_factor must be >= 1, got {self.reference_factor}")
         if not 0.0 <= self.excess_ema < 1.0 or not 0.0 <= self.average_from < 1.0:
@@ -444,8 +449,8 @@ def iterate_rounds(run_round, initial: np.ndarray, *, max_rounds: int, tol: floa
     return ref, rounds
 
 
-def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True
-               ) -> dict:
+def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True,
+               targets: list[str] | None = None) -> dict:
     """DoReMi (:func:`run_doremi_once`), with ``max_group_size`` > ``group_size`` sized in two
     stages (Stein's two-stage design): the run with ``group_size`` is a pilot; its proxies' sd, at
     its 90 % upper confidence bound, gives the group size expected to meet a seed range <= 0.05 in
@@ -456,7 +461,8 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     proxies, estimate and seconds)."""
     import dataclasses
 
-    res = run_doremi_once(pools_dir, cfg, proxy_cfg, seed=seed, cache_dir=cache_dir, progress=progress)
+    res = run_doremi_once(pools_dir, cfg, proxy_cfg, seed=seed, cache_dir=cache_dir, progress=progress,
+                          targets=targets)
     if cfg.max_group_size <= cfg.group_size or "range_sizing" not in res:
         return res
     need = int(res["range_sizing"]["group_size_needed_upper"])
@@ -467,14 +473,15 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
     if m <= cfg.group_size:
         return {**res, "pilot": pilot}
     final = run_doremi_once(pools_dir, dataclasses.replace(cfg, group_size=m), proxy_cfg, seed=seed,
-                            cache_dir=cache_dir, progress=progress)
+                            cache_dir=cache_dir, progress=progress, targets=targets)
     final["seconds"] = round(final["seconds"] + res["seconds"], 2)
     return {**final, "pilot": pilot}
 
 
-def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True
-                    ) -> dict:
+def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True,
+                    targets: list[str] | None = None) -> dict:
     """Full DoReMi (optionally iterated) on a token-pools folder; resumable through ``cache_dir``.
+    ``targets``: the target domains (:mod:`mix.targets`), needed by ``reference_mixture: targets``.
 
     Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
     seed (with ``group_size`` m > 1: the mean of the seed's m proxies; ``proxy_weights`` has every
@@ -488,7 +495,6 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
     import time
     from pathlib import Path
 
-    from corpusmix.mixture import natural_mixture
     from mix.proxy import pool_domains, pools_fingerprint, proxy_key
 
     cfg.validate()
@@ -496,11 +502,7 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
     domains = list(tokens)
     k = len(domains)
     pcfg = dataclasses.replace(proxy_cfg, steps=cfg.steps)
-    if cfg.reference_mixture == "natural":
-        nat = natural_mixture(tokens)
-        ref0 = np.array([nat[d] for d in domains])
-    else:
-        ref0 = np.full(k, 1.0 / k)
+    ref0 = reference_weights(cfg.reference_mixture, tokens, targets)
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     fp = pools_fingerprint(pools_dir)
@@ -557,6 +559,24 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
         out["range_sizing"] = range_sizing(np.array([out["proxy_sd"][d] for d in domains]), seeds=cfg.seeds,
                                            group_size=m, n_proxies=len(proxies))
     return out
+
+
+def reference_weights(rule: str, tokens: dict[str, int], targets: list[str] | None) -> np.ndarray:
+    """The reference model's mixture (domain order of ``tokens``) for ``reference_mixture``."""
+    from corpusmix.config import ConfigError
+    from corpusmix.mixture import natural_mixture
+
+    domains = list(tokens)
+    if rule == "natural":
+        nat = natural_mixture(tokens)
+        return np.array([nat[d] for d in domains])
+    if rule == "uniform":
+        return np.full(len(domains), 1.0 / len(domains))
+    chosen = [d for d in domains if d in set(targets or [])]
+    if not chosen:
+        raise ConfigError("doremi reference_mixture: targets needs the target domains (mix.target_domains, or every "
+                          "domain not in mix.garbage_domains); none of them is in the pools")
+    return np.array([1.0 / len(chosen) if d in chosen else 0.0 for d in domains])
 
 
 def range_sizing(proxy_sd: np.ndarray, *, seeds: int, group_size: int, n_proxies: int,

@@ -238,7 +238,8 @@ def run_testbed(tb: Testbed, *, proxy_cfg: Any, regmix_cfg: Any | None = None,
                                      "seconds": round(time.perf_counter() - t0, 1)}
     for name, dcfg in (doremi_cfgs or {}).items():
         t0 = time.perf_counter()
-        res = run_doremi(tb.pools, dcfg, proxy_cfg, seed=0, cache_dir=work / f"cache_{name}", progress=False)
+        res = run_doremi(tb.pools, dcfg, proxy_cfg, seed=0, cache_dir=work / f"cache_{name}", progress=False,
+                         targets=tb.targets)
         mixtures[name] = res["weights"]
         out["searches"][name] = {"weights": res["weights"], "seed_range": res["seed_range"],
                                  "reference": dcfg.reference_mixture, "seconds": round(time.perf_counter() - t0, 1)}
@@ -252,6 +253,6 @@ def run_testbed(tb: Testbed, *, proxy_cfg: Any, regmix_cfg: Any | None = None,
     if "regmix" in mixtures:
         out["judged"]["regmix"] = judge("regmix", abl, tb, against=["uniform", "natural"])
     for name, dcfg in (doremi_cfgs or {}).items():
-        ref = dcfg.reference_mixture
+        ref = {"targets": "oracle"}.get(dcfg.reference_mixture, dcfg.reference_mixture)  # its reference's mixture
         out["judged"][name] = judge(name, abl, tb, against=sorted({"natural", ref}), oracle_gap=False)
     return out
