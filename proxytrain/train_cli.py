@@ -252,11 +252,32 @@ def torchrun_argv(args: argparse.Namespace, nproc: int) -> list[str]:
     return argv
 
 
+def preflight(cfg: Any, nproc: int) -> None:
+    """Refuse, in one line and before torchrun starts ``nproc`` ranks, what each rank would refuse:
+    unreadable or missing data, a global batch the ranks cannot share, a checkpoint whose data cursor
+    belongs to other shards, mixture or order, or a per-rank cursor resumed with other ranks."""
+    from proxytrain import checkpoint as ckpt
+    from proxytrain import elastic
+
+    latest = ckpt.latest_checkpoint(Path(cfg.out_dir) / "checkpoints") if cfg.resume else None
+    prev = elastic.previous_run(latest)
+    elastic.batch_plan(cfg.global_batch_size, cfg.micro_batch_size, cfg.grad_accum, nproc, prev)
+    source, _ = open_source(cfg, rank=0, world=nproc)
+    if latest is None or prev is None:
+        return
+    if prev["world"] != nproc and not elastic.resumes_across_world_sizes(source, None):
+        raise ConfigError(f"checkpoint {latest} was written by {prev['world']} ranks and its {type(source).__name__} "
+                          f"data keeps a per-rank state; resume with --nproc {prev['world']}")
+    source.load_state_dict(json.loads((latest / "extra-rank0.json").read_text())["data"])
+
+
 def run(args: argparse.Namespace) -> int:
     from proxytrain.checkpoint import CheckpointError
     from proxytrain.train import TrainConfig, TrainingAborted, train
 
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
+        preflight(config_from(TrainConfig, params=load_params(args.params, "train"), args=args, where="train"),
+                  args.nproc)
         argv = torchrun_argv(args, args.nproc)
         log.info("launching torchrun", extra={"data": {"argv": argv}})
         return subprocess.call(argv)
