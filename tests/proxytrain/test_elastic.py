@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from corpusmix.config import ConfigError
 from proxytrain.elastic import batch_plan
 from proxytrain.shards import ShardBatchSource, ShardError
 from proxytrain.train import TrainConfig, train
+from proxytrain.train_cli import preflight
 from tests.proxytrain.test_order import make_pack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +37,12 @@ def fingerprint(tokens: torch.Tensor | np.ndarray) -> np.ndarray:
     return (t * np.arange(1, t.shape[-1] + 1)).sum(-1)
 
 
-def recording(src: ShardBatchSource, path: str, rank: int, world: int, stop_after: int | None = None):
+def recording(src: ShardBatchSource, path: str, rank: int, world: int, stop_after: int | None = None,
+              hang_after: int | None = None):
     """Wrap ``src.next_batch`` to log, per finished step, the manifest rows and token fingerprints this
     rank consumed; returns the trainer's ``on_step``. ``stop_after``: end the process after that step
-    (a preempted job: the step's checkpoint is written before ``on_step`` runs)."""
+    (a preempted job: the step's checkpoint is written before ``on_step`` runs). ``hang_after``: the
+    last rank of a multi-rank run writes ``<path>.hung`` after that step and hangs (a node about to be lost)."""
     got, plain = [], src.next_batch
 
     def next_batch(n: int) -> dict[str, torch.Tensor]:
@@ -55,6 +59,9 @@ def recording(src: ShardBatchSource, path: str, rank: int, world: int, stop_afte
         got.clear()
         if stop_after is not None and step == stop_after:
             raise SystemExit(0)
+        if hang_after is not None and step == hang_after and world > 1 and rank == world - 1:
+            Path(path + ".hung").touch()
+            time.sleep(600)
 
     return on_step
 
@@ -198,11 +205,12 @@ WORKER = textwrap.dedent('''
     from proxytrain.train import TrainConfig, train
     from tests.proxytrain.test_elastic import recording
 
-    out, shards, cfg, stop = sys.argv[1], sys.argv[2], TrainConfig(**json.loads(sys.argv[3])), int(sys.argv[4])
+    out, shards, cfg = sys.argv[1], sys.argv[2], TrainConfig(**json.loads(sys.argv[3]))
+    stop, hang = (int(a) if int(a) >= 0 else None for a in sys.argv[4:6])
     rank, world, _ = setup_distributed("cpu")
     src = ShardBatchSource(shards, rank=rank, world_size=world, order=cfg.data_order, seed=cfg.seed,
                            num_workers=cfg.loader_workers, expect_tokenizer_sha256=cfg.tokenizer_sha256)
-    train(cfg, source=src, on_step=recording(src, f"{out}/rows.jsonl", rank, world, stop))
+    train(cfg, source=src, on_step=recording(src, f"{out}/rows.jsonl", rank, world, stop, hang))
 ''')
 
 
@@ -210,6 +218,18 @@ def _torchrun(tmp: Path, nproc: int, args: list[str]) -> subprocess.CompletedPro
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp)
+
+
+def _reference(tmp: Path, shards: Path, out: Path, steps: int):
+    """The uninterrupted run (one process, no workers, the same global batch) and both runs' row logs."""
+    ref_out = tmp / "ref"
+    ref_out.mkdir()
+    src = ShardBatchSource(shards, expect_tokenizer_sha256=SHA)
+    ref = train(TrainConfig(**{**TRAIN, "steps": steps, "global_batch_size": GLOBAL, "out_dir": str(ref_out)}),
+                source=src, on_step=recording(src, str(ref_out / "rows.jsonl"), 0, 1))
+    runs = {name: [json.loads(x) for x in (d / "rows.jsonl").read_text().splitlines()]
+            for name, d in (("resumed", out), ("ref", ref_out))}
+    return ref, runs
 
 
 def _cli(tmp: Path, nproc: int, args: list[str]) -> subprocess.CompletedProcess:
@@ -230,41 +250,37 @@ def test_torchrun_resume_at_other_world_sizes_consumes_the_uninterrupted_stream(
     phases = [(2, 0, 2), (1, 2, 4), (4, 1, 6)]  # (ranks, loader workers per rank, stop after step)
     for nproc, workers, stop in phases[:2]:
         cfg = {**TRAIN, "loader_workers": workers, "out_dir": str(out)}
-        p = _torchrun(tmp_path, nproc, [str(script), str(out), str(shards), json.dumps(cfg), str(stop)])
+        p = _torchrun(tmp_path, nproc, [str(script), str(out), str(shards), json.dumps(cfg), str(stop), "-1"])
         assert p.returncode == 0, p.stderr[-3000:]
 
-    # bad input through the CLI (`corpusmix train --nproc 4`), one line each, before torchrun starts a rank
+    # bad input, before torchrun starts a rank: through the CLI (`corpusmix train --nproc 4`, one line),
+    # and through the same preflight in-process
     log_before = (out / "train_log.jsonl").read_text()
+    p = _cli(tmp_path, 4, [*[f"--{k.replace('_', '-')}={v}" for k, v in TRAIN.items()], "--data", str(shards),
+                           "--out-dir", str(out), "--global-batch-size", "3070"])
+    errors = [x for x in p.stderr.splitlines() if not x.startswith("{")]  # JSON lines are the structured log
+    assert p.returncode == 2 and errors == [
+        "corpusmix: error: global_batch_size of 3070 rows is not divisible by 4 ranks: resume with a number of "
+        "ranks that divides 3070, or set global_batch_size to a multiple of 4 (the rows per step then change)"
+    ], p.stderr
     other = make_pack(tmp_path / "other", weights={"a": 0.2, "b": 0.5, "c": 0.3}, tokens=20_000)
     missing = tmp_path / "missing"
     missing.mkdir()
     for f in shards.iterdir():
         if f.name != "shard-00002.arrow":
             (missing / f.name).symlink_to(f)
-    for data, extra, line in [
-            (shards, ["--global-batch-size", "3070"], "global_batch_size of 3070 rows is not divisible by 4 ranks"),
-            (other, [], "this cursor belongs to shards of another mixture"),
-            (missing, [], "1 of the 4 shards listed in"),
-    ]:
-        p = _cli(tmp_path, 4, [*[f"--{k.replace('_', '-')}={v}" for k, v in TRAIN.items()], "--data", str(data),
-                               "--out-dir", str(out), *extra])
-        errors = [x for x in p.stderr.splitlines() if not x.startswith("{")]  # JSON lines are the structured log
-        assert p.returncode == 2 and len(errors) == 1 and errors[0].startswith(f"corpusmix: error: {line}"), p.stderr
+    for data, line in ((other, "this cursor belongs to shards of another mixture"),
+                       (missing, "1 of the 4 shards listed in")):
+        with pytest.raises(ShardError, match=line):
+            preflight(TrainConfig(**{**TRAIN, "data": str(data), "out_dir": str(out)}), 4)
     assert (out / "train_log.jsonl").read_text() == log_before and not (out / "checkpoints" / "step-5").exists()
 
     nproc, workers, stop = phases[2]
     cfg = {**TRAIN, "loader_workers": workers, "out_dir": str(out)}
-    p = _torchrun(tmp_path, nproc, [str(script), str(out), str(shards), json.dumps(cfg), str(stop)])
+    p = _torchrun(tmp_path, nproc, [str(script), str(out), str(shards), json.dumps(cfg), str(stop), "-1"])
     assert p.returncode == 0, p.stderr[-3000:]
 
-    # the uninterrupted reference: one process, no workers, same config
-    ref_out = tmp_path / "ref"
-    ref_out.mkdir()
-    src = ShardBatchSource(shards, expect_tokenizer_sha256=SHA)
-    ref = train(TrainConfig(**{**TRAIN, "global_batch_size": GLOBAL, "out_dir": str(ref_out)}), source=src,
-                on_step=recording(src, str(ref_out / "rows.jsonl"), 0, 1))
-    runs = {name: [json.loads(x) for x in (d / "rows.jsonl").read_text().splitlines()]
-            for name, d in (("resumed", out), ("ref", ref_out))}
+    ref, runs = _reference(tmp_path, shards, out, 6)
     got, want = global_steps(runs["resumed"]), global_steps(runs["ref"])
     assert sorted(got) == sorted(want) == list(range(6))
     assert {r["world"] for r in runs["resumed"]} == {1, 2, 4}
@@ -298,6 +314,68 @@ def test_torchrun_resume_at_other_world_sizes_consumes_the_uninterrupted_stream(
             for s in (2, 4, 6)] == [2, 1, 4]
 
     # model and optimizer were resharded at each change: the losses of the uninterrupted run
+    losses = {r["step"]: r["loss"] for r in runs["resumed"]}
+    for rec in ref.history:
+        assert losses[rec["step"]] == pytest.approx(rec["loss"], rel=1e-5)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_torchrun_elastic_restart_continues_on_fewer_ranks_after_a_node_is_lost(tmp_path):
+    """Two torchrun agents (``--nnodes=1:2 --max-restarts=2``, c10d rendezvous) train on one rank each;
+    after step 2 the second "node" (its agent and worker) is SIGKILLed. The first agent restarts its
+    worker, which resumes from the 2-rank checkpoint on 1 rank with the same global batch: the rows
+    and losses of every step are those of an uninterrupted run."""
+    import psutil
+
+    shards = make_pack(tmp_path / "data", tokens=60_000, shard_max_bytes=400_000)
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    out = tmp_path / "run"
+    out.mkdir()
+    cfg = json.dumps({**TRAIN, "steps": 4, "out_dir": str(out)})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    common = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1:2", "--nproc_per_node=1",
+              "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}", "--rdzv-id=elastic",
+              "--max-restarts=2", "--monitor-interval=0.2"]
+    args = [str(script), str(out), str(shards), cfg, "-1", "2"]
+    logs = [open(tmp_path / f"agent{i}.log", "w") for i in range(2)]  # noqa: SIM115  (closed below)
+    # agent 0 hosts the rendezvous store; both join the first round within its last call (10 s)
+    agents = [subprocess.Popen([*common, "--rdzv-conf=is_host=1,last_call_timeout=10", *args], env=env,
+                               stdout=logs[0], stderr=subprocess.STDOUT, cwd=tmp_path)]
+    time.sleep(0.5)
+    agents.append(subprocess.Popen([*common, "--rdzv-conf=is_host=0,last_call_timeout=10", *args], env=env,
+                                   stdout=logs[1], stderr=subprocess.STDOUT, cwd=tmp_path))
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "rows.jsonl.hung").exists():
+            assert agents[0].poll() is None and time.monotonic() < deadline, (tmp_path / "agent0.log").read_text()[-3000:]
+            time.sleep(0.1)
+        lost = psutil.Process(agents[1].pid)
+        for proc in [lost, *lost.children(recursive=True)]:  # the node: its agent and its worker
+            proc.kill()
+        assert agents[0].wait(timeout=240) == 0, (tmp_path / "agent0.log").read_text()[-3000:]
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                a.kill()
+        for f in logs:
+            f.close()
+
+    ref, runs = _reference(tmp_path, shards, out, 4)
+    got, want = global_steps(runs["resumed"]), global_steps(runs["ref"])
+    assert [(s, r["world"]) for s in range(4) for r in runs["resumed"] if r["step"] == s and r["rank"] == 0] == \
+        [(0, 2), (1, 2), (2, 1), (3, 1)]
+    assert got == want  # the same rows in the same global order, step by step
+    assert json.loads((out / "checkpoints" / "step-4" / "extra-rank0.json").read_text())["batch"] == \
+        {"global": GLOBAL, "micro": 512, "accum": 6, "world": 1}
     losses = {r["step"]: r["loss"] for r in runs["resumed"]}
     for rec in ref.history:
         assert losses[rec["step"]] == pytest.approx(rec["loss"], rel=1e-5)
