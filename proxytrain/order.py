@@ -105,6 +105,7 @@ class GlobalOrder:
         self.shares = self.domain_tokens / total if total else np.zeros(index.n_domains)
         self._epochs: OrderedDict[int, _Epoch] = OrderedDict()
         self._cache_epochs = max(1, int(cache_epochs))
+        self._digests: dict[int, str] = {}
 
     def _epoch(self, e: int) -> _Epoch:
         key = 0 if self.kind == "manifest" else e  # the manifest order repeats every epoch
@@ -148,6 +149,16 @@ class GlobalOrder:
             out = out + np.array([c[np.searchsorted(p, r)] for p, c in zip(ep.positions, ep.cum, strict=True)],
                                  dtype=np.int64)
         return out
+
+    def digest(self, rows: int = 4096) -> str:
+        """Identity of the order: sha256 of the manifest rows at the first ``rows`` positions of epochs 0 and 1."""
+        import hashlib
+
+        if rows not in self._digests:  # computed once: it would evict the current epochs from the cache
+            n = min(rows, self.rows_per_epoch)
+            pos = np.concatenate([np.arange(n), self.rows_per_epoch + np.arange(n)])
+            self._digests[rows] = hashlib.sha256(self.rows(pos).astype("<i8").tobytes()).hexdigest()
+        return self._digests[rows]
 
     def planned(self, n: int) -> np.ndarray:
         """The mixture's plan for positions ``[0, n)``: their total tokens times each domain's share."""

@@ -174,7 +174,8 @@ class ShardDataset(IterableDataset):
                 "rank": self.rank, "manifest": self.reader.digest, "rows": self.reader.rows,
                 "plan_sha256": self.manifest.get("plan_sha256"),
                 "mixture": _weights_digest((self.manifest.get("mixture") or {}).get("weights", {})),
-                "order": self.order.kind, "seed": self.order.seed, "epoch": int(self.start) // self.reader.rows,
+                "order": self.order.kind, "seed": self.order.seed, "order_sha256": self.order.digest(),
+                "epoch": int(self.start) // self.reader.rows,
                 "tokens": self.accounting()}
 
     def check_state(self, state: dict[str, Any]) -> None:
@@ -196,7 +197,8 @@ class ShardDataset(IterableDataset):
                              f"is {self.order.seed}; resume with the run's seed")
         if version >= 2 and "tokens" in state:
             now = self.accounting(int(state["cursor"]))
-            if {d: v["consumed"] for d, v in now.items()} != {d: v["consumed"] for d, v in state["tokens"].items()}:
+            if state.get("order_sha256", self.order.digest()) != self.order.digest() or \
+                    {d: v["consumed"] for d, v in now.items()} != {d: v["consumed"] for d, v in state["tokens"].items()}:
                 raise ShardError("the data order differs from the one this cursor was saved with (the tokens "
                                  "consumed per domain do not match); resume with the corpusmix version of the run")
 
@@ -242,6 +244,7 @@ class ShardLoader:
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         ds = self.dataset
         ds.start = self.cursor
+        ds.order.row(self.cursor)  # build the epoch's order here, once, not in every worker
         loader = DataLoader(_Batches(ds, ds.batch_size, self.cursor), batch_size=None,
                             num_workers=self.num_workers, **self.kwargs)
         for batch in loader:
@@ -286,6 +289,7 @@ class ShardBatchSource:
     def _from_workers(self, n: int) -> dict[str, torch.Tensor]:
         ds = self.dataset
         if self._it is None or self._it_n != n:
+            ds.order.row(ds.start)  # build the epoch's order here, once, not in every worker
             self._it = iter(DataLoader(_Batches(ds, n, ds.start), batch_size=None, num_workers=self.num_workers,
                                        persistent_workers=False))
             self._it_n = n

@@ -168,6 +168,8 @@ def test_a_cursor_of_other_shards_mixture_or_order_is_refused(small, tmp_path):
     forged = {**state, "tokens": {d: {**v, "consumed": v["consumed"] + 1} for d, v in state["tokens"].items()}}
     with pytest.raises(ShardError, match="data order differs"):
         ShardBatchSource(small, seed=5).load_state_dict(forged)
+    with pytest.raises(ShardError, match="data order differs"):  # e.g. a numpy whose permutations changed
+        ShardBatchSource(small, seed=5).load_state_dict({**state, "order_sha256": "0" * 64})
     (other / json.loads((other / "manifest.json").read_text())["shards"][1]["file"]).unlink()
     with pytest.raises(ShardError, match=r"1 of the \d+ shards listed in .* are missing \(first: shard-00001"):
         ShardBatchSource(other)
