@@ -12,7 +12,8 @@ Atomicity: everything is written into ``.tmp-step-<N>/``; after all ranks finish
 ``COMPLETE`` and renames the folder to ``step-<N>`` (one ``rename``). Discovery only considers
 ``step-*`` folders with a ``COMPLETE`` marker, so a run killed mid-save is never resumed from a
 partial checkpoint. A checkpoint whose files do not match the sizes recorded in ``COMPLETE`` is
-reported as corrupt instead of being loaded.
+reported as corrupt instead of being loaded. A checkpoint of another number of ranks is loaded
+when the caller allows it (``any_world``): DCP reshards model and optimizer, the JSON state is rank 0's.
 
 Loading never unpickles arbitrary objects: only tensors are stored through DCP (read with
 ``weights_only``), DCP's own metadata is read with an unpickler restricted to DCP's metadata classes,
@@ -208,14 +209,21 @@ def verify_checkpoint(path: str | Path) -> dict[str, Any]:
     return info
 
 
-def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """Load model + optimizer in place; returns this rank's ``extra`` dict (with ``step``)."""
+def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer, *,
+                    any_world: bool = False) -> dict[str, Any]:
+    """Load model + optimizer in place; returns this rank's ``extra`` dict (with ``step``).
+
+    ``any_world``: a checkpoint of another number of ranks is loaded too (DCP reshards the tensors)
+    and every rank gets rank 0's ``extra`` with ``resharded_from`` (the old number of ranks) added;
+    without it, such a checkpoint is refused.
+    """
     path = Path(path)
     info = verify_checkpoint(path)
     rank, world = _rank_world()
-    if info.get("world_size") != world:
-        raise CheckpointError(f"checkpoint {path} was written by {info.get('world_size')} ranks, this run "
-                              f"has {world}: the data cursor is per rank; resume with the same --nproc")
+    old_world = info.get("world_size")
+    if old_world != world and not any_world:
+        raise CheckpointError(f"checkpoint {path} was written by {old_world} ranks, this run has {world}, and this "
+                              f"run's data source or objective keeps a per-rank state; resume with --nproc {old_world}")
     state = _tensor_state(model, optimizer)
     try:
         dcp.load(state, storage_reader=_SafeReader(str(path)))
@@ -226,7 +234,11 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     set_model_state_dict(model, state["model"])
     osd = get_optimizer_state_dict(model, optimizer)
     set_optimizer_state_dict(model, optimizer, {"state": state["optim"], "param_groups": osd["param_groups"]})
+    src = rank if old_world == world else 0
     try:
-        return json.loads((path / f"extra-rank{rank}.json").read_text())
+        extra = json.loads((path / f"extra-rank{src}.json").read_text())
     except (OSError, ValueError) as exc:
-        raise CheckpointError(f"checkpoint {path}: extra-rank{rank}.json unreadable ({exc})") from exc
+        raise CheckpointError(f"checkpoint {path}: extra-rank{src}.json unreadable ({exc})") from exc
+    if old_world != world:
+        extra["resharded_from"] = old_world
+    return extra

@@ -11,11 +11,13 @@ JSONL log and to dvclive (``act_rms/layer_3``, ``act_absmax/layer_3``, ``grad_no
 ``peak_memory_gb(device)``: the CUDA allocator's peak since start, or the process's peak resident
 set size on CPU. ``EventLog`` appends the spike guard's decisions (skips, rollbacks) to
 ``events.jsonl``, one JSON object a line, so a long run's incidents can be read without the metrics.
+``RunLogger`` writes the trainer's step records (JSONL + dvclive + tqdm) on rank 0.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import resource
 import sys
 from pathlib import Path
@@ -114,3 +116,58 @@ class EventLog:
             return
         with open(self.path, "a") as fh:
             fh.write(json.dumps(rec) + "\n")
+
+
+class RunLogger:
+    """JSONL + dvclive + tqdm, on rank 0 only."""
+
+    def __init__(self, cfg: Any, out: Path, start: int, rank: int, resumed: bool) -> None:
+        self.on = rank == 0
+        self.fh = self.live = self.bar = None
+        self.events = EventLog(None)
+        if not self.on:
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        self.fh = open(out / "train_log.jsonl", "a" if resumed else "w")
+        if not resumed:
+            (out / "events.jsonl").unlink(missing_ok=True)
+        self.events = EventLog(out / "events.jsonl")
+        if cfg.dvclive:
+            from dvclive import Live
+
+            self.live = Live(dir=str(out / "dvclive"), resume=resumed, save_dvc_exp=False, dvcyaml=None)
+        if cfg.progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=cfg.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+
+    def record(self, rec: dict[str, Any]) -> None:
+        if not self.on:
+            return
+        self.fh.write(json.dumps(rec) + "\n")
+        self.fh.flush()
+        if self.live is not None:
+            self.live.step = rec["step"]
+            for k, v in rec.items():
+                if k != "step" and isinstance(v, int | float) and v is not None and math.isfinite(v):
+                    self.live.log_metric(k.replace("/", "_"), v, plot=True)  # "loss" vs "loss/x" would clash
+            self.live.next_step()
+        if self.bar is not None and "loss" in rec:
+            self.bar.n = rec["step"] + 1
+            self.bar.set_postfix(loss=f"{rec['loss']:.4f}", refresh=False)
+            self.bar.refresh()
+
+    def event(self, rec: dict[str, Any]) -> None:
+        """Guard events (skips, rollbacks): JSONL only (the log and events.jsonl), they are not metrics."""
+        if self.fh:
+            self.fh.write(json.dumps(rec) + "\n")
+            self.fh.flush()
+        self.events.write(rec)
+
+    def close(self) -> None:
+        if self.fh:
+            self.fh.close()
+        if self.live is not None:
+            self.live.end()
+        if self.bar is not None:
+            self.bar.close()

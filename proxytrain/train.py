@@ -10,6 +10,9 @@ gradient is exact whatever the split; FSDP sums the gradients over ranks. Then t
 global-norm clipping, AdamW, and the log record (JSONL + dvclive + tqdm). Checkpoints every
 ``ckpt_every`` steps (atomic, see ``proxytrain.checkpoint``) and auto-resume from the latest one,
 with data cursor and RNG state, so a killed run continues with exactly the same losses on CPU.
+A checkpoint of another number of ranks resumes too when the data cursor is global (shards,
+synthetic data): the global batch (``global_batch_size``) is kept and split over the new ranks
+(``proxytrain.elastic``). Checkpoint steps log each domain's tokens consumed and planned by the mixture.
 
 Objective hook: ``train(..., objective=obj)`` lets a caller reweight the per-token loss without a
 second training loop (the mixture searches' Group-DRO proxies, ``mix.doremi``). Per micro-batch,
@@ -32,7 +35,6 @@ in PaLM), and multiply the learning rate by ``spike_lr_factor``. Everything is l
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import statistics
 import time
@@ -45,7 +47,7 @@ import torch
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
-from proxytrain import cpu_kernels
+from proxytrain import cpu_kernels, elastic
 from proxytrain.attention import auto_reason, resolve_backend
 from proxytrain.flops import flops_per_token, mfu, peak_flops
 from proxytrain.model import (
@@ -59,7 +61,7 @@ from proxytrain.model import (
     per_token_loss,
     target_mask,
 )
-from proxytrain.monitor import EventLog, LayerMonitor, peak_memory_gb
+from proxytrain.monitor import LayerMonitor, RunLogger, peak_memory_gb
 from proxytrain.parallel import all_reduce_sum, is_distributed, parallelize, reshard_all, setup_distributed
 
 log = get_logger("proxytrain.train")
@@ -121,6 +123,8 @@ class TrainConfig:
     steps: int = _f(1000, "optimizer steps in the whole run")
     micro_batch_size: int = _f(8, "rows per rank per micro-batch")
     grad_accum: int = _f(1, "micro-batches per optimizer step")
+    global_batch_size: int = _f(0, "rows per optimizer step over all ranks (0: the resumed checkpoint's, else "
+                                   "micro_batch_size x grad_accum x ranks); kept across a change of ranks")
     lr: float = _f(1e-3, "peak learning rate")
     min_lr: float = _f(1e-4, "learning rate at the end of the cosine")
     warmup_steps: int = _f(100, "linear warmup steps")
@@ -153,6 +157,9 @@ class TrainConfig:
     overfit_one_batch: bool = _f(False, "train on the first batch only (sanity check: loss -> ~0)")
     out_dir: str = _f("runs/train", "log, dvclive and checkpoint folder")
     data: str = _f("", "shards folder (manifest.json) or pools folder (pools.json); empty = synthetic")
+    data_order: str = _f("mixed", "shards: mixed (seeded by seed, the pack's domain shares in every prefix) | "
+                                  "manifest (file order)")
+    loader_workers: int = _f(0, "shards: dataloader worker processes per rank assembling batches")
     val_data: str = _f("", "validation shards/pools folder (pools: its held-out split by default)")
     mixture: str = _f("", "mixture.json for pools data (default: token shares)")
     tokenizer: str = _f("", "tokenizer.json the data must have been made with (hash checked)")
@@ -239,61 +246,6 @@ def _grad_norm_clip(model: torch.nn.Module, clip: float) -> float:
     return float(norm)
 
 
-class _Logger:
-    """JSONL + dvclive + tqdm, on rank 0 only."""
-
-    def __init__(self, cfg: TrainConfig, out: Path, start: int, rank: int, resumed: bool) -> None:
-        self.on = rank == 0
-        self.fh = self.live = self.bar = None
-        self.events = EventLog(None)
-        if not self.on:
-            return
-        out.mkdir(parents=True, exist_ok=True)
-        self.fh = open(out / "train_log.jsonl", "a" if resumed else "w")
-        if not resumed:
-            (out / "events.jsonl").unlink(missing_ok=True)
-        self.events = EventLog(out / "events.jsonl")
-        if cfg.dvclive:
-            from dvclive import Live
-
-            self.live = Live(dir=str(out / "dvclive"), resume=resumed, save_dvc_exp=False, dvcyaml=None)
-        if cfg.progress:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=cfg.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
-
-    def record(self, rec: dict[str, Any]) -> None:
-        if not self.on:
-            return
-        self.fh.write(json.dumps(rec) + "\n")
-        self.fh.flush()
-        if self.live is not None:
-            self.live.step = rec["step"]
-            for k, v in rec.items():
-                if k != "step" and isinstance(v, int | float) and v is not None and math.isfinite(v):
-                    self.live.log_metric(k.replace("/", "_"), v, plot=True)  # "loss" vs "loss/x" would clash
-            self.live.next_step()
-        if self.bar is not None and "loss" in rec:
-            self.bar.n = rec["step"] + 1
-            self.bar.set_postfix(loss=f"{rec['loss']:.4f}", refresh=False)
-            self.bar.refresh()
-
-    def event(self, rec: dict[str, Any]) -> None:
-        """Guard events (skips, rollbacks): JSONL only (the log and events.jsonl), they are not metrics."""
-        if self.fh:
-            self.fh.write(json.dumps(rec) + "\n")
-            self.fh.flush()
-        self.events.write(rec)
-
-    def close(self) -> None:
-        if self.fh:
-            self.fh.close()
-        if self.live is not None:
-            self.live.end()
-        if self.bar is not None:
-            self.bar.close()
-
-
 def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | None = None,
           on_step: Callable[[int, dict[str, Any], torch.nn.Module], None] | None = None,
           objective: Objective | None = None) -> TrainResult:
@@ -310,6 +262,16 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     domains = source.domains
+    out = Path(cfg.out_dir)
+    ckpt_dir = out / "checkpoints"
+    latest = ckpt.latest_checkpoint(ckpt_dir) if cfg.resume else None
+    prev = elastic.previous_run(latest)
+    plan = elastic.batch_plan(cfg.global_batch_size, cfg.micro_batch_size, cfg.grad_accum, world, prev)
+    any_world = elastic.resumes_across_world_sizes(source, objective)
+    if prev and prev["world"] != world and not any_world:
+        raise ckpt.CheckpointError(f"checkpoint {latest} was written by {prev['world']} ranks, this run has {world}, "
+                                   f"and its {type(source).__name__} data (or objective) keeps a per-rank state; "
+                                   f"resume with --nproc {prev['world']}")
     vocab = cfg.vocab_size or source.vocab_size
     if vocab < source.vocab_size:
         raise ConfigError(f"vocab_size={vocab} is smaller than the data's vocabulary {source.vocab_size}")
@@ -329,14 +291,11 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
                 else contextlib.nullcontext())
     monitor = LayerMonitor(model, cfg.monitor_every)
     guard = SpikeGuard(cfg)
-    out = Path(cfg.out_dir)
-    ckpt_dir = out / "checkpoints"
 
     # ---- resume
     step, resumed = 0, False
-    latest = ckpt.latest_checkpoint(ckpt_dir) if cfg.resume else None
     if latest is not None:
-        extra = ckpt.load_checkpoint(latest, model, optimizer)
+        extra = ckpt.load_checkpoint(latest, model, optimizer, any_world=any_world)
         step, resumed = int(extra["step"]), True
         source.load_state_dict(extra["data"])
         guard.load_state_dict(extra["guard"])
@@ -347,11 +306,16 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
                                            "objective: it was written by another kind of run; use a new out_dir")
             objective.load_state_dict(extra["objective"])
         if rank == 0:
-            log.info("resumed", extra={"data": {"checkpoint": str(latest), "step": step}})
+            log.info("resumed", extra={"data": {"checkpoint": str(latest), "step": step, "batch": plan.as_dict(),
+                                                "ranks_before": prev["world"] if prev else None}})
+            if prev and prev["global"] and prev["global"] != plan.global_rows:
+                log.warning(f"the global batch changes from {prev['global']} to {plan.global_rows} rows per step: "
+                            "the data stream continues without repeats or gaps, but later steps hold other rows "
+                            "than an uninterrupted run's")
 
     def save(at: int) -> None:
         extra = {"data": source.state_dict(), "guard": guard.state_dict(), "rng": ckpt.rng_state(device),
-                 "scheduler": {"step": at, "lr_scale": guard.lr_scale}}
+                 "scheduler": {"step": at, "lr_scale": guard.lr_scale}, "batch": plan.as_dict()}
         if objective is not None:
             extra["objective"] = objective.state_dict()
         ckpt.save_checkpoint(ckpt_dir, at, model, optimizer, extra, keep=cfg.keep_checkpoints)
@@ -359,18 +323,19 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
     n_params = count_params(model)
     flops_tok = flops_per_token(mcfg, model, seq_len=cfg.seq_len)
     peak = peak_flops(device, dtype)
-    tokens_per_step = cfg.micro_batch_size * cfg.seq_len * cfg.grad_accum * world
+    tokens_per_step = plan.global_rows * cfg.seq_len
     val_batches = _val_batches(cfg, val_source)
-    logger = _Logger(cfg, out, step, rank, resumed)
+    logger = RunLogger(cfg, out, step, rank, resumed)
     attn = resolve_backend(cfg.attn_backend, device)
     attn_why = auto_reason(device) if cfg.attn_backend == "auto" else "attn_backend set explicitly"
     if rank == 0:
         log.info("start", extra={"data": {"params_non_embedding": n_params, "world": world, "device": str(device),
                                           "dtype": dtype, "attention": attn, "attention_reason": attn_why,
-                                          "tokens_per_step": tokens_per_step, "config": asdict(cfg)}})
+                                          "tokens_per_step": tokens_per_step, "batch": plan.as_dict(),
+                                          "config": asdict(cfg)}})
         if device.type == "cuda" and attn != "flash":
             log.warning(f"FlashAttention is off: attention backend {attn} ({attn_why})")
-    fixed = [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)] \
+    fixed = [source.next_batch(plan.micro) for _ in range(plan.accum)] \
         if cfg.overfit_one_batch else None
     history: list[dict[str, Any]] = []
     val: dict[str, float] = {}
@@ -385,7 +350,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             if objective is not None and hasattr(objective, "begin_step"):  # optional: work before the forward
                 with autocast:
                     objective.begin_step(step, model)
-            micro = fixed or [source.next_batch(cfg.micro_batch_size) for _ in range(cfg.grad_accum)]
+            micro = fixed or [source.next_batch(plan.micro) for _ in range(plan.accum)]
             for b in micro:  # checked on the host, before the copy: no device sync
                 if int(b["tokens"].max()) >= vocab or int(b["tokens"].min()) < 0:
                     raise ConfigError(f"token id {int(b['tokens'].max())} outside the vocabulary 0..{vocab - 1}: "
@@ -450,9 +415,12 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
                     val = evaluate(model, val_batches, domains, reduce=all_reduce_sum)
                 reshard_all(model)
                 rec.update({f"val_loss/{k}": v for k, v in val.items()})
+            at_ckpt = cfg.ckpt_every > 0 and (step % cfg.ckpt_every == 0 or step == cfg.steps)
+            if at_ckpt or step == cfg.steps:  # per-domain tokens consumed vs planned by the mixture
+                rec.update(elastic.data_record(source))
             logger.record(rec)
             history.append(rec)
-            if cfg.ckpt_every > 0 and (step % cfg.ckpt_every == 0 or step == cfg.steps):
+            if at_ckpt:
                 save(step)
             if on_step is not None:
                 on_step(step, rec, model)
@@ -475,7 +443,7 @@ def _val_batches(cfg: TrainConfig, val_source: BatchSource | None) -> list[dict[
 
 
 def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-              guard: SpikeGuard, device: torch.device, step: int, logger: _Logger,
+              guard: SpikeGuard, device: torch.device, step: int, logger: RunLogger,
               history: list[dict[str, Any]], objective: Objective | None = None) -> int:
     """Reload the latest checkpoint's model/optimizer, keep the data cursor, lower the lr."""
     from proxytrain import checkpoint as ckpt
@@ -487,7 +455,7 @@ def _rollback(cfg: TrainConfig, ckpt_dir: Path, model: torch.nn.Module, optimize
     if guard.rollbacks >= cfg.max_rollbacks:
         raise TrainingAborted(f"loss keeps spiking after {guard.rollbacks} rollbacks (step {step}): lower lr or "
                            "inspect the data around this step")
-    extra = ckpt.load_checkpoint(latest, model, optimizer)
+    extra = ckpt.load_checkpoint(latest, model, optimizer, any_world=True)  # train() checked the world size
     rollbacks, scale = guard.rollbacks + 1, guard.lr_scale * cfg.spike_lr_factor
     guard.load_state_dict(extra["guard"])
     guard.rollbacks, guard.lr_scale, guard.consecutive = rollbacks, scale, 0

@@ -8,8 +8,10 @@
 
 Data sources (all yield the trainer-batch dict of docs/formats.md and have an exact cursor):
 
-- a shards folder (``manifest.json``): ``proxytrain.shards`` reader, this rank's rows; validation
-  from ``--val-data``: other shards, or a pools folder (its held-out split);
+- a shards folder (``manifest.json``): ``proxytrain.shards`` reader, this rank's slice of one
+  global stream (``--data-order mixed``: seeded, the pack's domain shares in every prefix), batches
+  assembled in ``--loader-workers`` processes; the cursor is global, so a run resumes with any
+  number of ranks; validation from ``--val-data``: other shards, or a pools folder (its held-out split);
 - a pools folder (``pools.json``): random windows drawn by mixture weight (``--mixture`` or token
   shares), validation from the pools' held-out split;
 - nothing: ``SyntheticSource``, deterministic generated documents (smoke tests, benchmarks).
@@ -47,7 +49,10 @@ class SyntheticSource:
     Each domain ``d`` writes arithmetic token sequences with stride ``d + 1`` (mod vocab) with 10 %
     random tokens, several documents per row and some end padding, so document masking and
     per-domain losses matter and a model can learn them. Rank ``r`` of ``w`` takes rows r, r+w, ...
+    of one global stream, so a cursor resumes with another number of ranks when ranks share it evenly.
     """
+
+    resumes_across_world_sizes = True
 
     def __init__(self, *, vocab_size: int = 512, seq_len: int = 128, domains: tuple[str, ...] = ("a", "b", "c"),
                  seed: int = 0, rank: int = 0, world: int = 1, split: str = "train") -> None:
@@ -91,7 +96,11 @@ class SyntheticSource:
         return {"row": self.row, "rank": self.rank, "world": self.world}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.row = int(state["row"])
+        consumed = int(state["row"]) * int(state.get("world", self.world))  # global rows consumed
+        if consumed % self.world:
+            raise ConfigError(f"the synthetic data cursor is at global row {consumed}, which {self.world} ranks "
+                              "cannot share evenly; resume with a number of ranks that divides it")
+        self.row = consumed // self.world
 
 
 class PoolSource:
@@ -179,7 +188,8 @@ def open_source(cfg: Any, *, rank: int, world: int) -> tuple[Any, Any]:
 def _open_shards(cfg: Any, data: Path, sha: str, *, rank: int, world: int) -> tuple[Any, Any]:
     from proxytrain.shards import ShardBatchSource
 
-    src = ShardBatchSource(str(data), rank=rank, world_size=world, expect_tokenizer_sha256=sha)
+    src = ShardBatchSource(str(data), rank=rank, world_size=world, expect_tokenizer_sha256=sha,
+                           order=cfg.data_order, seed=cfg.seed, num_workers=cfg.loader_workers)
     seq_len = int(src.dataset.manifest["seq_len"])
     if seq_len != cfg.seq_len:
         raise ConfigError(f"shards in {data} have seq_len {seq_len}, the config says {cfg.seq_len}: "
@@ -242,11 +252,32 @@ def torchrun_argv(args: argparse.Namespace, nproc: int) -> list[str]:
     return argv
 
 
+def preflight(cfg: Any, nproc: int) -> None:
+    """Refuse, in one line and before torchrun starts ``nproc`` ranks, what each rank would refuse:
+    unreadable or missing data, a global batch the ranks cannot share, a checkpoint whose data cursor
+    belongs to other shards, mixture or order, or a per-rank cursor resumed with other ranks."""
+    from proxytrain import checkpoint as ckpt
+    from proxytrain import elastic
+
+    latest = ckpt.latest_checkpoint(Path(cfg.out_dir) / "checkpoints") if cfg.resume else None
+    prev = elastic.previous_run(latest)
+    elastic.batch_plan(cfg.global_batch_size, cfg.micro_batch_size, cfg.grad_accum, nproc, prev)
+    source, _ = open_source(cfg, rank=0, world=nproc)
+    if latest is None or prev is None:
+        return
+    if prev["world"] != nproc and not elastic.resumes_across_world_sizes(source, None):
+        raise ConfigError(f"checkpoint {latest} was written by {prev['world']} ranks and its {type(source).__name__} "
+                          f"data keeps a per-rank state; resume with --nproc {prev['world']}")
+    source.load_state_dict(json.loads((latest / "extra-rank0.json").read_text())["data"])
+
+
 def run(args: argparse.Namespace) -> int:
     from proxytrain.checkpoint import CheckpointError
     from proxytrain.train import TrainConfig, TrainingAborted, train
 
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
+        preflight(config_from(TrainConfig, params=load_params(args.params, "train"), args=args, where="train"),
+                  args.nproc)
         argv = torchrun_argv(args, args.nproc)
         log.info("launching torchrun", extra={"data": {"argv": argv}})
         return subprocess.call(argv)

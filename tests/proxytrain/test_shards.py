@@ -46,6 +46,10 @@ def all_rows(path: Path) -> tuple[dict, np.ndarray, list[list[int]], list[str]]:
             t.column("domain").to_pylist())
 
 
+def manifest_shards(path: Path) -> list[dict]:
+    return json.loads((path / "manifest.json").read_text())["shards"]
+
+
 def batches(loader, n=None):
     out = []
     for b in loader:
@@ -63,9 +67,11 @@ def same(xs, ys):
 def test_rows_follow_the_trainer_batch_contract(shards):
     manifest, tokens, doc_lens, domains = all_rows(shards)
     assert len(manifest["shards"]) >= 5
-    rows = list(ShardDataset(shards))
+    rows = list(ShardDataset(shards))  # the mixed order: one epoch visits every manifest row once
     assert len(rows) == manifest["rows"] == len(tokens)
-    for i, r in enumerate(rows):
+    assert sorted(int(r["row"]) for r in rows) == list(range(len(tokens)))
+    for r in rows:
+        i = int(r["row"])
         assert r["tokens"].dtype == torch.int64 and r["tokens"].shape == (SEQ,)
         assert r["segment_ids"].dtype == torch.int32 and r["domain_id"].dtype == torch.int64
         assert (r["tokens"].numpy() == tokens[i]).all()
@@ -125,12 +131,12 @@ def test_in_process_cursor_and_other_world_size(shards):
 
 def test_batch_source_for_the_trainer(shards):
     manifest, tokens, _, _ = all_rows(shards)
-    src = ShardBatchSource(shards, rank=1, world_size=2, expect_tokenizer_sha256="cd" * 32)
+    src = ShardBatchSource(shards, rank=1, world_size=2, expect_tokenizer_sha256="cd" * 32, order="manifest")
     b = src.next_batch(3)
     assert b["tokens"].shape == (3, SEQ) and (b["tokens"].numpy() == tokens[[1, 3, 5]]).all()
     state = src.state_dict()
     nxt = src.next_batch(4)
-    src2 = ShardBatchSource(shards, rank=1, world_size=2)
+    src2 = ShardBatchSource(shards, rank=1, world_size=2, order="manifest")
     src2.load_state_dict(state)
     assert same([nxt], [src2.next_batch(4)])
     n = manifest["rows"]
@@ -173,6 +179,12 @@ def test_bad_input(shards, tmp_path):
     state = ds.state_dict()
     m = json.loads((other / "manifest.json").read_text())
     m["shards"] = m["shards"][:-1]
+    (other / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ShardError, match="the folder mixes shards of different packs"):
+        ShardDataset(other)  # the manifest's tokens per domain still count the dropped shard
+    last = pa.ipc.open_file(pa.memory_map(str(shards / manifest_shards(shards)[-1]["file"]))).read_all()
+    for d, lens in zip(last.column("domain").to_pylist(), last.column("doc_lens").to_pylist(), strict=True):
+        m["tokens_per_domain"][d] -= sum(lens)
     (other / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(ShardError, match="another shard set"):
         ShardDataset(other).load_state_dict(state)
