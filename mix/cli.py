@@ -120,7 +120,7 @@ def cmd_doremi(args: argparse.Namespace) -> int:
                  params={"doremi": asdict(cfg), "proxy": asdict(pcfg), "preset": preset, "seed": args.seed},
                  provenance=_provenance(args.input, {"rounds": res["rounds"], "seconds": res["seconds"],
                                                       "seeds": res["seeds"], "seed_weights": res["seed_weights"],
-                                                      "seed_range": res["seed_range"],
+                                                      "seed_range": res["seed_range"], "cost": res["cost"],
                                                       **{k: res[k] for k in ("group_size", "proxy_weights",
                                                                              "n_proxies", "proxy_sd", "mixture_se",
                                                                              "se_lower_bound", "range_sizing", "pilot")
@@ -171,6 +171,7 @@ def cmd_regmix(args: argparse.Namespace) -> int:
     save_mixture(out, res["weights"], method="regmix",
                  params={"regmix": asdict(cfg), "proxy": asdict(pcfg), "preset": preset, "seed": args.seed},
                  provenance=_provenance(args.input, {"fit": res["report"]["fit"], "search": res["report"]["search"],
+                                                      "cost": res["report"]["cost"],
                                                       "report_file": str(report),
                                                       "seconds": seconds}))
     print(json.dumps({"weights": res["weights"], "fit": res["report"]["fit"]}, indent=1))

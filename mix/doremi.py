@@ -548,6 +548,7 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
     proxies = np.array(per_seed)
     sw = proxies.reshape(cfg.seeds, m, k).mean(axis=1)  # one output per seed (group of m proxies)
     out = {"weights": dict(zip(domains, final.tolist(), strict=True)), "domains": domains, "rounds": rounds,
+           "cost": search_cost(pools_dir, cfg, pcfg, n_proxies=len(seeds), n_rounds=len(rounds)),
            "seeds": seeds, "seed_weights": sw.round(6).tolist(),
            "seed_range": dict(zip(domains, np.ptp(sw, axis=0).round(6).tolist(), strict=True)),
            "trajectory": trajectory, "seconds": round(time.perf_counter() - t0, 2)}
@@ -559,6 +560,22 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
         out["range_sizing"] = range_sizing(np.array([out["proxy_sd"][d] for d in domains]), seeds=cfg.seeds,
                                            group_size=m, n_proxies=len(proxies))
     return out
+
+
+def search_cost(pools_dir, cfg: DoReMiConfig, pcfg, *, n_proxies: int, n_rounds: int) -> dict:
+    """Training FLOPs of a DoReMi search: per round its references (``reference_factor`` x the
+    steps) and DRO proxies (balanced batches, plus the reference's forward on every batch: the
+    paper's excess; the probe's forward passes cost about the same by its default size)."""
+    from mix.proxy import dro_rows, pool_domains, pools_vocab, proxy_flops
+
+    vocab, k = pools_vocab(pools_dir), len(pool_domains(pools_dir))
+    refs = n_proxies if cfg.paired_reference else 1
+    ref_steps = max(1, int(round(cfg.steps * cfg.reference_factor)))
+    rows = dro_rows(pcfg.batch_size, k)
+    flops = n_rounds * (refs * proxy_flops(pcfg, vocab, rows=pcfg.batch_size, steps=ref_steps)
+                        + n_proxies * proxy_flops(pcfg, vocab, rows=rows, steps=cfg.steps, forward_share=1 / 3))
+    tokens = n_rounds * (refs * ref_steps * pcfg.batch_size + n_proxies * cfg.steps * rows) * pcfg.seq_len
+    return {"proxy_runs": n_rounds * (refs + n_proxies), "tokens": int(tokens), "flops": float(flops)}
 
 
 def reference_weights(rule: str, tokens: dict[str, int], targets: list[str] | None) -> np.ndarray:

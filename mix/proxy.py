@@ -397,6 +397,19 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     return res.model, result
 
 
+def proxy_flops(cfg: ProxyConfig, vocab_size: int, *, rows: int, steps: int, forward_share: float = 0.0) -> float:
+    """Training FLOPs of one proxy run (``steps`` x ``rows`` x ``seq_len`` tokens at
+    ``proxytrain.flops.flops_per_token``), plus ``forward_share`` x that for extra forward passes
+    over the same tokens (a DoReMi reference scoring every DRO batch: 1/3, a forward of 2N of 6N)."""
+    from proxytrain.flops import flops_per_token
+    from proxytrain.train import TrainConfig, model_config
+
+    tcfg = TrainConfig(model=cfg.model_preset, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+                       seq_len=cfg.seq_len, head_dtype=cfg.head_dtype)
+    per_token = flops_per_token(model_config(tcfg, vocab_size), seq_len=cfg.seq_len)
+    return float(steps * rows * cfg.seq_len * per_token * (1.0 + forward_share))
+
+
 def dro_rows(batch_size: int, k: int, world: int = 1) -> int:
     """Rows of a balanced DRO step: ``batch_size`` rounded up to a multiple of the domain count.
 

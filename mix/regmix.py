@@ -586,7 +586,11 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     info["search_caps"] = search_caps.tolist()
     info["predicted_prior"] = float(final.predict(prior[None])[0])
     info["predicted_uniform"] = float(final.predict(np.full((1, len(domains)), 1.0 / len(domains)))[0])
+    from mix.proxy import pools_vocab, proxy_flops
+
+    one = proxy_flops(proxy_cfg, pools_vocab(pools_dir), rows=proxy_cfg.batch_size, steps=proxy_cfg.steps)
     report = {
+        "cost": {"proxy_runs": int(len(x)), "tokens": int(len(x) * proxy_budget), "flops": float(len(x) * one)},
         "domains": domains, "target": cfg.target, "target_domains": tgt_domains, "fit": fit,
         "search": info, "prior": prior.tolist(), "caps": caps.tolist(), "budget_tokens": int(budget),
         "proxy_budget_tokens": int(proxy_budget), "max_epochs": float(cfg.max_epochs),

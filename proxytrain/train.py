@@ -401,6 +401,7 @@ def train(cfg: TrainConfig, *, source: BatchSource, val_source: BatchSource | No
             dt = time.perf_counter() - t0
             tps = tokens_per_step / dt
             rec = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm, "param_norm": _param_norm(model),
+                   "tokens": tokens_per_step, "flops": tokens_per_step * flops_tok,
                    "tokens_per_s": tps, "mfu": mfu(tps, flops_tok, peak, world), "step_s": dt,
                    "peak_mem_gb": peak_memory_gb(device), **layer_stats}
             for d, name in enumerate(domains):

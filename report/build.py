@@ -402,11 +402,40 @@ def _is_num(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def final_run_flops(inputs: ReportInputs) -> float | None:
+    """Training FLOPs of the final run, summed over its logged steps (``flops`` per step record)."""
+    totals = [sum(float(r.get("flops", 0.0)) for r in recs if "event" not in r) for recs in inputs.train_logs.values()]
+    totals = [t for t in totals if t > 0]
+    return max(totals) if totals else None
+
+
+def cost_table(inputs: ReportInputs) -> Table | None:
+    """Each search's training FLOPs (its proxies; ``cost`` in the mixture's provenance) as a share of
+    the final run's."""
+    final = final_run_flops(inputs)
+    rows = []
+    for label, m in inputs.mixtures.items():
+        cost = (m.get("provenance") or {}).get("cost")
+        if not isinstance(cost, dict) or (m.get("provenance") or {}).get("selected"):
+            continue
+        share = f"{100 * cost['flops'] / final:.1f}%" if final else "n/a (no training log)"
+        rows.append([str(m.get("method") or label), cost.get("proxy_runs"), cost.get("tokens"),
+                     f"{cost['flops']:.3g}", share])
+    if not rows:
+        return None
+    return Table("Search cost: proxy training FLOPs (6N + attention per token, DoReMi's reference forward passes "
+                 "included)" + (f"; final run {final:.3g} FLOPs" if final else ""),
+                 ["search", "proxy runs", "tokens", "FLOPs", "share of the final run"], rows)
+
+
 def search_section(inputs: ReportInputs) -> Section | None:
     spreads = [t for label, mix in inputs.mixtures.items() if (t := doremi_spread_table(label, mix)) is not None]
-    if not inputs.trajectories and not inputs.regmix_fits and not spreads:
+    cost = cost_table(inputs)
+    if not inputs.trajectories and not inputs.regmix_fits and not spreads and cost is None:
         return None
     sec = Section("search", "Mixture search diagnostics")
+    if cost is not None:
+        sec.blocks.append(cost)
     sec.blocks.extend(spreads)
     for i, (label, traj) in enumerate(inputs.trajectories.items()):
         doms = [k for k in traj[0] if k not in ("step", "round") and isinstance(traj[0][k], (int, float))]
@@ -416,7 +445,7 @@ def search_section(inputs: ReportInputs) -> Section | None:
             xs, {d: [float(r.get(d, 0.0)) for r in traj] for d in doms},
             title="Group-DRO domain weights per step" + (f" ({rounds} rounds, concatenated)" if rounds > 1 else "")),
             "The first DRO proxy's weights; the output mixture is the mean, over every DRO proxy, of each "
-            "one's weights averaged over the steps after the warm-up (mix.doremi.average_from). One domain "
+            "one's weights averaged over its steps (after mix.doremi.average_from of them). One domain "
             "taking all the weight is DoReMi's known failure mode."))
         mean = {d: float(np.mean([r.get(d, 0.0) for r in traj])) for d in doms}
         sec.blocks.append(Table(f"DoReMi weights of the first proxy ({label})", ["domain", "last step", "mean over steps"],

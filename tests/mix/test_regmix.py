@@ -195,6 +195,9 @@ def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     assert rep["fit"]["regressor_setting"] == "auto"
     assert rep["fit"][rep["fit"]["regressor"]]["spearman_better_half"] == rep["fit"][best]["spearman_better_half"]
     assert all(-1 <= rep["fit"][n]["spearman"] <= 1 for n in ("hybrid", "lightgbm", "linear", "domainwise"))
+    # the search's cost: 8 proxies of 10 steps x 4 rows x 32 tokens, FLOPs at flops_per_token
+    assert rep["cost"]["proxy_runs"] == 8 and rep["cost"]["tokens"] == 8 * 10 * 4 * 32
+    assert rep["cost"]["flops"] > 6 * rep["cost"]["tokens"] and mix.provenance["cost"] == rep["cost"]
     # the top-k mean is refined on the fitted surface: never predicted worse than before
     srch = rep["search"]
     assert srch["refined"] and srch["predicted_chosen"] <= srch["topk_mean_predicted"] + 0.02

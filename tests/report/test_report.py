@@ -559,3 +559,18 @@ def test_inspection_section_from_inspect_json(tmp_path: Path):
     assert table.rows == [["news", "filters", "garbage:not_words", 10, "10.0%", "dict_share < 0.2", 1],
                           ["news", "langid_filter", "lang:de", 4, "4.0%", "foreign_lang_score > 0.6 (global 0.65)", 0]]
     assert "corpusmix inspect --run run" in table.note
+
+
+def test_search_cost_is_a_share_of_the_final_runs_flops():
+    from report.build import cost_table
+    from report.inputs import ReportInputs
+
+    inputs = ReportInputs()
+    inputs.mixtures["mix/regmix.json"] = {"method": "regmix", "weights": {"a": 1.0},
+                                          "provenance": {"cost": {"proxy_runs": 4, "tokens": 1000, "flops": 2.0e9}}}
+    inputs.mixtures["mix/mixture.json"] = {"method": "regmix", "weights": {"a": 1.0},  # the selected copy: once
+                                           "provenance": {"selected": "regmix", "cost": {"flops": 2.0e9}}}
+    inputs.train_logs["train/train_log.jsonl"] = [{"step": i, "flops": 1.0e9} for i in range(4)] + [
+        {"step": 2, "event": "skip", "flops": 5.0e9}]
+    t = cost_table(inputs)
+    assert t.rows == [["regmix", 4, 1000, "2e+09", "50.0%"]]
