@@ -46,7 +46,6 @@ RATES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.30)
 def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from garbage_sources import KINDS, garbage_doc, real_domains
 
     rng = random.Random(seed)

@@ -473,6 +473,24 @@ def _sentencizer():
     return nlp
 
 
+def _relayout(src: str, sents: list[str]) -> str:
+    """``sents`` laid out like ``src``: its paragraph count and its typical line width (a wrapped
+    source is wrapped again, one-line paragraphs stay one line)."""
+    import statistics
+    import textwrap
+
+    paras = [p for p in re.split(r"\n\s*\n", src.strip()) if p.strip()]
+    lines = [ln for ln in src.splitlines() if ln.strip()]
+    width = int(statistics.median(len(ln) for ln in lines)) if len(lines) > len(paras) else 0
+    n_par = max(1, min(len(paras), len(sents) // 2))
+    cut = [round(k * len(sents) / n_par) for k in range(n_par + 1)]
+    out = []
+    for a, b in zip(cut, cut[1:], strict=False):
+        text = " ".join(sents[a:b])
+        out.append(textwrap.fill(text, width=max(40, width)) if width else text)
+    return "\n\n".join(out)
+
+
 def shuffled_sentences(rng: random.Random, split: str) -> str:
     docs = [t for ds in real_domains(split).values() for t, _ in ds]
     for _ in range(200):
@@ -485,7 +503,7 @@ def shuffled_sentences(rng: random.Random, split: str) -> str:
             order = list(range(len(sents)))
             while order == sorted(order):
                 rng.shuffle(order)
-            return " ".join(sents[i] for i in order)
+            return _relayout(src, [sents[i] for i in order])
     raise RuntimeError("no document with 6+ sentences")
 
 

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from curate import junkstats as js
+
 _EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
@@ -58,6 +60,8 @@ def dictionary(lang: str) -> tuple[frozenset[str], frozenset[str]] | None:
     lower-cased, or None when wordfreq has no list for ``lang``."""
     import wordfreq
 
+    if lang not in wordfreq.available_languages():  # no "nearest match" (wordfreq gives Italian for Latin)
+        return None
     try:
         words = [w.lower() for w in wordfreq.top_n_list(lang, 200_000)]
     except (LookupError, ValueError):
@@ -117,6 +121,7 @@ class TokenTable:
         self.low = np.zeros(1024, np.int64)
         self.low_len = np.zeros(1024, np.int64)
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
+        self.is_stop: dict[str, np.ndarray] = {}  # lang -> per lower-cased id: 1 stopword, 0 not, -1 unknown
 
     def _grow(self, n: int) -> None:
         cap = len(self.size)
@@ -174,6 +179,20 @@ class TokenTable:
             tokens, (words, short) = self.tokens, d
             flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
         return flags[ids]
+
+
+    def stop_flags(self, lang: str, lows: np.ndarray, stop: frozenset[str]) -> np.ndarray:
+        """Per lower-cased id of ``lows``: is it one of ``stop`` (the language's most frequent words)."""
+        flags = self.is_stop.get(lang)
+        n = len(self.low_words)
+        if flags is None or len(flags) < n:
+            old = flags if flags is not None else np.zeros(0, np.int8)
+            flags = self.is_stop[lang] = np.concatenate([old, np.full(max(n, 2 * len(old), 1024) - len(old), -1, np.int8)])
+        todo = np.unique(lows[flags[lows] < 0])
+        if len(todo):
+            words = self.low_words
+            flags[todo] = [words[j] in stop for j in todo.tolist()]
+        return flags[lows] == 1
 
 
 _TABLE = TokenTable()
@@ -315,12 +334,13 @@ _SEGMENT_SPLIT = re.compile(r"\s*(?:[·|•»›]|\n)\s*")
 _SPACES = re.compile(r"\s+")
 
 
-SHORT_SEGMENT = 50  # menu items, buttons, footer lines; wrapped prose lines are longer
+SHORT_SEGMENT = 120  # menu items, buttons, footer lines and cookie notices (one line each)
+MENU_SEGMENT = 60  # a boilerplate document's segments are this short on median; wrapped prose lines are longer
 
 
 def segments(text: str, *, short_only: bool = True) -> list[str]:
     """Pieces of a text (lines, and menu items between separators), normalised; by default only
-    the short ones (2-50 characters), the candidates for boilerplate."""
+    the short ones (2-120 characters), the candidates for boilerplate."""
     out = []
     for seg in _SEGMENT_SPLIT.split(text[:COMPRESS_PREFIX]):
         # str.split() and re's \s agree on every code point: the same as _SPACES.sub(" ", seg).strip()
@@ -330,14 +350,16 @@ def segments(text: str, *, short_only: bool = True) -> list[str]:
     return out
 
 
-def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int]:
+def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int, float]:
     """(share of the characters of all a document's segments taken by short segments frequent
-    across the corpus (menus, footers, share buttons), number of segments)."""
+    across the corpus (menus, footers, share buttons), number of segments, median segment length)."""
     segs = segments(text, short_only=False)
     total = sum(map(len, segs))
     if not total:
-        return 0.0, 0
-    return sum(len(s) for s in segs if len(s) <= SHORT_SEGMENT and s in frequent) / total, len(segs)
+        return 0.0, 0, 0.0
+    lens = sorted(map(len, segs))
+    return (sum(len(s) for s in segs if len(s) <= SHORT_SEGMENT and s in frequent) / total, len(segs),
+            float(lens[len(lens) // 2]))
 
 
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
@@ -362,10 +384,13 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         "line_punct_share": sum(ln.rstrip().endswith(_TERMINAL) for ln in lines) / n_lines,
         "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
         "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
+        "mojibake": js.mojibake_rate(text),
     }
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
-                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
+                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
+                   stuffing=None, rep_ngram_share=None, stamped_share=None,
+                   line_start_variety=None)
         return out
     ids = _TABLE.ids(tokens)
     size = _TABLE.size[ids]
@@ -373,8 +398,17 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     out["mean_word_len"] = total / n
     out["alpha_share"] = int(_TABLE.alpha[ids].sum()) / n
     d = dictionary(lang) if lang else None
-    out["dict_share"] = int((size * _TABLE.dict_flags(lang, ids, d)).sum()) / total if d is not None else None
+    in_dict = _TABLE.dict_flags(lang, ids, d) if d is not None else None
+    out["dict_share"] = int((size * in_dict).sum()) / total if in_dict is not None else None
     lows = _TABLE.low[ids]
+    if in_dict is not None:
+        content = (in_dict == 1) & (_TABLE.low_len[lows] > 2) & ~_TABLE.stop_flags(lang, lows, js.stopwords(lang))
+        out["stuffing"] = js.stuffing(lows, content)
+    else:
+        out["stuffing"] = None
+    out["rep_ngram_share"] = js.rep_ngram_share(lows)
+    out["stamped_share"] = js.stamped_share(lines)
+    out["line_start_variety"] = js.line_start_variety(lines)
     distinct = len(np.unique(lows))
     # lower-cased tokens of 3+ characters (the original token's length) and their counts
     uniq, counts = np.unique(lows[size > 2], return_counts=True)
@@ -401,6 +435,6 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     out["vocab_richness"] = distinct / math.sqrt(n) if n >= 30 else None
     out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
     if frequent_segments is not None:
-        out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)
+        out["boilerplate_share"], n_seg, out["segment_len"] = boilerplate_share(text, frequent_segments)
         out["n_segments"] = float(n_seg)
     return out

@@ -63,11 +63,24 @@ class FilterConfig:
     garbage_min_word_order_long: float = field(default=0.1, metadata={
         "help": "auto: the same bar for documents with word_order_long_pairs scored pairs or more"})
     word_order_long_pairs: int = 50
-    garbage_max_boilerplate_share: float = field(default=0.6, metadata={
+    garbage_max_boilerplate_share: float = field(default=0.5, metadata={
         "help": "auto: drop an 8+ segment document whose short segments are mostly frequent across the corpus"})
     boilerplate_min_docs: int = field(default=5, metadata={
         "help": "auto: a short segment (line, menu item) is boilerplate when this many sampled docs hold it"})
     word_order_vocab: int = field(default=300, metadata={"help": "auto: frequent words of the word-order model"})
+    garbage_max_mojibake: float = field(default=1.0, metadata={
+        "help": "auto: drop when ftfy's mojibake sequences + U+FFFD per 1,000 characters exceed this after repair"})
+    garbage_max_stuffing: float = field(default=0.3, metadata={
+        "help": "auto: keyword stuffing: the top 3 content words' share of content words above this ..."})
+    garbage_max_rep_ngrams: float = field(default=0.5, metadata={
+        "help": "auto: ... and this share of tokens in repeated 5-grams"})
+    garbage_max_stamped_lines: float = field(default=0.5, metadata={
+        "help": "auto: machine output: share of lines (8+) with a timestamp in their first 40 characters"})
+    garbage_min_line_start_variety: float = field(default=0.2, metadata={
+        "help": "auto: machine output: distinct line starts (first 2 tokens) per line (8+ lines) below this"})
+    garbage_min_domain_dict_share: float = field(default=0.5, metadata={
+        "help": "auto: pseudo-language: dictionary share in the domain's language below this, and not a "
+                "language of its own (LID label without a dictionary, or below this in that language)"})
     # -- profile auto: per-domain outliers ---------------------------------------------------------
     outlier_k: float = field(default=5.0, metadata={"help": "auto: robust z (scaled MADs) of an outlier"})
     outlier_min_spread: float = field(default=0.1, metadata={

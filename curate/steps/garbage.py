@@ -31,7 +31,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import CurationStep
-from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, text_key
+from curate.textstats import LOG_STATS, MENU_SEGMENT, STYLE_STATS, Memo, WordOrderModel, doc_stats, text_key
 
 #: doc_stats by (text digest, language, calibration digest), shared by the calibration's probe
 #: filter and the run's filter in one process
@@ -86,7 +86,10 @@ class CalibratedFilter(CurationStep):
     def measure(self, doc: Document, dom: dict[str, Any] | None = None) -> dict[str, float | None]:
         """``doc_stats`` of the document (memoised: the calibration measures the sampled documents,
         the run measures them again with the same model; the returned dict is read only)."""
-        lang = self._language(doc, dom)
+        return self.measure_lang(doc, self._language(doc, dom))
+
+    def measure_lang(self, doc: Document, lang: str) -> dict[str, float | None]:
+        """``doc_stats`` of the document in language ``lang`` (memoised like :meth:`measure`)."""
         key = (text_key(doc.text), lang, self._model_key)
         stats = _STATS.get(key)
         if stats is None:
@@ -110,9 +113,34 @@ class CalibratedFilter(CurationStep):
         if wo is not None and (wo < c.garbage_min_word_order or (
                 wo < c.garbage_min_word_order_long and s["word_pairs"] >= c.word_order_long_pairs)):
             return "garbage:word_salad"  # long documents: the mean is precise enough for a higher bar
-        if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
+        if ((s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share
+                and s["segment_len"] <= MENU_SEGMENT):
             return "garbage:boilerplate"
+        if s.get("mojibake", 0.0) > c.garbage_max_mojibake:
+            return "garbage:mojibake"
+        st, rep = s.get("stuffing"), s.get("rep_ngram_share")
+        if st is not None and rep is not None and st > c.garbage_max_stuffing and rep > c.garbage_max_rep_ngrams:
+            return "garbage:keyword_stuffing"
+        sl, var = s.get("stamped_share"), s.get("line_start_variety")
+        if (sl is not None and sl > c.garbage_max_stamped_lines) or (
+                var is not None and var < c.garbage_min_line_start_variety):
+            return "garbage:machine_output"
         return None
+
+    def pseudo_language(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
+                        c: Any) -> bool:
+        """Not the domain's language, and not words of the language it resembles either: lorem
+        ipsum, invented words. (A real foreign document has its own language's words.)"""
+        dlang = (dom or {}).get("language") or c.language
+        label = doc.metadata.get("lang")
+        if not label or label == dlang:
+            return False  # language ID sees the domain's language: judged by garbage:not_words
+        bar = c.garbage_min_domain_dict_share
+        d_dom = self.measure_lang(doc, dlang).get("dict_share")
+        if d_dom is None or d_dom >= bar:
+            return False
+        d_own = self.measure_lang(doc, label).get("dict_share")
+        return d_own is None or d_own < bar
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not self.calibrated:
@@ -124,6 +152,8 @@ class CalibratedFilter(CurationStep):
         reason = self.garbage_reason(s, name)
         if reason:
             return False, reason
+        if self.pseudo_language(doc, s, dom, self._by_domain.get(name, self.cfg)):
+            return False, "garbage:pseudo_language"
         for stat, (lo, hi) in ((dom or {}).get("thresholds") or {}).items():
             x = s.get(stat)
             if x is None:
