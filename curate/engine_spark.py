@@ -236,7 +236,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     calibrated first, exactly as the local engine does (same thresholds): the sample is read by
     the driver, or by the executors (``SparkConfig.calibration_sample``, :func:`sample_on_executors`).
     """
-    from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
+    from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report, verdicts_of
 
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
     inputs = [str(i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
@@ -287,6 +287,11 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         rows = drops.groupBy("domain", "step", "reason").count().collect()
         doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
                                 calibration.get("domain_docs") or {}, share=calibrate_cfg.guard_share))
+        verdicts = verdicts_of(calibration)
+        if verdicts:
+            doc.update(verdicts)
+            write_text(spark, f"{output}/curated/domain_verdicts.json",
+                       json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
                      "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
     write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")

@@ -10,7 +10,8 @@
 ``mix.regmix`` in ``params.yaml`` (``--params``), then command-line flags. Proxy runs are cached under ``--cache``
 (default: ``<output dir>/proxies``) so an interrupted search resumes without retraining.
 
-Targets: ``mix.target_domains`` (``[]`` = every domain not in ``mix.garbage_domains``) define the
+Targets: ``mix.target_domains`` (``[]`` = every domain not in ``mix.garbage_domains`` nor judged garbage by
+the curation, pools.json ``garbage_domains``) define the
 RegMix target and the ablation's average (:mod:`mix.targets`). RegMix's epoch caps are for the
 final run: ``pack.tokens`` and ``pack.max_epochs`` of the same params file (flags override).
 The ablation scores on the pools' evaluation split with seeds no search uses.
@@ -49,13 +50,16 @@ def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
             "corpusmix": __version__, **extra}
 
 
-def targets_for(params: dict[str, Any], domains: list[str], legacy: list[str] | None = None) -> list[str]:
-    """The target domains from ``mix.target_domains`` / ``mix.garbage_domains`` (:mod:`mix.targets`);
-    ``legacy``: an older ``mix.regmix.target_domains`` used when ``mix.target_domains`` is empty."""
-    from mix.targets import TargetConfig, resolve_targets
+def targets_for(params: dict[str, Any], domains: list[str], legacy: list[str] | None = None,
+                pools_dir: str | None = None) -> list[str]:
+    """The target domains from ``mix.target_domains`` / ``mix.garbage_domains`` (:mod:`mix.targets`)
+    and the domains the curation judged garbage (``pools_dir``'s pools.json); ``legacy``: an older
+    ``mix.regmix.target_domains`` used when ``mix.target_domains`` is empty."""
+    from mix.targets import TargetConfig, flagged_garbage, resolve_targets
 
+    judged = flagged_garbage(pools_dir) if pools_dir else []
     cfg = TargetConfig(target_domains=list(params.get("target_domains") or legacy or []),
-                       garbage_domains=list(params.get("garbage_domains") or []))
+                       garbage_domains=sorted(set(params.get("garbage_domains") or []) | set(judged)))
     return resolve_targets(domains, cfg)
 
 
@@ -144,7 +148,7 @@ def cmd_regmix(args: argparse.Namespace) -> int:
         cfg.max_epochs = float(pack["max_epochs"])
     try:
         cfg.validate()
-        targets = targets_for(params, list(pool_domains(args.input)), cfg.target_domains)
+        targets = targets_for(params, list(pool_domains(args.input)), cfg.target_domains, pools_dir=args.input)
         res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -219,7 +223,8 @@ def cmd_ablation(args: argparse.Namespace) -> int:
         else:
             raise ConfigError(f"--mixture {spec!r}: use NAME=FILE, or the built-ins natural / uniform")
     given = [d for d in (args.avg_over or "").split(",") if d]
-    avg_over = targets_for({**params, "target_domains": given or params.get("target_domains")}, list(tokens))
+    avg_over = targets_for({**params, "target_domains": given or params.get("target_domains")}, list(tokens),
+                           pools_dir=args.input)
     try:
         rep = run_ablation(args.input, mixtures, pcfg, seeds=ablation_seeds(args.seeds), cache_dir=cache,
                            workers=args.workers, domains_for_avg=avg_over, eval_split=args.split)

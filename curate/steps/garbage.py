@@ -110,7 +110,7 @@ class CalibratedFilter(CurationStep):
         if s["n_lines"] >= 10 and s["words_per_line"] < c.garbage_min_words_per_line:
             return "garbage:word_list"
         wo = s["word_order"]
-        if wo is not None and (wo < c.garbage_min_word_order or (
+        if wo is not None and s["word_pairs"] >= c.word_order_min_pairs and (wo < c.garbage_min_word_order or (
                 wo < c.garbage_min_word_order_long and s["word_pairs"] >= c.word_order_long_pairs)):
             return "garbage:word_salad"  # long documents: the mean is precise enough for a higher bar
         if ((s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share
@@ -135,12 +135,22 @@ class CalibratedFilter(CurationStep):
         label = doc.metadata.get("lang")
         if not label or label == dlang:
             return False  # language ID sees the domain's language: judged by garbage:not_words
+        if (s.get("n_words") or 0) < c.pseudo_min_words or (doc.metadata.get("lang_score") or 0.0) < c.pseudo_min_lid:
+            return False  # a few words (a headword, a one-liner) resemble any language by chance
         bar = c.garbage_min_domain_dict_share
         d_dom = self.measure_lang(doc, dlang).get("dict_share")
         if d_dom is None or d_dom >= bar:
             return False
         d_own = self.measure_lang(doc, label).get("dict_share")
         return d_own is None or d_own < bar
+
+    def doc_garbage(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
+                    name: str) -> str | None:
+        """The stage-1 reason of a document (the domain-independent detectors), or None."""
+        reason = self.garbage_reason(s, name)
+        if reason is None and self.pseudo_language(doc, s, dom, self._by_domain.get(name, self.cfg)):
+            return "garbage:pseudo_language"
+        return reason
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not self.calibrated:
@@ -149,11 +159,9 @@ class CalibratedFilter(CurationStep):
         name = doc.metadata.get("domain") or "unknown"
         dom = self.domains.get(name)
         s = self.measure(doc, dom)
-        reason = self.garbage_reason(s, name)
+        reason = self.doc_garbage(doc, s, dom, name)
         if reason:
             return False, reason
-        if self.pseudo_language(doc, s, dom, self._by_domain.get(name, self.cfg)):
-            return False, "garbage:pseudo_language"
         for stat, (lo, hi) in ((dom or {}).get("thresholds") or {}).items():
             x = s.get(stat)
             if x is None:
