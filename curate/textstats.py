@@ -99,6 +99,12 @@ def _core_in_dict(core: str, words: frozenset[str], short: frozenset[str]) -> bo
     return all(r in words for r in long_runs)
 
 
+def _plain(tok: str) -> bool:
+    """A lower-case word of 3+ letters once edge punctuation is stripped (what a misspelling hits)."""
+    core = tok.strip(_EDGE_PUNCT)
+    return len(core) > 2 and core.isalpha() and core.islower()
+
+
 _DICT_CACHE: dict[str, dict[str, bool]] = {}
 
 
@@ -118,6 +124,7 @@ class TokenTable:
         self.low_words: list[str] = []
         self.size = np.zeros(1024, np.int64)
         self.alpha = np.zeros(1024, np.int64)
+        self.plain = np.zeros(1024, bool)  # stripped of edge punctuation: a lower-case word of 3+ letters
         self.low = np.zeros(1024, np.int64)
         self.low_len = np.zeros(1024, np.int64)
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
@@ -128,7 +135,7 @@ class TokenTable:
         if n <= cap:
             return
         new = max(n, 2 * cap)
-        for name in ("size", "alpha", "low"):
+        for name in ("size", "alpha", "low", "plain"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(new - cap, arr.dtype)]))
         for lang, arr in self.in_dict.items():
@@ -158,6 +165,7 @@ class TokenTable:
                     li[k] = j
         self.size[i0:i0 + n] = list(map(len, new))
         self.alpha[i0:i0 + n] = [any(map(str.isalpha, t)) for t in new]
+        self.plain[i0:i0 + n] = [_plain(t) for t in new]
         self.low[i0:i0 + n] = li
 
     def ids(self, tokens: list[str]) -> np.ndarray:
@@ -390,7 +398,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None,
-                   line_start_variety=None)
+                   line_start_variety=None, oov_share=None, plain_share=0.0)
         return out
     ids = _TABLE.ids(tokens)
     size = _TABLE.size[ids]
@@ -401,6 +409,11 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     in_dict = _TABLE.dict_flags(lang, ids, d) if d is not None else None
     out["dict_share"] = int((size * in_dict).sum()) / total if in_dict is not None else None
     lows = _TABLE.low[ids]
+    plain = _TABLE.plain[ids]
+    n_plain = int(plain.sum())
+    out["plain_share"] = n_plain / n
+    out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
+                        if in_dict is not None and n_plain >= 30 else None)
     if in_dict is not None:
         content = (in_dict == 1) & (_TABLE.low_len[lows] > 2) & ~_TABLE.stop_flags(lang, lows, js.stopwords(lang))
         out["stuffing"] = js.stuffing(lows, content)

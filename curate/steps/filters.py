@@ -70,6 +70,11 @@ class FilterConfig:
     boilerplate_min_docs: int = field(default=5, metadata={
         "help": "auto: a short segment (line, menu item) is boilerplate when this many sampled docs hold it"})
     word_order_vocab: int = field(default=300, metadata={"help": "auto: frequent words of the word-order model"})
+    garbage_max_oov_share: float = field(default=0.35, metadata={
+        "help": "auto: drop when this share of the lower-case words (3+ letters; 30+ of them) is not in the "
+                "language's dictionary (OCR noise, invented words)"})
+    oov_min_plain_share: float = field(default=0.3, metadata={
+        "help": "auto: ... in running text: lower-case words are at least this share of the tokens (not code)"})
     garbage_max_mojibake: float = field(default=1.0, metadata={
         "help": "auto: drop when ftfy's mojibake sequences + U+FFFD per 1,000 characters exceed this after repair"})
     garbage_max_stuffing: float = field(default=0.3, metadata={

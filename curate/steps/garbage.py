@@ -116,6 +116,9 @@ class CalibratedFilter(CurationStep):
         if ((s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share
                 and s["segment_len"] <= MENU_SEGMENT):
             return "garbage:boilerplate"
+        oov = s.get("oov_share")
+        if oov is not None and oov > c.garbage_max_oov_share and s["plain_share"] >= c.oov_min_plain_share:
+            return "garbage:misspelt"
         if s.get("mojibake", 0.0) > c.garbage_max_mojibake:
             return "garbage:mojibake"
         st, rep = s.get("stuffing"), s.get("rep_ngram_share")

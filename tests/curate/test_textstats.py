@@ -123,7 +123,8 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
-                   stuffing=None, rep_ngram_share=None, stamped_share=None, line_start_variety=None)
+                   stuffing=None, rep_ngram_share=None, stamped_share=None, line_start_variety=None,
+                   oov_share=None, plain_share=0.0)
         return out
     out["mean_word_len"] = sum(map(len, tokens)) / n
     out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
@@ -133,6 +134,11 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     else:
         hits = sum(len(t) for t in tokens if reference_is_dict_token(t, *d))
         out["dict_share"] = hits / sum(map(len, tokens))
+    plain = [t for t in tokens if len(t.strip(ts._EDGE_PUNCT)) > 2 and t.strip(ts._EDGE_PUNCT).isalpha()
+             and t.strip(ts._EDGE_PUNCT).islower()]
+    out["plain_share"] = len(plain) / n
+    out["oov_share"] = (sum(not reference_is_dict_token(t, *d) for t in plain) / len(plain)
+                        if d is not None and len(plain) >= 30 else None)
     out["stuffing"] = reference_stuffing(tokens, lang, d)
     out["rep_ngram_share"] = reference_rep_ngrams([t.lower() for t in tokens])
     out["stamped_share"] = reference_stamped(lines)
