@@ -64,7 +64,7 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         for n, (text, _src) in enumerate(docs[:per_domain]):
             add(f"{dom}/{n:05d}", text, dom, f"real:{dom}")
         rate = RATES[j % len(RATES)]
-        for n in range(round(per_domain * rate / (1 - rate))):
+        for n in range(round(len(docs[:per_domain]) * rate / (1 - rate))):
             kind = KINDS[k % len(KINDS)]
             k += 1
             text, orig = garbage_doc(kind, split, rng)
@@ -156,7 +156,7 @@ def score(truth: dict, out: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "heldout"), required=True)
+    ap.add_argument("--split", choices=("dev", "heldout", "heldout2"), required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)
     ap.add_argument("--own-per-kind", type=int, default=12)

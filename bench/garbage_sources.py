@@ -138,8 +138,35 @@ def heldout_real() -> dict[str, list[tuple[str, str]]]:
     return {d: srcs[d] for d in HELDOUT_DOMAINS if len(srcs[d]) >= 30}
 
 
+HELDOUT2_DOMAINS = ("pypi_readmes", "rust_book", "debian_news", "copyright_files", "node_changelogs")
+
+
+@cache
+def heldout2_real() -> dict[str, list[tuple[str, str]]]:
+    srcs: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    metas = sorted(Path("/root/.pyenv").glob("versions/*/lib/python3*/site-packages/*.dist-info/METADATA"))
+    for p in metas:
+        text = p.read_text(errors="replace")
+        head, _, body = text.partition("\n\n")
+        if len(body.split()) >= 30:
+            srcs["pypi_readmes"] += chunks(body, str(p))
+    rust = sorted(Path("/root/.rustup").glob("toolchains/*/share/doc/rust/html/book/ch*.html"))
+    rust += sorted(Path("/root/.rustup").glob("toolchains/*/share/doc/rust/html/reference/*.html"))
+    for p in rust:
+        t = _main_text(p.read_text(errors="replace"))
+        srcs["rust_book"] += chunks(t, str(p))
+    for p in sorted(Path("/usr/share/doc").glob("*/NEWS*")):
+        srcs["debian_news"] += chunks(_read(p)[:MAX_DOC * 3], str(p))
+    for p in sorted(Path("/usr/share/doc").glob("*/copyright")):
+        srcs["copyright_files"] += chunks(_read(p)[:MAX_DOC * 2], str(p))
+    for p in sorted(Path("/usr/lib/node_modules").glob("**/*.md")):
+        if p.name.lower() != "readme.md":
+            srcs["node_changelogs"] += chunks(_read(p), str(p))
+    return {d: srcs[d] for d in HELDOUT2_DOMAINS if len(srcs[d]) >= 30}
+
+
 def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
-    return dev_real() if split == "dev" else heldout_real()
+    return {"dev": dev_real, "heldout": heldout_real, "heldout2": heldout2_real}[split]()
 
 
 # -- mojibake ------------------------------------------------------------------------------------
@@ -153,7 +180,7 @@ def _multilingual(lang: str) -> list[str]:
 def _nonascii_sources(split: str) -> list[str]:
     real = [t for docs in real_domains(split).values() for t, _ in docs
             if sum(not c.isascii() for c in t) >= 5]
-    langs = ("de", "es") if split == "dev" else ("fr", "pl", "cs")
+    langs = {"dev": ("de", "es"), "heldout": ("fr", "pl", "cs"), "heldout2": ("it", "nl")}[split]
     for lang in langs:
         real += _multilingual(lang)[:300]
     return real
@@ -171,6 +198,11 @@ def mojibake(rng: random.Random, split: str) -> tuple[str, str]:
     if split == "dev":
         codecs = [("cp1252", 1), ("latin-1", 1), ("cp1252", 2)]
         pool = _nonascii_sources(split)
+    elif split == "heldout2":
+        codecs = [("iso8859_15", 1), ("cp850", 1), ("cp1257", 1), ("iso8859_2", 1), ("latin-1", 2)]
+        pool = _nonascii_sources(split)
+        if rng.random() < 0.25:
+            pool, codecs = _multilingual("ru")[300:600], [("cp866", 1), ("mac_cyrillic", 1), ("cp1252", 1)]
     else:
         codecs = [("mac_roman", 1), ("cp437", 1), ("cp1250", 1), ("koi8_r", 1), ("cp1252-replace", 1)]
         pool = _nonascii_sources(split)
@@ -223,6 +255,28 @@ HELDOUT_SPAM = [
 ]
 
 
+@cache
+def _pypi_keywords() -> list[str]:
+    kws: set[str] = set()
+    for p in Path("/root/.pyenv").glob("versions/*/lib/python3*/site-packages/*.dist-info/METADATA"):
+        for ln in p.read_text(errors="replace").splitlines():
+            if ln.startswith("Keywords:"):
+                kws.update(w.strip() for w in re.split(r"[,;]| (?=\w)", ln[9:]) if 3 <= len(w.strip()) <= 30)
+            if ln.startswith("Classifier: Topic ::"):
+                kws.add(ln.rsplit("::", 1)[-1].strip().lower())
+    return sorted(kws)
+
+
+HELDOUT2_SPAM = [
+    "Top 10 {kw} tips for {year}. Tip 1: use {kw}. Tip 2: learn {kw}. Tip 3: compare {kw} and {kw2}.",
+    "Q: What is the best {kw}? A: The best {kw} is our {kw}, rated number one {kw} by {kw} users.",
+    "Buy {kw} online at the best price. Free shipping on all {kw} orders. {kw} sale ends soon!",
+    "{kw} {kw2} {kw} download {kw} free {kw} crack {kw} serial {kw} full version {year}",
+    "Everything you need to know about {kw}: {kw} guide, {kw} tutorial, {kw} examples and {kw} tricks.",
+    "Our experts reviewed every {kw} so you do not have to. Here is why {kw} beats {kw2} in {year}.",
+]
+
+
 def seo_spam(rng: random.Random, split: str) -> str:
     if split == "dev":
         from faker import Faker
@@ -232,10 +286,14 @@ def seo_spam(rng: random.Random, split: str) -> str:
         kws = [fk.job().split(",")[0].lower() for _ in range(3)]
         place = fk.city()
         templates = DEV_SPAM
-    else:
+    elif split == "heldout":
         kws = rng.sample(_npm_keywords(), 3)
         place = ""
         templates = HELDOUT_SPAM
+    else:
+        kws = rng.sample(_pypi_keywords(), 3)
+        place = ""
+        templates = HELDOUT2_SPAM
     kw = kws[0]
     sents = []
     for _ in range(rng.randint(6, 25)):
@@ -330,6 +388,33 @@ def _outside_text(html: str) -> str:
     return "\n".join(ln for ln in lines if ln)
 
 
+class _Main(_Outside):
+    """Text of an HTML page inside its main content."""
+
+    def handle_data(self, data):
+        if self.depth_main and not self.skip:
+            self.parts.append(data)
+
+
+def _main_text(html: str) -> str:
+    p = _Main()
+    p.feed(html)
+    lines = [" ".join(ln.split()) for ln in "".join(p.parts).split("\n")]
+    return "\n".join(ln for ln in lines if ln)
+
+
+@cache
+def _heldout2_boilerplate_pool() -> list[str]:
+    pages = sorted(p for d in ("libxslt1-dev", "valgrind", "python3-pip", "libffi-dev")
+                   for p in Path("/usr/share/doc", d, "html").glob("**/*.html"))
+    out = []
+    for p in pages:
+        t = _outside_text(p.read_text(errors="replace"))
+        if len(t.split()) >= 20:
+            out.append(t[:MAX_DOC])
+    return out
+
+
 @cache
 def _heldout_boilerplate_pool() -> list[str]:
     pages = _parquet_texts(CORPORA / "web_html" / "web_html.parquet", "html")
@@ -345,7 +430,9 @@ def _heldout_boilerplate_pool() -> list[str]:
 
 
 def boilerplate(rng: random.Random, split: str) -> str:
-    return _dev_boilerplate(rng) if split == "dev" else rng.choice(_heldout_boilerplate_pool())
+    if split == "dev":
+        return _dev_boilerplate(rng)
+    return rng.choice(_heldout_boilerplate_pool() if split == "heldout" else _heldout2_boilerplate_pool())
 
 
 # -- pseudo-Latin and other fake language -------------------------------------------------------
@@ -397,10 +484,29 @@ def _sentences_of(words: Callable[[], str], rng: random.Random, n: int) -> str:
     return "\n\n".join(paras)
 
 
+EUROPAN = ("Li Europan lingues es membres del sam familie. Lor separat existentie es un myth. Por scientie, "
+           "musica, sport etc, litot Europa usa li sam vocabular. Li lingues differe solmen in li grammatica, li "
+           "pronunciation e li plu commun vocabules. Omnicos directe al desirabilite de un nov lingua franca: On "
+           "refusa continuar payar custosi traductores. At solmen va esser necessi far uniform grammatica, "
+           "pronunciation e plu sommun paroles. Ma quande lingues coalesce, li grammatica del resultant lingue es "
+           "plu simplic e regulari quam ti del coalescent lingues.")
+
+
+def _syllable_word(rng: random.Random) -> str:
+    cons, vow = "bdfgklmnprstvz", "aeiou"
+    return "".join(rng.choice(cons) + rng.choice(vow) + (rng.choice("nrs") if rng.random() < 0.3 else "")
+                   for _ in range(rng.randint(1, 4)))
+
+
 def pseudo_latin(rng: random.Random, split: str) -> str:
     from faker import Faker
 
     n = rng.randint(5, 30)
+    if split == "heldout2":
+        if rng.random() < 0.5:
+            words = EUROPAN.replace(",", "").replace(".", "").replace(":", "").lower().split()
+            return _sentences_of(lambda: rng.choice(words), rng, n)
+        return _sentences_of(lambda: _syllable_word(rng), rng, n)
     if split == "dev":
         fk = Faker("la")
         fk.seed_instance(rng.randrange(1 << 30))
@@ -451,7 +557,26 @@ def _own_jsonl_log() -> list[str]:
     return lines if len(lines) >= 5 else [ln for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
 
 
+@cache
+def _heldout2_logs() -> list[list[str]]:
+    runs = [[sys.executable, "-X", "importtime", "-c", "import json, email.parser, http.client, asyncio"],
+            ["ls", "-la", "--full-time", "/usr/bin", "/usr/lib/x86_64-linux-gnu"],
+            ["find", "/usr/share/doc", "-maxdepth", "2", "-printf", "%TY-%Tm-%Td %TH:%TM:%TS %s %p\\n"]]
+    groups = []
+    for cmd in runs:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+        if len(lines) >= 20:
+            groups.append(lines)
+    return groups
+
+
 def logs(rng: random.Random, split: str) -> str:
+    if split == "heldout2":
+        lines = rng.choice(_heldout2_logs())
+        k = rng.randint(10, 60)
+        i = rng.randrange(max(1, len(lines) - k))
+        return "\n".join(lines[i:i + k])
     lines = rng.choice(_log_lines(split))
     k = rng.randint(10, 60)
     i = rng.randrange(max(1, len(lines) - k))
@@ -525,6 +650,14 @@ def ocr_noise(rng: random.Random, split: str) -> str:
             else:
                 out.append(c)
         return "".join(out)
+    if split == "heldout2":
+        pairs = [("rn", "m"), ("cl", "d"), ("li", "h"), ("vv", "w"), ("fi", "f1"), ("ri", "n"), ("u", "ii")]
+        for w in src.split(" "):
+            if rng.random() < rate * 2:
+                a, b = rng.choice(pairs)
+                w = w.replace(b, a, 1) if b in w else (w.replace(a, b, 1) if a in w else w.swapcase())
+            out.append(w)
+        return "".join(x + ("" if rng.random() < rate / 2 else " ") for x in out).rstrip()
     words = src.split(" ")
     i = 0
     while i < len(words):
@@ -547,6 +680,8 @@ def ocr_noise(rng: random.Random, split: str) -> str:
 # -- CSV and minified code ----------------------------------------------------------------------
 
 def _files(split: str, kind: str) -> list[Path]:
+    if split == "heldout2":
+        return _heldout2_files(kind)
     if kind == "csv":
         np_data = sorted(Path(sys.prefix).glob("lib/python3*/site-packages/numpy/random/tests/data/*.csv")) + sorted(
             Path("/root/.pyenv").glob("versions/*/lib/python3*/site-packages/numpy/random/tests/data/*.csv"))
@@ -558,6 +693,38 @@ def _files(split: str, kind: str) -> list[Path]:
                     }.values()) + sorted(Path("/usr/share/javascript").glob("**/*.min.js"))
     dev_names = ("mark", "elasticlunr", "clipboard")
     return [p for p in found if p.name.startswith(dev_names) == (split == "dev")]
+
+
+@cache
+def _heldout2_files(kind: str) -> list[Path]:
+    """heldout2: CSV written from real tables (zone files, the installed packages), minified by
+    stripping the whitespace of npm's bundled JavaScript (written to a cache folder once)."""
+    import csv
+    import io
+    import tempfile
+
+    d = Path(tempfile.gettempdir()) / "garbage_sources_heldout2"
+    d.mkdir(exist_ok=True)
+    if kind == "csv":
+        out = []
+        for tab in sorted(Path("/usr/share/zoneinfo").glob("*.tab")):
+            rows = [ln.split("\t") for ln in tab.read_text().splitlines() if ln and not ln.startswith("#")]
+            buf = io.StringIO()
+            csv.writer(buf).writerows(rows)
+            (d / f"{tab.stem}.csv").write_text(buf.getvalue())
+            out.append(d / f"{tab.stem}.csv")
+        r = subprocess.run(["dpkg-query", "-W", "-f", "${Package},${Version},${Installed-Size},${Architecture}\\n"],
+                           capture_output=True, text=True)
+        (d / "packages.csv").write_text(r.stdout)
+        return out + [d / "packages.csv"]
+    out = []
+    for p in sorted(Path("/usr/lib/node_modules/npm/node_modules").glob("*/lib/*.js"))[:80]:
+        text = re.sub(r"/\*.*?\*/|^\s*//.*$", "", p.read_text(errors="replace"), flags=re.S | re.M)
+        mini = re.sub(r"\s*([{}();,=:+\-*/<>!&|?])\s*", r"\1", " ".join(text.split()))
+        if len(mini) > 2000:
+            (d / f"{p.parent.parent.name}-{p.stem}.min.js").write_text(mini)
+            out.append(d / f"{p.parent.parent.name}-{p.stem}.min.js")
+    return out
 
 
 def file_chunk(rng: random.Random, split: str, kind: str) -> str:

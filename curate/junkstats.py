@@ -47,13 +47,59 @@ def stopwords(lang: str) -> frozenset[str]:
 
 
 def mojibake_rate(text: str) -> float:
-    """Mojibake sequences (ftfy) and U+FFFD per 1,000 characters of the first MOJIBAKE_PREFIX."""
+    """Mojibake per 1,000 characters of the first MOJIBAKE_PREFIX: ftfy's badness sequences, U+FFFD,
+    and words that mix scripts or letters and symbols (:func:`mixed_tokens`)."""
     if text.isascii():
         return 0.0
     from ftfy.badness import badness
 
     head = text[:MOJIBAKE_PREFIX]
-    return 1000.0 * (badness(head) + head.count("\ufffd")) / max(1, len(head))
+    return 1000.0 * (badness(head) + head.count("\ufffd") + mixed_tokens(head)) / max(1, len(head))
+
+
+_SCRIPT_CACHE: dict[str, str] = {}
+
+
+def _script(ch: str) -> str:
+    """A letter's script (first word of its Unicode name: LATIN, CYRILLIC, GREEK, ...), 'SYM' for a
+    symbol (box drawing, math, currency), '' for anything else."""
+    got = _SCRIPT_CACHE.get(ch)
+    if got is None:
+        import unicodedata
+
+        cat = unicodedata.category(ch)
+        if cat.startswith("L"):
+            got = (unicodedata.name(ch, "") or "?").split(" ", 1)[0]
+        elif cat in ("So", "Sm", "Sc"):  # not Sk: modifier accents mark pronunciations ("hak´r")
+            got = "SYM"
+        else:
+            got = ""
+        if len(_SCRIPT_CACHE) < 100_000:
+            _SCRIPT_CACHE[ch] = got
+    return got
+
+
+def mixed_tokens(text: str) -> int:
+    """Non-ASCII words whose letters come from two scripts ("ΓÇÿconfig", "Б─≤"), or with a symbol
+    between letters ("R√∂hling"): what decoding UTF-8 with a single-byte codec that ftfy does not
+    undo (cp437, mac_roman, koi8-r, ...) leaves. Real words keep to one script."""
+    n = 0
+    for tok in text.split():
+        if tok.isascii():
+            continue
+        kinds = {_script(c) for c in tok if not c.isascii() or c.isalpha()}
+        kinds.discard("")
+        letters = kinds - {"SYM"}
+        if len(letters) > 1 or (letters and "SYM" in kinds and _symbol_inside(tok)):
+            n += 1
+    return n
+
+
+def _symbol_inside(tok: str) -> bool:
+    """A symbol with a letter on each side somewhere in ``tok`` (not a leading or trailing sign)."""
+    core = tok.strip("\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+")
+    return any(_script(c) == "SYM" and core[:i].strip() and any(x.isalpha() for x in core[:i])
+               and any(x.isalpha() for x in core[i + 1:]) for i, c in enumerate(core))
 
 
 def stuffing(lows: np.ndarray, content: np.ndarray) -> float | None:
@@ -109,7 +155,9 @@ def line_start_variety(lines: list[str]) -> float | None:
     sub = _DIGIT_RUN.sub
     starts = set()
     for ln in head:
-        t = ln.split(None, 2)
+        t = ln.split(None, 3)
+        if len(t) > 1 and not any(c.isalnum() for c in t[0]):
+            t = [t[0] + " " + t[1], *t[2:]]  # a bullet ("*", "--") is not a start of its own
         # the second token only when it is a word: "Unpacking libfoo:amd64" and "Unpacking libbar" agree
         starts.add(sub("0", (t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]).lower()))
     return len(starts) / len(head)

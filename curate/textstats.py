@@ -398,7 +398,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None,
-                   line_start_variety=None, oov_share=None, plain_share=0.0)
+                   line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None)
         return out
     ids = _TABLE.ids(tokens)
     size = _TABLE.size[ids]
@@ -415,10 +415,12 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
                         if in_dict is not None and n_plain >= 30 else None)
     if in_dict is not None:
-        content = (in_dict == 1) & (_TABLE.low_len[lows] > 2) & ~_TABLE.stop_flags(lang, lows, js.stopwords(lang))
+        stop = _TABLE.stop_flags(lang, lows, js.stopwords(lang))
+        out["stop_share"] = int(stop.sum()) / n
+        content = (in_dict == 1) & (_TABLE.low_len[lows] > 2) & ~stop
         out["stuffing"] = js.stuffing(lows, content)
     else:
-        out["stuffing"] = None
+        out["stop_share"] = out["stuffing"] = None
     out["rep_ngram_share"] = js.rep_ngram_share(lows)
     out["stamped_share"] = js.stamped_share(lines)
     out["line_start_variety"] = js.line_start_variety(lines)

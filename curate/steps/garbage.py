@@ -113,6 +113,10 @@ class CalibratedFilter(CurationStep):
         if wo is not None and s["word_pairs"] >= c.word_order_min_pairs and (wo < c.garbage_min_word_order or (
                 wo < c.garbage_min_word_order_long and s["word_pairs"] >= c.word_order_long_pairs)):
             return "garbage:word_salad"  # long documents: the mean is precise enough for a higher bar
+        sw = s.get("stop_share")
+        if (sw is not None and s["n_words"] >= c.function_words_min_words and sw < c.garbage_min_function_words
+                and (s["dict_share"] or 0.0) >= 0.8):
+            return "garbage:no_function_words"  # dictionary words without grammar: drawn at random
         if ((s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share
                 and s["segment_len"] <= MENU_SEGMENT):
             return "garbage:boilerplate"

@@ -62,7 +62,7 @@ def reference_mojibake(text: str) -> float:
     if text.isascii():
         return 0.0
     head = text[:js.MOJIBAKE_PREFIX]
-    return 1000.0 * (len(BADNESS_RE.findall(head)) + head.count("\ufffd")) / max(1, len(head))
+    return 1000.0 * (len(BADNESS_RE.findall(head)) + head.count("\ufffd") + js.mixed_tokens(head)) / max(1, len(head))
 
 
 def reference_stuffing(tokens: list[str], lang: str | None, d) -> float | None:
@@ -102,6 +102,8 @@ def reference_line_starts(lines: list[str]) -> float | None:
     starts = set()
     for ln in head:
         t = ln.split()
+        if len(t) > 1 and not any(c.isalnum() for c in t[0]):
+            t = [t[0] + " " + t[1]] + t[2:]
         key = t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]
         starts.add(re.sub(r"\d+", "0", key.lower()))
     return len(starts) / len(head)
@@ -124,7 +126,7 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None, line_start_variety=None,
-                   oov_share=None, plain_share=0.0)
+                   oov_share=None, plain_share=0.0, stop_share=None)
         return out
     out["mean_word_len"] = sum(map(len, tokens)) / n
     out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
@@ -139,6 +141,8 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     out["plain_share"] = len(plain) / n
     out["oov_share"] = (sum(not reference_is_dict_token(t, *d) for t in plain) / len(plain)
                         if d is not None and len(plain) >= 30 else None)
+    stop = js.stopwords(lang) if d is not None else None
+    out["stop_share"] = sum(t.lower() in stop for t in tokens) / n if stop is not None else None
     out["stuffing"] = reference_stuffing(tokens, lang, d)
     out["rep_ngram_share"] = reference_rep_ngrams([t.lower() for t in tokens])
     out["stamped_share"] = reference_stamped(lines)
@@ -179,7 +183,8 @@ def _texts() -> list[tuple[str, str]]:
             "line one.\nline one.\nline two!\n" * 5, "The of the and of a to in " * 30,
             "".join(f"2024-01-0{i % 9 + 1} 10:00:0{i % 10} INFO started worker {i}\n" for i in range(30)),
             "Setting up libfoo (1.0) ...\nUnpacking libbar:amd64 ...\n" * 10, "cafÃ© MÃ¼nchen â€™ \ufffd " * 9,
-            "buy cheap watches online best cheap watches deals " * 12]
+            "buy cheap watches online best cheap watches deals " * 12,
+            "ΓÇÿconfig.guessΓÇÖ and Б─≤-X LISTБ─≥ by Timo R√∂hling, not café or Привет " * 5]
     return rows + [(e, "en") for e in edge] + [(e, "xx") for e in edge[:4]]
 
 
