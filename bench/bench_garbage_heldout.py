@@ -22,7 +22,8 @@ Run (each half a few minutes on 2 cores)::
 
     .venv/bin/python bench/bench_garbage_heldout.py --split heldout --work /tmp/garbage
 
-Results go to WORK/<split>/result.json and are printed.
+Results go to WORK/<split>/result-<out-name>.json and are printed. ``--tree /work/main --out-name
+main`` runs another checkout's chain (its code and params.yaml) on the same set, for a comparison.
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
     return truth
 
 
-def run_chain(work: Path, steps: list[str], params: Path) -> Path:
+def run_chain(work: Path, steps: list[str], params: Path, name: str = "out") -> Path:
     from curate.engine_local import EngineConfig, run_local
 
-    out = work / "out"
+    out = work / name
     if out.exists():
         shutil.rmtree(out)
     run_local(inputs=work / "docs", output=out, params_path=str(params),
@@ -138,7 +139,7 @@ def score(truth: dict, out: Path) -> dict:
     g_all = [v for k, v in groups.items() if k.startswith("garbage:")]
     cal = json.loads((out / "calibration.json").read_text())
     verdicts = {d: {k: v.get(k) for k in ("junk_share", "verdict", "docs")}
-                for d, v in cal["steps"].get("filters", {}).get("domains", {}).items()}
+                for d, v in cal["steps"].get("filters", {}).get("domains", {}).items()}  # no verdict: older trees
     return {
         "garbage_mixed_handled": mixed,
         "garbage_mixed_all": round(sum(v[0] for v in g_all) / max(1, sum(v[1] for v in g_all)), 4),
@@ -165,12 +166,19 @@ def main() -> int:
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--score-only", action="store_true", help="score the last run again")
+    ap.add_argument("--tree", default="", help="run the chain of another checkout (e.g. main) on the same set: "
+                    "its curate package and its params.yaml; the set is read from --work")
+    ap.add_argument("--out-name", default="out", help="output folder name under WORK/SPLIT")
     args = ap.parse_args()
+    if args.tree:
+        sys.path.insert(0, str(Path(args.tree).resolve()))
+        if args.params == str(ROOT / "params.yaml"):
+            args.params = str(Path(args.tree) / "params.yaml")
     work = Path(args.work) / args.split
     work.mkdir(parents=True, exist_ok=True)
     tfile = work / "truth.json"
     if args.score_only:
-        res = score(json.loads(tfile.read_text()), work / "out")
+        res = score(json.loads(tfile.read_text()), work / args.out_name)
         print(json.dumps(res, indent=1))
         return 0
     if tfile.exists() and not args.rebuild:
@@ -178,9 +186,9 @@ def main() -> int:
     else:
         truth = build(work, args.split, per_domain=args.per_domain, seed=args.seed,
                       own_per_kind=args.own_per_kind)
-    out = run_chain(work, args.steps.split(","), Path(args.params))
+    out = run_chain(work, args.steps.split(","), Path(args.params), args.out_name)
     res = score(truth, out)
-    (work / "result.json").write_text(json.dumps(res, indent=1))
+    (work / f"result-{args.out_name}.json").write_text(json.dumps(res, indent=1))
     print(json.dumps({k: res[k] for k in ("garbage_mixed_handled", "garbage_mixed_all", "real_kept",
                                           "real_kept_mean", "real_kept_min", "own_domain_handled",
                                           "mostly_junk_real_kept", "one_doc_kept")}, indent=1))

@@ -241,9 +241,7 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
     everything = [d.text for dom in sorted(docs_by_domain) for d in docs_by_domain[dom]]
     order = WordOrderModel.fit(everything, k=cfg.word_order_vocab)
     df: dict[str, int] = defaultdict(int)
-    # document frequency over distinct texts: copies of one document (dedup's business) do not make
-    # its lines look like boilerplate shared by many pages
-    for t in dict.fromkeys(everything):
+    for t in everything:
         for seg in set(segments(t)):
             df[seg] += 1
     min_df = max(cfg.boilerplate_min_docs, int(0.001 * len(everything)))

@@ -342,13 +342,12 @@ _SEGMENT_SPLIT = re.compile(r"\s*(?:[·|•»›]|\n)\s*")
 _SPACES = re.compile(r"\s+")
 
 
-SHORT_SEGMENT = 120  # menu items, buttons, footer lines and cookie notices (one line each)
-MENU_SEGMENT = 60  # a boilerplate document's segments are this short on median; wrapped prose lines are longer
+SHORT_SEGMENT = 50  # menu items, buttons, footer lines; wrapped prose lines are longer
 
 
 def segments(text: str, *, short_only: bool = True) -> list[str]:
     """Pieces of a text (lines, and menu items between separators), normalised; by default only
-    the short ones (2-120 characters), the candidates for boilerplate."""
+    the short ones (2-50 characters), the candidates for boilerplate."""
     out = []
     for seg in _SEGMENT_SPLIT.split(text[:COMPRESS_PREFIX]):
         # str.split() and re's \s agree on every code point: the same as _SPACES.sub(" ", seg).strip()
@@ -358,16 +357,14 @@ def segments(text: str, *, short_only: bool = True) -> list[str]:
     return out
 
 
-def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int, float]:
+def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int]:
     """(share of the characters of all a document's segments taken by short segments frequent
-    across the corpus (menus, footers, share buttons), number of segments, median segment length)."""
+    across the corpus (menus, footers, share buttons), number of segments)."""
     segs = segments(text, short_only=False)
     total = sum(map(len, segs))
     if not total:
-        return 0.0, 0, 0.0
-    lens = sorted(map(len, segs))
-    return (sum(len(s) for s in segs if len(s) <= SHORT_SEGMENT and s in frequent) / total, len(segs),
-            float(lens[len(lens) // 2]))
+        return 0.0, 0
+    return sum(len(s) for s in segs if len(s) <= SHORT_SEGMENT and s in frequent) / total, len(segs)
 
 
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
@@ -450,6 +447,6 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     out["vocab_richness"] = distinct / math.sqrt(n) if n >= 30 else None
     out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
     if frequent_segments is not None:
-        out["boilerplate_share"], n_seg, out["segment_len"] = boilerplate_share(text, frequent_segments)
+        out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)
         out["n_segments"] = float(n_seg)
     return out

@@ -65,7 +65,7 @@ class FilterConfig:
     word_order_long_pairs: int = 50
     word_order_min_pairs: int = field(default=30, metadata={
         "help": "auto: scored word pairs a document needs before the word-order rule judges it"})
-    garbage_max_boilerplate_share: float = field(default=0.5, metadata={
+    garbage_max_boilerplate_share: float = field(default=0.6, metadata={
         "help": "auto: drop an 8+ segment document whose short segments are mostly frequent across the corpus"})
     boilerplate_min_docs: int = field(default=5, metadata={
         "help": "auto: a short segment (line, menu item) is boilerplate when this many sampled docs hold it"})

@@ -31,7 +31,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import CurationStep
-from curate.textstats import LOG_STATS, MENU_SEGMENT, STYLE_STATS, Memo, WordOrderModel, doc_stats, text_key
+from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, text_key
 
 #: doc_stats by (text digest, language, calibration digest), shared by the calibration's probe
 #: filter and the run's filter in one process
@@ -117,8 +117,7 @@ class CalibratedFilter(CurationStep):
         if (sw is not None and s["n_words"] >= c.function_words_min_words and sw < c.garbage_min_function_words
                 and (s["dict_share"] or 0.0) >= 0.8):
             return "garbage:no_function_words"  # dictionary words without grammar: drawn at random
-        if ((s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share
-                and s["segment_len"] <= MENU_SEGMENT):
+        if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
             return "garbage:boilerplate"
         oov = s.get("oov_share")
         if oov is not None and oov > c.garbage_max_oov_share and s["plain_share"] >= c.oov_min_plain_share:

@@ -169,7 +169,6 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
         total = sum(map(len, segs))
         share = sum(len(s) for s in segs if len(s) <= ts.SHORT_SEGMENT and s in frequent) / total if total else 0.0
         out["boilerplate_share"], out["n_segments"] = share, float(len(segs) if total else 0)
-        out["segment_len"] = float(sorted(map(len, segs))[len(segs) // 2]) if total else 0.0
     return out
 
 
