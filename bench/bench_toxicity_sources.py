@@ -26,7 +26,6 @@ import json
 import random
 import re
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,9 +81,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "bench_toxicity_sources.json"))
     args = ap.parse_args()
     from datatrove.data import Document
+    from garbage_sources import real_domains
 
     from curate.steps.toxicity import ToxicityConfig, load_badwords, toxicity_steps
-    from garbage_sources import real_domains
 
     rng = random.Random(args.seed)
     shipped = set(load_badwords()["en"])
