@@ -58,6 +58,7 @@ def mojibake_rate(text: str) -> float:
 
 
 _SCRIPT_CACHE: dict[str, str] = {}
+_NON_ASCII_TOKEN = re.compile(r"[^\s]*[^\x00-\x7f][^\s]*")
 
 
 def _script(ch: str) -> str:
@@ -84,9 +85,7 @@ def mixed_tokens(text: str) -> int:
     between letters ("R√∂hling"): what decoding UTF-8 with a single-byte codec that ftfy does not
     undo (cp437, mac_roman, koi8-r, ...) leaves. Real words keep to one script."""
     n = 0
-    for tok in text.split():
-        if tok.isascii():
-            continue
+    for tok in _NON_ASCII_TOKEN.findall(text):  # one C-level scan: ASCII tokens never mix scripts
         kinds = {_script(c) for c in tok if not c.isascii() or c.isalpha()}
         kinds.discard("")
         letters = kinds - {"SYM"}

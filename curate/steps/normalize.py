@@ -42,7 +42,8 @@ def repair_mojibake(text: str) -> str:
     from ftfy import fix_encoding
     from ftfy.badness import is_bad
 
-    return fix_encoding(text) if is_bad(text) else text
+    # the first 32 KiB decide (mojibake runs through a text; the scan of a huge text stays bounded)
+    return fix_encoding(text) if is_bad(text[:32_768]) else text
 
 
 def normalize_text(text: str, cfg: NormalizeConfig) -> str:
