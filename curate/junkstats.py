@@ -49,14 +49,18 @@ def stopwords(lang: str) -> frozenset[str]:
 def mojibake_rate(text: str) -> float:
     """Mojibake per 1,000 characters of the first MOJIBAKE_PREFIX: ftfy's badness sequences, U+FFFD,
     and words that mix scripts or letters and symbols (:func:`mixed_tokens`)."""
-    if text.isascii():
+    head = text[:MOJIBAKE_PREFIX]
+    if head.isascii() or MOJIBAKE_CHARS.search(head) is None:
         return 0.0
     from ftfy.badness import badness
 
-    head = text[:MOJIBAKE_PREFIX]
     return 1000.0 * (badness(head) + head.count("\ufffd") + mixed_tokens(head)) / max(1, len(head))
 
 
+# what decoding UTF-8 with a single-byte codec (or lossily) always leaves: Latin-1 supplement and
+# Latin extended letters, Greek or Cyrillic, box drawing, U+FFFD. A text whose only non-ASCII
+# characters are typographic punctuation (’ “ ” – — …) cannot be such mojibake and is not scanned.
+MOJIBAKE_CHARS = re.compile("[\u0080-\u024f\u0370-\u04ff\u2500-\u259f\ufffd]")
 _SCRIPT_CACHE: dict[str, str] = {}
 _NON_ASCII_TOKEN = re.compile(r"[^\s]*[^\x00-\x7f][^\s]*")
 

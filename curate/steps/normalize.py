@@ -39,11 +39,16 @@ def repair_mojibake(text: str) -> str:
     rewrites (quotes, ligatures, widths stay as they are); ftfy changes a text only when the fix
     is less "bad" than the input, so text that merely looks odd (box drawings) is left alone.
     Runs before control characters are stripped: the C1 bytes of Latin-1 mojibake are its clue."""
+    from curate.junkstats import MOJIBAKE_CHARS, MOJIBAKE_PREFIX
+
+    # the first 32 KiB decide (mojibake runs through a text; the scan of a huge text stays bounded)
+    head = text[:MOJIBAKE_PREFIX]
+    if MOJIBAKE_CHARS.search(head) is None:
+        return text  # only typographic punctuation outside ASCII: no single-byte mojibake possible
     from ftfy import fix_encoding
     from ftfy.badness import is_bad
 
-    # the first 32 KiB decide (mojibake runs through a text; the scan of a huge text stays bounded)
-    return fix_encoding(text) if is_bad(text[:32_768]) else text
+    return fix_encoding(text) if is_bad(head) else text
 
 
 def normalize_text(text: str, cfg: NormalizeConfig) -> str:

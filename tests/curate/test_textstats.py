@@ -59,9 +59,9 @@ def reference_is_dict_token(tok: str, words: frozenset[str], short: frozenset[st
 def reference_mojibake(text: str) -> float:
     from ftfy.badness import BADNESS_RE
 
-    if text.isascii():
-        return 0.0
     head = text[:js.MOJIBAKE_PREFIX]
+    if head.isascii() or not js.MOJIBAKE_CHARS.search(head):
+        return 0.0
     return 1000.0 * (len(BADNESS_RE.findall(head)) + head.count("\ufffd") + js.mixed_tokens(head)) / max(1, len(head))
 
 
