@@ -76,7 +76,7 @@ class FilterConfig:
     oov_min_plain_share: float = field(default=0.3, metadata={
         "help": "auto: ... in running text: lower-case words are at least this share of the tokens (not code)"})
     garbage_min_function_words: float = field(default=0.1, metadata={
-        "help": "auto: drop a text of dictionary words (80 %+) whose share of the language's 100 most frequent "
+        "help": "auto: drop a text of dictionary words (80 percent or more) whose share of the language's 100 most frequent "
                 "words is below this (words without grammar: lorem ipsum in English words, word lists)"})
     function_words_min_words: int = 30
     garbage_max_mojibake: float = field(default=1.0, metadata={
