@@ -221,9 +221,11 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
                                           ["dedup_global"]["seconds"], 4)
     doc = stats_document(steps, kept=kept)
     if calibration is not None:  # per-domain kept shares and the loud guard (curate.calibrate)
-        from curate.calibrate import local_guard
+        from curate.calibrate import local_guard, verdicts_of, write_verdicts
 
         doc.update(local_guard(out, calibration, guard_share))
+        doc.update(verdicts_of(calibration))
+        write_verdicts(curated, calibration)
     tmp = out / ".stats.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2))
     tmp.replace(out / "stats.json")
