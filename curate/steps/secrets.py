@@ -102,6 +102,10 @@ _QUOTE_SEMI = re.compile("[\'\"`];")
 
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|PuTTY-Private-MAC: *[0-9a-fA-F]+")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
+# values that are the whole secret as reported (no token to extend)
+_WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIVATE_KEY", "SECRET_JWT",
+                          "SECRET_SLACK_TOKEN", "SECRET_AZURE_KEY"})
 # lines the keyword plugin can fire on hold one of its words (detect-secrets' DENYLIST) and, for
 # its default (quotes-required) patterns, a quote; other lines never reach its dozen regexes
 _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase")  # searched in the lower-cased text
@@ -124,8 +128,11 @@ def _whole_token(plugin: Any, text: str, value: str) -> list[str]:
 class SecretsDetector:
     """Spans of secrets on a text with detect-secrets' plugins (no verification, no network)."""
 
-    def __init__(self, plugins: dict[str, str] | None = None) -> None:
+    def __init__(self, plugins: dict[str, str] | None = None, *, context: bool = True) -> None:
         import importlib
+
+        from curate.steps.secret_formats import PROVIDER_PLUGINS
+        from curate.steps.secrets_context import ContextSecrets
 
         self._plugins: list[tuple[Any, str, tuple[tuple[str, Any], ...] | None]] = []
         self._keyword: Any = None
@@ -136,9 +143,16 @@ class SecretsDetector:
                 self._keyword = (plugin, kind)
             else:
                 self._plugins.append((plugin, kind, GATES.get(path)))
+        self._context: ContextSecrets | None = None
+        if context:  # provider formats detect-secrets lacks, and secrets named by their context
+            for plugin_cls, gates in PROVIDER_PLUGINS.values():
+                self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("lower", gates),)))
+            self._context = ContextSecrets()
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
         from detect_secrets.filters import heuristic as h
+
+        from curate.steps.secrets_context import is_placeholder
 
         plugin, _ = self._keyword
         out = []
@@ -163,7 +177,7 @@ class SecretsDetector:
                 continue
             for value in plugin.analyze_string(line):
                 # detect-secrets' own false-positive filters of its default scan
-                if not value or h.is_sequential_string(value) or h.is_potential_uuid(value) \
+                if not value or is_placeholder(value) or h.is_sequential_string(value) or h.is_potential_uuid(value) \
                         or h.is_likely_id_string(value, line, plugin) or h.is_templated_secret(value) \
                         or h.is_prefixed_with_dollar_sign(value) or h.is_not_alphanumeric_string(value):
                     continue
@@ -210,6 +224,12 @@ class SecretsDetector:
                     e = m.end() if m else len(text)  # a cut-off key: redact to the end
                 elif kind == "SECRET_JWT":
                     e = _TOKEN_TAIL.match(text, e).end()  # type: ignore[union-attr]
+                elif kind not in _WHOLE_VALUE:
+                    # a token format matched on its head (Stripe's 24 of up to 99 characters,
+                    # GitLab's routable suffix): the secret runs to the end of the token
+                    e = _WORD_TAIL.match(text, e).end()  # type: ignore[union-attr]
                 found.append((s, e, kind))
                 start = text.find(value, e)
+        if self._context is not None:
+            found += self._context.detect(text, low)
         return found
