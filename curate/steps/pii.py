@@ -46,7 +46,7 @@ from datatrove.data import Document
 from corpusmix.columns import LABELS
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
-from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT
+from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT, SSN_CONTEXT
 from curate.steps.pii_engine import build_analyzer, build_person_analyzer, offline_email_recognizer
 
 __all__ = ["ALL_TYPES", "PATTERN_TYPES", "PIIConfig", "PIIRedactor", "build_analyzer", "build_person_analyzer",
@@ -82,6 +82,26 @@ _SHAPES = (("US_SSN", re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}|\d{5}-\d{4}|\d{3}
 _AT = re.compile(r"@[\w.-]")
 _COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
 _PHONE_SCORE = 0.4  # presidio's PhoneRecognizer.SCORE
+_SSN_CONTEXT_SCORE = 0.6  # above any phone (0.45) and presidio's SSN pattern (0.5), below a card (1.0)
+# the types a date, version, timestamp or id is never redacted as (curate.steps.pii_numbers)
+_NUMBER_TYPES = frozenset({"PHONE_NUMBER", "CREDIT_CARD"})
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of ``spans`` as sorted, disjoint intervals."""
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _overlaps(span: tuple[int, int, str, float], merged: list[tuple[int, int]]) -> bool:
+    """Does ``span`` overlap one of the sorted disjoint ``merged`` intervals (binary search)?"""
+    i = bisect.bisect_right(merged, (span[1], -1)) - 1  # the last interval starting before span's end
+    return i >= 0 and merged[i][1] > span[0]
 
 
 @dataclass
@@ -103,6 +123,12 @@ class PIIConfig:
     card_context: list[str] = field(default_factory=lambda: list(CARD_CONTEXT), metadata={
         "help": "words that make a Luhn-valid 12-19 digit run with an unknown issuer a card number"})
     context_chars: int = field(default=40, metadata={"help": "how far before a number context words count"})
+    ssn_context: list[str] = field(default_factory=lambda: list(SSN_CONTEXT), metadata={
+        "help": "words that make a 9-digit number (separators optional) before which, or in whose table "
+                "column header, they stand an SSN"})
+    number_kinds: bool = field(default=True, metadata={
+        "help": "never redact dates, timestamps, versions, ISBN/ISSN/DOI, order ids, port ranges, hashes "
+                "as phone or card numbers (curate.steps.pii_numbers)"})
     secrets: bool = field(default=True, metadata={"help": "also redact secrets (API keys, tokens, private "
                                                           "keys, passwords) with detect-secrets"})
     other_columns: bool = field(default=True, metadata={"help": "also redact the other string columns "
@@ -145,9 +171,10 @@ def redact(text: str, spans: list[tuple[int, int, str]]) -> str:
 
 
 def _gaps(text: str, span: tuple[int, int], covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Parts of ``span`` outside the sorted ``covered`` spans that hold at least 7 digits."""
+    """Parts of ``span`` outside the sorted disjoint ``covered`` spans that hold at least 7 digits."""
     out, pos = [], span[0]
-    for s, e in covered + [(span[1], span[1])]:
+    first = max(0, bisect.bisect_right(covered, (span[0], -1)) - 1)  # earlier intervals end before span
+    for s, e in [*covered[first:bisect.bisect_left(covered, (span[1], -1))], (span[1], span[1])]:
         if e <= pos or s > span[1]:
             continue
         if s > pos and sum(c.isdigit() for c in text[pos:min(s, span[1])]) >= 7:
@@ -177,6 +204,8 @@ class PIIRedactor(Annotator):
         self._analyzers: dict[str, Any] = {}
         self._person: Any = None
         self._secrets: Any = None
+        self._numbers: Any = None
+        self._ssn: Any = None
         self.type_counts: Counter[str] = Counter()
 
     # heavy objects are built on first use: steps are pickled to worker processes by the engines
@@ -185,6 +214,8 @@ class PIIRedactor(Annotator):
         state["_analyzers"] = {}
         state["_person"] = None
         state["_secrets"] = None
+        state["_numbers"] = None
+        state["_ssn"] = None
         return state
 
     def engine(self, part: str) -> Any:
@@ -204,6 +235,20 @@ class PIIRedactor(Annotator):
 
             self._secrets = SecretsDetector()
         return self._secrets
+
+    def _number_parts(self) -> tuple[Any, Any]:
+        if self._numbers is None:
+            from curate.steps.pii_numbers import NumberKinds, SsnContext
+            from curate.steps.pii_recognizers import _context_re
+
+            self._numbers = NumberKinds(_context_re(tuple(self.cfg.phone_context)), self.cfg.context_chars)
+            self._ssn = SsnContext(self.cfg.ssn_context, self.cfg.context_chars)
+        return self._numbers, self._ssn
+
+    def not_pii_numbers(self, text: str, wins: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+        """Dates, timestamps, versions, ids, ... inside ``wins`` (``curate.steps.pii_numbers``)."""
+        numbers, _ = self._number_parts()
+        return [sp for ws, we in wins for sp in numbers.spans(text, ws, we)]
 
     def _merge(self, text: str, spans: list[tuple[int, int, int]], right: int) -> list[tuple[int, int]]:
         """Widen spans ``(start, end, left)`` by ``left``/``right`` chars, snap outwards to
@@ -306,22 +351,35 @@ class PIIRedactor(Annotator):
     def detect(self, text: str) -> list[tuple[int, int, str]]:
         """Sorted, non-overlapping ``(start, end, type)`` PII spans on ``text``."""
         found: list[tuple[int, int, str, float]] = []
+        numbers: list[tuple[int, int, str]] = []
         if not self.cfg.prefilter:
             self._analyze(text, [(0, len(text))], self._types, found, "all")
+            if self.cfg.number_kinds:
+                numbers = self.not_pii_numbers(text, [(0, len(text))])
+            self._context_ssn(text, found)
         elif self._types:
             wins, clusters, kinds = self.windows(text)
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
+            if clusters:
+                self._context_ssn(text, found)
+                if self.cfg.number_kinds:
+                    numbers = self.not_pii_numbers(text, wins)
             if "PHONE_NUMBER" in self._types and clusters:
                 # A span that outscores any phone (validated card/IBAN 1.0, IP 0.6, SSN 0.5, a
                 # context phone 0.45 > libphonenumber's 0.4) wins against every phone match that
-                # overlaps it in resolve_overlaps, so the matcher only needs the parts of each
+                # overlaps it in resolve_overlaps, and a number of another kind (a date, a
+                # version, an order id) is no phone, so the matcher only needs the parts of each
                 # cluster outside those spans, and only parts that still hold 7+ digits.
-                strong = sorted((s, e) for s, e, _, sc in found if sc > _PHONE_SCORE)
+                strong = _disjoint([(s, e) for s, e, _, sc in found if sc > _PHONE_SCORE]
+                                   + [(s, e) for s, e, _ in numbers])
                 clusters = [g for c in clusters for g in _gaps(text, c, strong)]
                 # 2 chars of left context (``+ ``/``( ``); the right edge is the cluster's (with its
                 # extension) snapped to the end of its token
                 self._analyze(text, self._merge(text, [(s, e, 2) for s, e in clusters], 0), ["PHONE_NUMBER"],
                               found, "matcher")
+        if numbers:
+            merged = _disjoint([(s, e) for s, e, _ in numbers])
+            found = [f for f in found if f[2] not in _NUMBER_TYPES or not _overlaps(f, merged)]
         if "PERSON" in self.cfg.entities:
             if self._person is None:
                 self._person = build_person_analyzer(self.cfg.person_model or "", self.cfg.min_score)
@@ -331,6 +389,12 @@ class PIIRedactor(Annotator):
             # secrets outrank every PII type: a key that looks like a phone is redacted as a key
             found += [(s, e, t, 2.0) for s, e, t in self.secrets.detect(text)]
         return resolve_overlaps(found)
+
+    def _context_ssn(self, text: str, found: list[tuple[int, int, str, float]]) -> None:
+        """SSNs named by a word or a column header (separators optional), above every phone."""
+        if "US_SSN" in self._types:
+            _, ssn = self._number_parts()
+            found += [(s, e, "US_SSN", _SSN_CONTEXT_SCORE) for s, e in ssn.spans(text, text.lower())]
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not isinstance(doc.text, str):

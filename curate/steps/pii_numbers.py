@@ -1,0 +1,198 @@
+"""Numbers that are something else: what the PII step must not redact as a phone or card number.
+
+``number_spans(text, lo, hi)`` returns ``(start, end, kind)`` for the numbers in ``text[lo:hi]``
+that say what they are by their form or by the words before them:
+
+* ``date``: day-month-year, month-day-year and year-month-day with ``.``, ``/`` or ``-``
+  (``05.11.2023``, ``11/05/2023``, ``2023/11/05``), compact ``YYYYMMDD`` and ``YYYYMMDDhhmm[ss]``
+  stamps (``20231105``, ``IMG_20231105_093012``), each checked for a real month and day;
+* ``timestamp``: Unix time in seconds, milliseconds, micro- or nanoseconds (a bare ``1`` followed
+  by 9, 12, 15 or 18 digits: 2001-09-09 to 2033-05-18), e.g. zsh ``: 1699999999:0;``,
+  bash ``#1699999999``;
+* ``version``: dotted numbers after ``v``/``version``/``==``/``@``, or with a Debian/semver
+  revision (``4.19.0-18``, ``2.36-9+deb12u4``, ``1:2.3.4-1ubuntu1``);
+* ``isbn``/``issn``/``doi``: ISBN-13 (978/979, check digit) and hyphenated ISBN-10 (check digit)
+  anywhere, any ISBN or ISSN after its name, DOIs (``10.NNNN/...``);
+* ``id``: identifiers with a letter prefix (``PO-2020-125807``, ``INV-2023-00042``, ``SO#1234567``)
+  and bare numbers after an order/invoice/ticket/tracking word (``Order 123456789``);
+* ``port_range``: ``8000-8100`` after a port word (port, dport, expose, listen, -p, range, ...);
+* ``hex``: hashes, UUIDs, ``0x`` literals, hex strings with both letters and digits;
+* ``decimal``: decimals with 5+ fractional digits (coordinates, measurements).
+
+A phone word (``pii.phone_context``) right before a bare run of digits outranks ``timestamp``
+and ``id`` (``call 1699999999``); the other kinds are settled by their form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+_B = r"(?<![\w.,/:+\-])"  # not inside a larger token or number
+_E = r"(?![\w]|[.,/:\-]\d)"
+_DAY, _MONTH = r"(?:0?[1-9]|[12]\d|3[01])", r"(?:0?[1-9]|1[0-2])"
+_YEAR = r"(?:1[5-9]|20)\d\d"
+_DATES = re.compile(
+    _B + rf"(?:{_DAY}(?P<s1>[./\-]){_MONTH}(?P=s1)(?:{_YEAR}|\d\d)|{_MONTH}(?P<s2>[./\-]){_DAY}(?P=s2)(?:{_YEAR}|\d\d)"
+    rf"|{_YEAR}(?P<s3>[./\-]){_MONTH}(?P=s3){_DAY})" + _E
+    # compact date, optionally with a time: 20231105, 20231105T093012, 20231105_0930, 20231105093012
+    + rf"|(?<![\d.,]){_YEAR}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?:[T_\-]?(?:[01]\d|2[0-3])[0-5]\d(?:[0-5]\d)?)?"
+    r"(?![\d]|[.,]\d)")
+_TIMESTAMP = re.compile(r"(?<![\d.,+\-])1\d{9}(?:\d{3}|\d{6}|\d{9})?(?:\.\d+)?(?![\d])")
+_VERSION = re.compile(
+    r"(?:(?<![\w.])[vV]|\b(?i:version|ver|release|rel|kernel|build)[:\s.]{1,3}|[=@~^<>]=?|[A-Za-z][\w+.]*[-_ ]\()"
+    r"\s?\d+(?::\d+)?(?:\.\d+)+(?:[-+~][\w.+~:]*)?"
+    r"|(?<![\w.+\-])\d+:\d+(?:\.\d+)+(?:-[\w.+~]+)?"  # epoch:version
+    r"|(?<![\w.+\-])\d+(?:\.\d+){1,3}(?:-\d+[\w.+~]*|[+~][A-Za-z][\w.+~]*|-[A-Za-z][\w.+~]*)(?![\w])")
+_ISBN_CTX = re.compile(r"(?i)\b(?:e?ISBN(?:-1[03])?|e?ISSN|p?ISSN|ISMN|EAN(?:-13)?|GTIN|UPC)[:#\s.]*"
+                       r"(?:\(\w+\)\s*)?(?P<n>[\dX][\d\- X]{5,20}[\dX])", )
+_ISBN13 = re.compile(r"(?<![\d\-])97[89](?:[- ]?\d){10}(?![\d\-])")
+_ISBN10 = re.compile(r"(?<![\d\-])\d{1,5}-\d{1,7}-\d{1,7}-[\dX](?![\d\-])")
+_DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>]+")
+_ID = re.compile(r"(?<![\w\-])(?P<p>[A-Za-z]{1,8})[-_#/]?\d+(?:[-_/.]\d+)*(?![\w])")
+_ID_WORDS = re.compile(
+    r"(?i)\b(?:order|orders|invoice|inv|receipt|ticket|case|ref|reference|tracking|confirmation|transaction|txn"
+    r"|booking|reservation|po|sku|item|part|serial|s/n|batch|lot|shipment|parcel|awb|claim|policy|member|customer"
+    r"|client|account|acct|pedido|bestellung|rechnung|commande|facture|factura|auftrag|job|build|run|pr|issue|bug"
+    r"|pid|uid|gid|inode|id)\b[\s.:#]*(?:(?:no|nr|num|number|id|#)\b[\s.:#]*)?$")
+_PHONE_LETTERS = frozenset({"tel", "ph", "fax", "mob", "cell", "phone", "call", "sms", "x", "ext", "t", "f", "m"})
+_PORTS = re.compile(r"(?<![\d.])(?P<a>\d{2,5})\s*(?:-|:|–|\s)\s*(?P<b>\d{2,5})(?![\d.])")
+_PORT_WORDS = re.compile(r"(?i)(?:\bports?\b|\bdport\b|\bsport\b|\bexpose\b|\blisten\b|(?:^|\s)-p\b|--publish"
+                         r"|\brange\b|\btcp\b|\budp\b|\bfirewall\b|\bmultiport\b|\bufw\b|\ballow\b)[^\n]{0,24}$")
+_HEX = re.compile(r"(?<![\w\-])(?:0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                  r"[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,})(?![\w\-])")
+_DECIMAL = re.compile(r"(?<![\d.])\d+\.\d{5,}(?![\d.])")
+
+
+def _isbn10_ok(d: str) -> bool:
+    if len(d) != 10 or not d[:9].isdigit():
+        return False
+    total = sum((10 - i) * int(c) for i, c in enumerate(d[:9])) + (10 if d[9] in "Xx" else int(d[9]))
+    return total % 11 == 0
+
+
+def _isbn13_ok(d: str) -> bool:
+    return len(d) == 13 and d.isdigit() and sum((3 if i % 2 else 1) * int(c) for i, c in enumerate(d)) % 10 == 0
+
+
+class NumberKinds:
+    """Finds numbers that are dates, timestamps, versions, ids, ... (see the module docstring)."""
+
+    def __init__(self, phone_words: re.Pattern[str], context_chars: int = 40) -> None:
+        self._phone_words = phone_words
+        self.context_chars = context_chars
+
+    def _phone_context(self, text: str, start: int) -> bool:
+        return self._phone_words.search(text, max(0, start - self.context_chars), start) is not None
+
+    def spans(self, text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, str]]:
+        """``(start, end, kind)`` of the numbers of ``text[lo:hi]`` that are not phone or card numbers."""
+        hi = len(text) if hi is None else hi
+        return sorted(self._find(text, lo, hi))
+
+    def _find(self, text: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
+        for m in _DATES.finditer(text, lo, hi):
+            yield m.start(), m.end(), "date"
+        for m in _TIMESTAMP.finditer(text, lo, hi):
+            if not self._phone_context(text, m.start()):
+                yield m.start(), m.end(), "timestamp"
+        for m in _VERSION.finditer(text, lo, hi):
+            yield m.start(), m.end(), "version"
+        for m in _ISBN_CTX.finditer(text, lo, hi):
+            yield m.start("n"), m.end("n"), "isbn"
+        for m in _ISBN13.finditer(text, lo, hi):
+            if _isbn13_ok(re.sub(r"\D", "", m.group(0))):
+                yield m.start(), m.end(), "isbn"
+        for m in _ISBN10.finditer(text, lo, hi):
+            if _isbn10_ok(m.group(0).replace("-", "")):
+                yield m.start(), m.end(), "isbn"
+        for m in _DOI.finditer(text, lo, hi):
+            yield m.start(), m.end(), "doi"
+        for m in _ID.finditer(text, lo, hi):
+            if m.group("p").lower() not in _PHONE_LETTERS and sum(c.isdigit() for c in m.group(0)) >= 5:
+                yield m.start(), m.end(), "id"
+        yield from self._bare_ids(text, lo, hi)
+        if _PORT_WORDS.pattern and ("-" in text[lo:hi] or ":" in text[lo:hi] or " " in text[lo:hi]):
+            for m in _PORTS.finditer(text, lo, hi):
+                a, b = int(m.group("a")), int(m.group("b"))
+                if a <= b <= 65535 and _PORT_WORDS.search(text, max(0, m.start() - 40), m.start()):
+                    yield m.start(), m.end(), "port_range"
+        for m in _HEX.finditer(text, lo, hi):
+            yield m.start(), m.end(), "hex"
+        for m in _DECIMAL.finditer(text, lo, hi):
+            yield m.start(), m.end(), "decimal"
+
+    def _bare_ids(self, text: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
+        """A number right after an order/invoice/ticket word (``Invoice No. 2023004512``)."""
+        for m in re.finditer(r"(?<![\w\-])#?\d[\d\-/]{4,}\d(?![\w])", text[lo:hi]):
+            s, e = lo + m.start(), lo + m.end()
+            if _ID_WORDS.search(text, max(0, s - 30), s) and not self._phone_context(text, s):
+                yield s, e, "id"
+
+
+# ---------------------------------------------------------------------------------------------
+# US social security numbers named by their context
+
+_SSN = re.compile(r"(?<![\d\-./])\d{3}(?P<s>[- .]?)\d{2}(?P=s)\d{4}(?![\d]|[\-./]\d)")
+_SSN_HINT = re.compile(r"ssn|social|soc\.? ?sec|ss#|ss no")
+_DELIMS = (",", ";", "\t", "|")
+
+
+class SsnContext:
+    """SSNs with or without separators after a word that names them (``SSN``, ``Social Security
+    No.``, ``"ssn": ``) within ``context_chars``, or in a table column whose header names them.
+    Numbers presidio's ``UsSsnRecognizer`` rejects (area 000/666, group 00, serial 0000, one
+    repeated digit, published samples) are not SSNs here either."""
+
+    def __init__(self, words: tuple[str, ...] | list[str], context_chars: int = 40) -> None:
+        from presidio_analyzer.predefined_recognizers import UsSsnRecognizer
+
+        alts = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+        self._words = re.compile(rf"(?<![^\W\d_])(?:{alts})(?![^\W\d_])", re.IGNORECASE)
+        self._header = re.compile(rf"(?<![^\W\d_])(?:{alts})(?![^\W\d_])", re.IGNORECASE)
+        self.context_chars = context_chars
+        self._invalid = UsSsnRecognizer().invalidate_result
+
+    def spans(self, text: str, low: str) -> list[tuple[int, int]]:
+        if not _SSN_HINT.search(low):
+            return []
+        out: list[tuple[int, int]] = []
+        for m in _SSN.finditer(text):
+            if self._invalid(m.group(0)):
+                continue
+            ls = text.rfind("\n", max(0, m.start() - self.context_chars), m.start()) + 1
+            lo = max(ls, m.start() - self.context_chars) if ls else max(0, m.start() - self.context_chars)
+            if self._words.search(text, lo, m.start()):
+                out.append(m.span())
+        out += self._columns(text)
+        return sorted(set(out))
+
+    def _columns(self, text: str) -> list[tuple[int, int]]:
+        """Cells of a column whose header names SSNs, down to the table's end (a blank line)."""
+        out = []
+        pos = 0
+        lines = text.split("\n")
+        offsets = []
+        for ln in lines:
+            offsets.append(pos)
+            pos += len(ln) + 1
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            delim = next((d for d in _DELIMS if d in line), None)
+            if delim is None or not self._header.search(line) or len(line) > 2000:
+                i += 1
+                continue
+            cols = [c.strip().strip("\"'").strip() for c in line.split(delim)]
+            idx = [k for k, c in enumerate(cols) if self._header.search(c.replace("_", " ")) or self._header.search(c)]
+            i += 1
+            while idx and i < len(lines) and lines[i].strip():
+                cells = lines[i].split(delim)
+                for k in idx:
+                    if k < len(cells):
+                        start = offsets[i] + sum(len(c) + 1 for c in cells[:k])
+                        for m in _SSN.finditer(text, start, start + len(cells[k])):
+                            if not self._invalid(m.group(0)):
+                                out.append(m.span())
+                i += 1
+        return out
