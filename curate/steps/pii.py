@@ -80,11 +80,31 @@ _SHAPES = (("US_SSN", re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}|\d{5}-\d{4}|\d{3}
            ("IP_ADDRESS", re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")),
            ("IBAN_CODE", re.compile(r"[A-Za-z]{2}\d{2}")))
 _AT = re.compile(r"@[\w.-]")
+_IBAN_TAIL = re.compile(r"(?:[ -]?[A-Za-z0-9]{1,4}){0,8}")
 _COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
 _PHONE_SCORE = 0.4  # presidio's PhoneRecognizer.SCORE
 _SSN_CONTEXT_SCORE = 0.6  # above any phone (0.45) and presidio's SSN pattern (0.5), below a card (1.0)
-# the types a date, version, timestamp or id is never redacted as (curate.steps.pii_numbers)
-_NUMBER_TYPES = frozenset({"PHONE_NUMBER", "CREDIT_CARD"})
+_COLUMN_PHONE_SCORE = 0.46  # a phone under a phone column header (curate.steps.pii_tables)
+# which kinds of number (curate.steps.pii_numbers) a detection of each type is dropped over: a
+# run of digits without separators is a phone only next to a phone word, but may be a card
+_NOT_PHONE = frozenset({"date", "timestamp", "version", "isbn", "doi", "id", "port_range", "hex", "decimal",
+                        "quantity", "bare_number"})
+_DROPPED_OVER = {"PHONE_NUMBER": _NOT_PHONE, "CREDIT_CARD": _NOT_PHONE - {"quantity", "bare_number"},
+                 "US_SSN": _NOT_PHONE - {"bare_number"}, "IP_ADDRESS": frozenset({"version"})}
+
+
+def _drop_other_numbers(found: list[tuple[int, int, str, float]],
+                        numbers: list[tuple[int, int, str]]) -> list[tuple[int, int, str, float]]:
+    """``found`` less the detections that overlap a number of another kind (a date, a version, an
+    id); context SSNs and column phones, named as such by the text, stay."""
+    merged = {t: _disjoint([(s, e) for s, e, k in numbers if k in kinds]) for t, kinds in _DROPPED_OVER.items()}
+    out = []
+    for f in found:
+        if f[2] in merged and not (f[2] == "US_SSN" and f[3] >= _SSN_CONTEXT_SCORE) \
+                and not (f[2] == "PHONE_NUMBER" and f[3] >= _COLUMN_PHONE_SCORE) and _overlaps(f, merged[f[2]]):
+            continue
+        out.append(f)
+    return out
 
 
 def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -150,12 +170,13 @@ class PIIConfig:
 def resolve_overlaps(spans: list[tuple[int, int, str, float]]) -> list[tuple[int, int, str]]:
     """Keep a non-overlapping subset: higher score first, then longer, then earlier."""
     kept: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for s, e, t, _ in sorted(spans, key=lambda x: (-x[3], -(x[1] - x[0]), x[0], x[2])):
-        if any(s < te and ts < e for ts, te in taken):
+    taken: list[tuple[int, int]] = []  # sorted, disjoint: one binary search per span
+    for s, e, t, _ in sorted(set(spans), key=lambda x: (-x[3], -(x[1] - x[0]), x[0], x[2])):
+        i = bisect.bisect_left(taken, (s, -1))
+        if (i < len(taken) and taken[i][0] < e) or (i > 0 and taken[i - 1][1] > s):
             continue
         kept.append((s, e, t))
-        taken.append((s, e))
+        taken.insert(i, (s, e))
     return sorted(kept)
 
 
@@ -238,11 +259,12 @@ class PIIRedactor(Annotator):
 
     def _number_parts(self) -> tuple[Any, Any]:
         if self._numbers is None:
-            from curate.steps.pii_numbers import NumberKinds, SsnContext
+            from curate.steps.pii_numbers import NumberKinds
             from curate.steps.pii_recognizers import _context_re
+            from curate.steps.pii_tables import ContextNumbers
 
             self._numbers = NumberKinds(_context_re(tuple(self.cfg.phone_context)), self.cfg.context_chars)
-            self._ssn = SsnContext(self.cfg.ssn_context, self.cfg.context_chars)
+            self._ssn = ContextNumbers(self.cfg.ssn_context, self.cfg.context_chars)
         return self._numbers, self._ssn
 
     def not_pii_numbers(self, text: str, wins: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
@@ -300,6 +322,10 @@ class PIIRedactor(Annotator):
                     continue
                 s -= 2
                 types.add("IBAN_CODE")
+                # the window reaches over the whole IBAN, whose account part may hold letters
+                # ("LU28 001A BC12 ...": no digit cluster covers it)
+                cands.append((s, _IBAN_TAIL.match(text, e).end()))  # type: ignore[union-attr]
+                continue
             elif g == "quad":
                 types.add("IP_ADDRESS")
             elif not _ISO_DATE.fullmatch(text, s, e):
@@ -378,8 +404,7 @@ class PIIRedactor(Annotator):
                 self._analyze(text, self._merge(text, [(s, e, 2) for s, e in clusters], 0), ["PHONE_NUMBER"],
                               found, "matcher")
         if numbers:
-            merged = _disjoint([(s, e) for s, e, _ in numbers])
-            found = [f for f in found if f[2] not in _NUMBER_TYPES or not _overlaps(f, merged)]
+            found = _drop_other_numbers(found, numbers)
         if "PERSON" in self.cfg.entities:
             if self._person is None:
                 self._person = build_person_analyzer(self.cfg.person_model or "", self.cfg.min_score)
@@ -391,10 +416,13 @@ class PIIRedactor(Annotator):
         return resolve_overlaps(found)
 
     def _context_ssn(self, text: str, found: list[tuple[int, int, str, float]]) -> None:
-        """SSNs named by a word or a column header (separators optional), above every phone."""
-        if "US_SSN" in self._types:
-            _, ssn = self._number_parts()
-            found += [(s, e, "US_SSN", _SSN_CONTEXT_SCORE) for s, e in ssn.spans(text, text.lower())]
+        """SSNs named by a word or a column header (separators optional, above every phone), cards
+        and phones in columns whose header names them (``curate.steps.pii_tables``)."""
+        _, ctx = self._number_parts()
+        low = text.lower()
+        if len(low) != len(text):
+            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+        found += [sp for sp in ctx.spans(text, low) if sp[2] in self._types]
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not isinstance(doc.text, str):

@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-_B = r"(?<![\w.,/:+\-])"  # not inside a larger token or number
-_E = r"(?![\w]|[.,/:\-]\d)"
+_B = r"(?<![\w./:+\-])"  # not inside a larger token or number (a comma is a field separator)
+_E = r"(?![\w]|[./:\-]\d)"
 _DAY, _MONTH = r"(?:0?[1-9]|[12]\d|3[01])", r"(?:0?[1-9]|1[0-2])"
 _YEAR = r"(?:1[5-9]|20)\d\d"
 _DATES = re.compile(
@@ -40,7 +40,8 @@ _DATES = re.compile(
     r"(?![\d]|[.,]\d)")
 _TIMESTAMP = re.compile(r"(?<![\d.,+\-])1\d{9}(?:\d{3}|\d{6}|\d{9})?(?:\.\d+)?(?![\d])")
 _VERSION = re.compile(
-    r"(?:(?<![\w.])[vV]|\b(?i:version|ver|release|rel|kernel|build)[:\s.]{1,3}|[=@~^<>]=?|[A-Za-z][\w+.]*[-_ ]\()"
+    r"(?:(?<![\w.])[vV]|\b(?i:version|ver|release|rel|kernel|build)[\"']?[:=\s.\"']{1,5}|==|>=|<=|~=|!=|\^|~|@"
+    r"|(?<![\w+.])[A-Za-z][\w+.]{0,60}[-_ ]\(|(?<![\w.\-/])[A-Za-z][\w.\-]{0,100}/[\w.\-/]{0,200}:)"  # pkg (1.2.3-4), registry/image:tag
     r"\s?\d+(?::\d+)?(?:\.\d+)+(?:[-+~][\w.+~:]*)?"
     r"|(?<![\w.+\-])\d+:\d+(?:\.\d+)+(?:-[\w.+~]+)?"  # epoch:version
     r"|(?<![\w.+\-])\d+(?:\.\d+){1,3}(?:-\d+[\w.+~]*|[+~][A-Za-z][\w.+~]*|-[A-Za-z][\w.+~]*)(?![\w])")
@@ -52,13 +53,21 @@ _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"'<>]+")
 _ID = re.compile(r"(?<![\w\-])(?P<p>[A-Za-z]{1,8})[-_#/]?\d+(?:[-_/.]\d+)*(?![\w])")
 _ID_WORDS = re.compile(
     r"(?i)\b(?:order|orders|invoice|inv|receipt|ticket|case|ref|reference|tracking|confirmation|transaction|txn"
-    r"|booking|reservation|po|sku|item|part|serial|s/n|batch|lot|shipment|parcel|awb|claim|policy|member|customer"
-    r"|client|account|acct|pedido|bestellung|rechnung|commande|facture|factura|auftrag|job|build|run|pr|issue|bug"
-    r"|pid|uid|gid|inode|id)\b[\s.:#]*(?:(?:no|nr|num|number|id|#)\b[\s.:#]*)?$")
+    r"|booking|reservation|po|sku|item|part|serial|s/n|batch|lot|shipment|parcel|awb|claim|policy"
+    r"|account|acct|pedido|bestellung|rechnung|commande|facture|factura|auftrag|job|build|run|pr|issue|bug"
+    r"|pid|uid|gid|inode|id|closes|fixes|see)\b[\s.:#]*(?:(?:no|nr|num|number|id|#)\b[\s.:#]*)?$")
 _PHONE_LETTERS = frozenset({"tel", "ph", "fax", "mob", "cell", "phone", "call", "sms", "x", "ext", "t", "f", "m"})
 _PORTS = re.compile(r"(?<![\d.])(?P<a>\d{2,5})\s*(?:-|:|–|\s)\s*(?P<b>\d{2,5})(?![\d.])")
 _PORT_WORDS = re.compile(r"(?i)(?:\bports?\b|\bdport\b|\bsport\b|\bexpose\b|\blisten\b|(?:^|\s)-p\b|--publish"
-                         r"|\brange\b|\btcp\b|\budp\b|\bfirewall\b|\bmultiport\b|\bufw\b|\ballow\b)[^\n]{0,24}$")
+                         r"|\brange\b|\btcp\b|\budp\b|\bfirewall\b|\bmultiport\b|\bufw\b|\ballow\b)"
+                         r"[^\n]{0,24}(?:\n[^\n]{0,24})?$")  # "ports:" may head a YAML list
+# a number that is a count or a size: a word before it ("size=", "took") or a unit after it
+_QUANTITY_BEFORE = re.compile(r"(?i)\b(?:size|bytes|len|length|count|total|sum|amount|qty|quantity|duration|elapsed"
+                              r"|offset|seq|pid|uid|gid|inode|port|num|took|rows|records|lines|n)\s*[=:]?\s*$")
+_UNIT_AFTER = re.compile(r"\s?(?i:bytes?|[kmgtp]i?b|ms|us|ns|µs|s|secs?|seconds|rows|records|lines|items|tokens|words"
+                         r"|chars|characters|files|users|downloads|views|times|hits|requests)\b")
+_BARE = re.compile(r"(?<![\w+.,/\-#])[1-9]\d{6,14}(?![\w]|[.,]\d)")
+_HASH_REF = re.compile(r"(?<![\w&#])#\d{4,}(?![\w])")
 _HEX = re.compile(r"(?<![\w\-])(?:0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                   r"[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,})(?![\w\-])")
 _DECIMAL = re.compile(r"(?<![\d.])\d+\.\d{5,}(?![\d.])")
@@ -83,7 +92,10 @@ class NumberKinds:
         self.context_chars = context_chars
 
     def _phone_context(self, text: str, start: int) -> bool:
-        return self._phone_words.search(text, max(0, start - self.context_chars), start) is not None
+        """A phone word on the same line within ``context_chars`` before ``start``."""
+        lo = max(0, start - self.context_chars)
+        nl = text.rfind("\n", lo, start)
+        return self._phone_words.search(text, nl + 1 if nl >= 0 else lo, start) is not None
 
     def spans(self, text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, str]]:
         """``(start, end, kind)`` of the numbers of ``text[lo:hi]`` that are not phone or card numbers."""
@@ -119,6 +131,15 @@ class NumberKinds:
                     yield m.start(), m.end(), "port_range"
         for m in _HEX.finditer(text, lo, hi):
             yield m.start(), m.end(), "hex"
+        for m in _HASH_REF.finditer(text, lo, hi):
+            yield m.start(), m.end(), "id"
+        for m in _BARE.finditer(text, lo, hi):
+            # a run of digits without separators: only a phone word makes it a phone number
+            s, e = m.span()
+            if self._phone_context(text, s):
+                continue
+            quantity = _QUANTITY_BEFORE.search(text, max(0, s - 12), s) or _UNIT_AFTER.match(text, e)
+            yield s, e, "quantity" if quantity else "bare_number"
         for m in _DECIMAL.finditer(text, lo, hi):
             yield m.start(), m.end(), "decimal"
 
@@ -130,69 +151,3 @@ class NumberKinds:
                 yield s, e, "id"
 
 
-# ---------------------------------------------------------------------------------------------
-# US social security numbers named by their context
-
-_SSN = re.compile(r"(?<![\d\-./])\d{3}(?P<s>[- .]?)\d{2}(?P=s)\d{4}(?![\d]|[\-./]\d)")
-_SSN_HINT = re.compile(r"ssn|social|soc\.? ?sec|ss#|ss no")
-_DELIMS = (",", ";", "\t", "|")
-
-
-class SsnContext:
-    """SSNs with or without separators after a word that names them (``SSN``, ``Social Security
-    No.``, ``"ssn": ``) within ``context_chars``, or in a table column whose header names them.
-    Numbers presidio's ``UsSsnRecognizer`` rejects (area 000/666, group 00, serial 0000, one
-    repeated digit, published samples) are not SSNs here either."""
-
-    def __init__(self, words: tuple[str, ...] | list[str], context_chars: int = 40) -> None:
-        from presidio_analyzer.predefined_recognizers import UsSsnRecognizer
-
-        alts = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-        self._words = re.compile(rf"(?<![^\W\d_])(?:{alts})(?![^\W\d_])", re.IGNORECASE)
-        self._header = re.compile(rf"(?<![^\W\d_])(?:{alts})(?![^\W\d_])", re.IGNORECASE)
-        self.context_chars = context_chars
-        self._invalid = UsSsnRecognizer().invalidate_result
-
-    def spans(self, text: str, low: str) -> list[tuple[int, int]]:
-        if not _SSN_HINT.search(low):
-            return []
-        out: list[tuple[int, int]] = []
-        for m in _SSN.finditer(text):
-            if self._invalid(m.group(0)):
-                continue
-            ls = text.rfind("\n", max(0, m.start() - self.context_chars), m.start()) + 1
-            lo = max(ls, m.start() - self.context_chars) if ls else max(0, m.start() - self.context_chars)
-            if self._words.search(text, lo, m.start()):
-                out.append(m.span())
-        out += self._columns(text)
-        return sorted(set(out))
-
-    def _columns(self, text: str) -> list[tuple[int, int]]:
-        """Cells of a column whose header names SSNs, down to the table's end (a blank line)."""
-        out = []
-        pos = 0
-        lines = text.split("\n")
-        offsets = []
-        for ln in lines:
-            offsets.append(pos)
-            pos += len(ln) + 1
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            delim = next((d for d in _DELIMS if d in line), None)
-            if delim is None or not self._header.search(line) or len(line) > 2000:
-                i += 1
-                continue
-            cols = [c.strip().strip("\"'").strip() for c in line.split(delim)]
-            idx = [k for k, c in enumerate(cols) if self._header.search(c.replace("_", " ")) or self._header.search(c)]
-            i += 1
-            while idx and i < len(lines) and lines[i].strip():
-                cells = lines[i].split(delim)
-                for k in idx:
-                    if k < len(cells):
-                        start = offsets[i] + sum(len(c) + 1 for c in cells[:k])
-                        for m in _SSN.finditer(text, start, start + len(cells[k])):
-                            if not self._invalid(m.group(0)):
-                                out.append(m.span())
-                i += 1
-        return out

@@ -46,8 +46,9 @@ _HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|bearer|://|contrase")
 _KEY = re.compile(r"(?<![\w.\-])[\"'`]?(?P<key>(?:[A-Za-z_$@][\w.\-]*?)?(?i:pass|pwd|secret|token|key|auth|cred"
                   r"|contrase)[\w.\-]*)(?P<close>[\"'`]?\]?[\"'`]?)")
 _OP = re.compile(r"[ \t]*(?P<op>:=|=>|={1,3}|!={1,2}|:|\(|[ \t](?=[^\s=:]))[ \t]*")
-_QUOTED = re.compile(r"(?:[bruf]|rb|br)?(?P<q>\"\"\"|'''|[\"'`])(?P<v>.*?)(?<!\\)(?P=q)", re.IGNORECASE)
-_UNQUOTED = re.compile(r"[^\s\"'`]+")
+# a secret value is at most a few hundred characters (the longest token formats are ~200)
+_QUOTED = re.compile(r"(?:[bruf]|rb|br)?(?P<q>\"\"\"|'''|[\"'`])(?P<v>.{0,400}?)(?<!\\)(?P=q)", re.IGNORECASE)
+_UNQUOTED = re.compile(r"[^\s\"'`]{1,400}")
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _ENTROPY = Base64HighEntropyString()
 
@@ -95,7 +96,7 @@ _PLACEHOLDER = re.compile(
     r"|(?:^|[_\-. ])(?:your|my|enter|insert|replace|put|fill|set|add|example)[_\-. ]?(?:\w+[_\-. ])*?"
     r"(?:here|password|passwd|pass|token|key|secret|value|it|me|in)(?:$|[_\-. ])"
     r"|^(?:\{\{.*\}\}|\$\{.*\}|\$\(.*\)|%\(.*\)[sdr]?|%[A-Za-z_]\w*%|@[A-Za-z_]\w*@|#\{.*\}|<[^<>]*>|\[[^\[\]]*\]"
-    r"|\{[\w.\- ]*\}|%[sd]|\$[A-Za-z_]\w*|\$\d+|\?|__\w+__|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$",
+    r"|\{[\w.\- ]*\}|%[sd]|\$[A-Za-z_]\w*|\$\d+|\?|__\w+__|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+))$",
     re.IGNORECASE)
 _DOTTED_REF = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?$|^[A-Za-z_][\w.]*[(\[]")
 _CODE_LINE = re.compile(r"^\s*(?:self\.|this\.|var |let |const |val |my \$|\$this->|def |return |if |elif |while )")
@@ -202,6 +203,8 @@ def assignments(line: str) -> Iterator[tuple[int, int, str]]:
                         key_kind(key) is not PASSWORD:
                     continue
             else:
+                if km.start() > 160:  # a directive starts its line (netrc: "machine H login U password V")
+                    continue
                 head = line[:km.start()].strip().lower()
                 if head not in ("", "export", "set", "-", "config set") and not re.search(
                         r"\b(?:machine|login|default)\b", head) and not re.search(r"\bconfigure set$|\bset$", head):
@@ -217,7 +220,7 @@ def assignments(line: str) -> Iterator[tuple[int, int, str]]:
         if is_placeholder(value, key) or (not quoted and (_DOTTED_REF.match(value)
                                                             or _code_reference(line, km.start(), value))):
             continue
-        if not quoted and heuristic.is_indirect_reference(line[km.start():]) and ("(" in value or "[" in value):
+        if not quoted and ("(" in value or "[" in value) and heuristic.is_indirect_reference(line[km.start():e]):
             continue
         if value.isdigit() and (kind is TOKEN or len(value) < 6):
             continue
@@ -320,13 +323,22 @@ _CALLS = tuple((re.compile(p), i) for p, i in (
     (r"\bauth\s*=\s*\(", 1), (r"\bBasicAuth\s*\(", 1), (r"\bsmtp\w*\.login\s*\(", 1),
 )
 )
+# a key literal and a value literal as the first two arguments: define('DB_PASSWORD', 'v'),
+# props.setProperty("password", "v"), Map.of("apiKey", "v"), config.set("token", "v")
+_KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q)")
 _ARG = re.compile(r"\s*(?:(?P<lit>[bruf]?(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q))|[^,()\n\"']*(?:\([^()\n]*\))?)\s*(?:,|\))")
-_CALL_HINT = re.compile(r"connect|login|auth|credential|password|bind|pdo|mysqli")
+_CALL_HINT = re.compile(r"connect|login|auth|credential|pass|pwd|secret|token|key|bind|pdo|mysqli")
 
 
 def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
     if "(" not in text or not _CALL_HINT.search(low):
         return
+    for m in _KEY_VALUE_CALL.finditer(text):
+        kind = key_kind(m.group("key"))
+        value = m.group("v")
+        if kind is None or is_placeholder(value, m.group("key")) or (kind is TOKEN and not looks_random(value)):
+            continue
+        yield m.start("v"), m.end("v"), kind
     for rx, index in _CALLS:
         for m in rx.finditer(text):
             pos = m.end()

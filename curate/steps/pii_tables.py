@@ -1,0 +1,110 @@
+"""Numbers named by their context: SSNs after a word that names them, and table columns.
+
+``ContextNumbers.spans(text, low)`` returns ``(start, end, type, score)``:
+
+* ``US_SSN`` (score 0.6): nine digits with or without separators (``078-05-1121``,
+  ``078 05 1121``, ``078051121``) with an SSN word (``pii.ssn_context``: SSN, Social Security
+  No., ``"ssn":``) on the same line within ``context_chars`` before them;
+* cells of CSV / TSV / ``;`` / ``|`` tables under a header that names their content, down to the
+  table's end (a blank line): ``US_SSN`` under an SSN header (``ssn``, ``customer_ssn``,
+  ``Social Security Number``), ``CREDIT_CARD`` (score 0.8) under a card header (Luhn-valid 12-19
+  digits, any issuer), ``PHONE_NUMBER`` (score 0.46) under a phone header (7-15 digits in phone
+  punctuation, with an extension).
+
+SSNs that presidio's ``UsSsnRecognizer`` rejects (area 000/666, group 00, serial 0000, one repeated
+digit, published samples) are not SSNs here either.
+"""
+
+from __future__ import annotations
+
+import re
+
+from curate.steps.pii_recognizers import luhn_ok
+
+_SSN = re.compile(r"(?<![\w\-./])\d{3}(?P<s>[- .]?)\d{2}(?P=s)\d{4}(?![\d]|[\-./]\d)")
+_HINT = re.compile(r"ssn|social|soc\.? ?sec|ss#|ss no|card|phone|tel|mobile|cell|fax|msisdn|visa|\bcc\b")
+_DELIMS = (",", ";", "\t", "|")
+_CARD_HEADER = re.compile(r"(?i)(?<![^\W\d_])(?:card|cc|pan|visa|mastercard|amex|credit[ _]?card)(?![^\W\d_])")
+_PHONE_HEADER = re.compile(r"(?i)(?<![^\W\d_])(?:phone|tel|telephone|mobile|cell|fax|msisdn|contact[ _]?number"
+                           r"|phone[ _]?number|whatsapp)(?![^\W\d_])")
+_PHONE_CELL = re.compile(r"^\s*[\"']?(\+?[\d()][\d()\-. /]{5,22}\d(?:\s*(?:ext\.?|x|#)\s*\d{1,6})?)[\"']?\s*$",
+                         re.IGNORECASE)
+_CARD_CELL = re.compile(r"^\s*[\"']?(\d[\d -]{10,22}\d)[\"']?\s*$")
+_MAX_HEADER = 2000
+
+
+class ContextNumbers:
+    """SSNs, cards and phones named by a word before them or by their table column's header."""
+
+    def __init__(self, ssn_words: tuple[str, ...] | list[str], context_chars: int = 40) -> None:
+        from presidio_analyzer.predefined_recognizers import UsSsnRecognizer
+
+        alts = "|".join(re.escape(w) for w in sorted(ssn_words, key=len, reverse=True))
+        self._ssn_words = re.compile(rf"(?<![^\W\d_])(?:{alts})(?![^\W\d_])", re.IGNORECASE)
+        self.context_chars = context_chars
+        self._invalid = UsSsnRecognizer().invalidate_result
+
+    def spans(self, text: str, low: str) -> list[tuple[int, int, str, float]]:
+        if not _HINT.search(low):
+            return []
+        out: list[tuple[int, int, str, float]] = []
+        if self._ssn_words.search(text):
+            for m in _SSN.finditer(text):
+                lo = max(0, m.start() - self.context_chars)
+                nl = text.rfind("\n", lo, m.start())
+                if not self._invalid(m.group(0)) and self._ssn_words.search(text, nl + 1 if nl >= 0 else lo, m.start()):
+                    out.append((m.start(), m.end(), "US_SSN", 0.6))
+        out += self._columns(text, low)
+        return sorted(set(out))
+
+    def _kind(self, header_cell: str) -> str | None:
+        cell = header_cell.strip().strip("\"'").replace("_", " ")
+        if self._ssn_words.search(cell) or self._ssn_words.search(header_cell):
+            return "US_SSN"
+        if _CARD_HEADER.search(cell):
+            return "CREDIT_CARD"
+        if _PHONE_HEADER.search(cell):
+            return "PHONE_NUMBER"
+        return None
+
+    def _cell(self, kind: str, text: str, s: int, e: int) -> list[tuple[int, int, str, float]]:
+        cell = text[s:e]
+        if kind == "US_SSN":
+            return [(m.start(), m.end(), kind, 0.6) for m in _SSN.finditer(text, s, e) if not self._invalid(m.group(0))]
+        if kind == "CREDIT_CARD":
+            m = _CARD_CELL.match(cell)
+            digits = re.sub(r"\D", "", m.group(1)) if m else ""
+            return [(s + m.start(1), s + m.end(1), kind, 0.8)] if m and 12 <= len(digits) <= 19 and luhn_ok(digits) else []
+        m = _PHONE_CELL.match(cell)
+        n = sum(c.isdigit() for c in m.group(1).split("x")[0]) if m else 0
+        return [(s + m.start(1), s + m.end(1), kind, 0.46)] if m and 7 <= n <= 15 else []
+
+    def _columns(self, text: str, low: str) -> list[tuple[int, int, str, float]]:
+        """Cells of columns whose header names SSNs, cards or phones, down to a blank line."""
+        out: list[tuple[int, int, str, float]] = []
+        pos, n = 0, len(text)
+        for h in _HINT.finditer(low):
+            if h.start() < pos:
+                continue
+            r = text.rfind("\n", pos, h.start())
+            ls = r + 1 if r >= 0 else pos
+            le = text.find("\n", h.end())
+            le = n if le < 0 else le
+            pos = le + 1
+            line = text[ls:le]
+            delim = next((d for d in _DELIMS if d in line), None) if len(line) <= _MAX_HEADER else None
+            if delim is None:
+                continue
+            kinds = {k: kind for k, c in enumerate(line.split(delim)) if (kind := self._kind(c))}
+            while kinds and pos < n:
+                le = text.find("\n", pos)
+                le = n if le < 0 else le
+                if not text[pos:le].strip():
+                    break
+                start = pos
+                for k, cell in enumerate(text[pos:le].split(delim)):
+                    if k in kinds:
+                        out += self._cell(kinds[k], text, start, start + len(cell))
+                    start += len(cell) + 1
+                pos = le + 1
+        return out
