@@ -11,10 +11,11 @@ Data, three parts, none of it used to write the detector's rules:
    bibliographies, records, issue threads) with values from Faker and the providers' published
    token formats; ``--split dev`` (seed 0) is the development draw, ``--split heldout``
    (seed 20250) is drawn once for the reported figures;
-2. real files, labelled by their own format: the Debian changelogs installed on this machine
-   (``/usr/share/doc/*/changelog.Debian.gz``: the version of every entry header, every
-   ``Closes: #NNNNNN`` bug number, every CVE id) and ``/var/log/dpkg.log`` (each line's
-   timestamp and package versions): all hard negatives;
+2. real files, labelled by their own format: the Debian changelogs and NEWS files installed on
+   this machine (``/usr/share/doc/*/changelog.Debian.gz``, ``NEWS.Debian.gz``: the version of
+   every entry header, every ``Closes: #NNNNNN`` bug number, every CVE id), split in two fixed
+   halves by a CRC of the path (``dev`` / ``heldout``), and for ``dev`` also ``/var/log/dpkg.log``
+   (each line's timestamp and package versions): all hard negatives;
 3. clean prose: the paragraphs of the shared corpora's prose domains (literature, news, legal,
    reference, quotes; PROVENANCE.md there): a paragraph with any detection but an e-mail counts.
 
@@ -28,6 +29,7 @@ import gzip
 import json
 import re
 import sys
+import zlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -49,10 +51,17 @@ _CVE = re.compile(r"\bCVE-\d{4}-\d{4,7}\b")
 _DPKG = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d \S+ \S+ (?P<a>\S+)(?: (?P<b>\S+))?$", re.MULTILINE)
 
 
-def real_negatives(max_files: int, max_chars: int) -> list[dict]:
-    """Debian changelogs and dpkg.log with their versions, bug numbers, CVE ids and dates labelled."""
+def _half(path: Path, split: str) -> bool:
+    """Files split in two fixed halves by a hash of their path: one for development, one held out."""
+    return (zlib.crc32(str(path).encode()) % 2 == 0) == (split == "dev")
+
+
+def real_negatives(split: str, max_files: int, max_chars: int) -> list[dict]:
+    """Debian changelogs (and, for dev, dpkg.log) with their versions, bug numbers, CVE ids and
+    dates labelled by the file format."""
     docs = []
-    files = sorted(Path("/usr/share/doc").glob("*/changelog.Debian.gz"))[:max_files]
+    files = [p for p in sorted(Path("/usr/share/doc").glob("*/changelog.Debian.gz"))
+             + sorted(Path("/usr/share/doc").glob("*/NEWS.Debian.gz")) if _half(p, split)][:max_files]
     for path in files:
         try:
             text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()[:max_chars]
@@ -65,7 +74,7 @@ def real_negatives(max_files: int, max_chars: int) -> list[dict]:
         spans += [{"start": m.start(), "end": m.end(), "label": "negative", "kind": "cve"} for m in _CVE.finditer(text)]
         docs.append({"kind": "real-changelog", "text": text, "spans": spans})
     log = Path("/var/log/dpkg.log")
-    if log.exists():
+    if split == "dev" and log.exists():
         text = log.read_text(errors="replace")[:max_chars * 20]
         spans = []
         for m in _DPKG.finditer(text):
@@ -149,7 +158,7 @@ def main() -> int:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     gen = documents(SEEDS[args.split], args.n_per_kind)
-    real = real_negatives(args.real_files, args.real_chars) if args.real_files else []
+    real = real_negatives(args.split, args.real_files, args.real_chars) if args.real_files else []
     paras = prose_paragraphs(args.prose_mb) if args.prose_mb > 0 else []
     results: dict = {"split": args.split, "seed": SEEDS[args.split], "generated_docs": len(gen),
                      "real_docs": len(real), "prose_paragraphs": len(paras)}

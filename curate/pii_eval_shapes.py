@@ -39,6 +39,20 @@ def N(v: str, kind: str) -> tuple[str, dict]:  # noqa: N802
     return v, {"label": "negative", "kind": kind}
 
 
+def QS(v: str, family: str, where: str) -> list:  # noqa: N802
+    """A secret as a shell user must type it: single-quoted when it holds a character the shell reads."""
+    if any(c in v for c in " $&;|<>()!*?#~`\"\\[]{}^") and "'" not in v:
+        return ["'", S(v, family, where), "'"]
+    return [S(v, family, where)]
+
+
+def url_pw(v: str) -> str:
+    """``v`` in a URL's user-info part: reserved characters percent-encoded (RFC 3986)."""
+    from urllib.parse import quote
+
+    return quote(v, safe="")
+
+
 def _provider(v: Values, d: Doc, sep: str, quote: str = "") -> None:
     fam = v.r.choice(FAMILIES)
     key = v.r.choice(PROVIDER_KEYS[fam])
@@ -78,8 +92,8 @@ def compose(v: Values) -> Doc:
     d.line("  app:").line("    build: .").line("    environment:")
     pw = v.password()
     d.line("      - DATABASE_URL=", r.choice(["postgres", "postgresql"]), "://", fk.user_name(), ":",
-           S(pw, "password", "url"), "@db:5432/", db)
-    d.line("      - REDIS_URL=redis://:", S(v.password(), "password", "url"), "@redis:6379/0")
+           S(url_pw(pw), "password", "url"), "@db:5432/", db)
+    d.line("      - REDIS_URL=redis://:", S(url_pw(v.password()), "password", "url"), "@redis:6379/0")
     d.line("      - MYSQL_ROOT_PASSWORD=", S(v.password(), "password", "assignment"))
     d.line("      - ", r.choice(PROVIDER_KEYS["generic"]), "=", S(v.token("generic"), "generic", "assignment"))
     d.line("      - SECRET_NAME=", N(f"{db}-credentials", "placeholder"))
@@ -180,19 +194,19 @@ def shell_history(v: Values) -> Doc:
              ("dd if=/dev/zero of=test.img bs=1M count=", str(r.randint(100, 9000))),
              ("date -d @", N(str(r.randint(1_000_000_000, 1_990_000_000)), "timestamp"))]
     secret = [
-        lambda: cmd("mysql -u root -p", S(v.password(), "password", "cli"), " ", fk.word()),
-        lambda: cmd("docker login -u ", user, " -p ", S(v.password(), "password", "cli"), " registry.", fk.domain_name()),
+        lambda: cmd("mysql -u root -p", *QS(v.password(), "password", "cli"), " ", fk.word()),
+        lambda: cmd("docker login -u ", user, " -p ", *QS(v.password(), "password", "cli"), " registry.", fk.domain_name()),
         lambda: cmd("sshpass -p '", S(v.password(), "password", "cli"), "' ssh ", user, "@", host),
-        lambda: cmd("redis-cli -h ", host, " -a ", S(v.password(), "password", "cli"), " ping"),
-        lambda: cmd("curl -u ", user, ":", S(v.password(), "password", "cli"), " https://", fk.domain_name(), "/api"),
+        lambda: cmd("redis-cli -h ", host, " -a ", *QS(v.password(), "password", "cli"), " ping"),
+        lambda: cmd("curl -u ", user, ":", S(url_pw(v.password()), "password", "cli"), " https://", fk.domain_name(), "/api"),
         lambda: cmd("export ", r.choice(PROVIDER_KEYS["generic"]), "=", S(v.token("generic"), "generic", "cli")),
         lambda: cmd("git clone https://", user, ":", S(v.token("github"), "github", "url"), "@github.com/", user,
                     "/", fk.word(), ".git"),
-        lambda: cmd("psql postgresql://", user, ":", S(v.password(), "password", "url"), "@", host, ":5432/", fk.word()),
-        lambda: cmd("PGPASSWORD=", S(v.password(), "password", "cli"), " pg_dump -h ", host, " ", fk.word()),
+        lambda: cmd("psql postgresql://", user, ":", S(url_pw(v.password()), "password", "url"), "@", host, ":5432/", fk.word()),
+        lambda: cmd("PGPASSWORD=", *QS(v.password(), "password", "cli"), " pg_dump -h ", host, " ", fk.word()),
         lambda: cmd('curl -H "Authorization: Bearer ', S(v.token("jwt"), "jwt", "cli"), '" https://', fk.domain_name()),
-        lambda: cmd("mysqldump -u", user, " --password=", S(v.password(), "password", "cli"), " shop > dump.sql"),
-        lambda: cmd("htpasswd -b -c /etc/nginx/.htpasswd ", user, " ", S(v.password(), "password", "cli")),
+        lambda: cmd("mysqldump -u", user, " --password=", *QS(v.password(), "password", "cli"), " shop > dump.sql"),
+        lambda: cmd("htpasswd -b -c /etc/nginx/.htpasswd ", user, " ", *QS(v.password(), "password", "cli")),
     ]
     for _ in range(r.randint(8, 14)):
         if r.random() < 0.3:
@@ -232,7 +246,7 @@ def code(v: Values) -> Doc:
     elif lang == "js":
         fam = r.choice(FAMILIES)
         d.line("const apiKey = '", S(v.token(fam), fam, "code"), "';")
-        d.line('mongoose.connect("mongodb+srv://', user, ":", S(pw, "password", "url"), "@cluster0.", fk.word(),
+        d.line('mongoose.connect("mongodb+srv://', user, ":", S(url_pw(pw), "password", "url"), "@cluster0.", fk.word(),
                '.mongodb.net/', db, '");')
         d.line("headers: { Authorization: `Bearer ${token}` },  // ", N(v.date("%Y-%m-%d"), "date"))
     else:

@@ -388,8 +388,8 @@ class PIIRedactor(Annotator):
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
             if clusters:
                 self._context_ssn(text, found)
-                if self.cfg.number_kinds:
-                    numbers = self.not_pii_numbers(text, wins)
+            if self.cfg.number_kinds and (clusters or any(f[2] == "IP_ADDRESS" for f in found)):
+                numbers = self.not_pii_numbers(text, wins)  # a dotted quad may be a version
             if "PHONE_NUMBER" in self._types and clusters:
                 # A span that outscores any phone (validated card/IBAN 1.0, IP 0.6, SSN 0.5, a
                 # context phone 0.45 > libphonenumber's 0.4) wins against every phone match that

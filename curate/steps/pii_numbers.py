@@ -40,7 +40,8 @@ _DATES = re.compile(
     r"(?![\d]|[.,]\d)")
 _TIMESTAMP = re.compile(r"(?<![\d.,+\-])1\d{9}(?:\d{3}|\d{6}|\d{9})?(?:\.\d+)?(?![\d])")
 _VERSION = re.compile(
-    r"(?:(?<![\w.])[vV]|\b(?i:version|ver|release|rel|kernel|build)[\"']?[:=\s.\"']{1,5}|==|>=|<=|~=|!=|\^|~|@"
+    r"(?:(?<![\w.])[vV]|(?<![A-Za-z])(?i:version|ver|release|rel|kernel|build)[\"']?[:=\s.\"']{1,5}|==|>=|<=|~=|!=|\^"
+    r"|~|@|:(?:amd64|arm64|armhf|armel|i386|all|ppc64el|s390x|riscv64|mips64el) (?:<none> )?"  # dpkg/apt logs
     r"|(?<![\w+.])[A-Za-z][\w+.]{0,60}[-_ ]\(|(?<![\w.\-/])[A-Za-z][\w.\-]{0,100}/[\w.\-/]{0,200}:)"  # pkg (1.2.3-4), registry/image:tag
     r"\s?\d+(?::\d+)?(?:\.\d+)+(?:[-+~][\w.+~:]*)?"
     r"|(?<![\w.+\-])\d+:\d+(?:\.\d+)+(?:-[\w.+~]+)?"  # epoch:version
@@ -66,7 +67,8 @@ _QUANTITY_BEFORE = re.compile(r"(?i)\b(?:size|bytes|len|length|count|total|sum|a
                               r"|offset|seq|pid|uid|gid|inode|port|num|took|rows|records|lines|n)\s*[=:]?\s*$")
 _UNIT_AFTER = re.compile(r"\s?(?i:bytes?|[kmgtp]i?b|ms|us|ns|µs|s|secs?|seconds|rows|records|lines|items|tokens|words"
                          r"|chars|characters|files|users|downloads|views|times|hits|requests)\b")
-_BARE = re.compile(r"(?<![\w+.,/\-#])[1-9]\d{6,14}(?![\w]|[.,]\d)")
+_BARE = re.compile(r"(?<![\w+./\-#])[1-9]\d{6,18}(?![\w]|\.\d)")  # a comma is a field separator here
+_EAN13 = re.compile(r"(?<![\w+./\-#])0\d{12}(?![\w]|\.\d)")
 _HASH_REF = re.compile(r"(?<![\w&#])#\d{4,}(?![\w])")
 _HEX = re.compile(r"(?<![\w\-])(?:0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                   r"[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,})(?![\w\-])")
@@ -114,6 +116,9 @@ class NumberKinds:
             yield m.start("n"), m.end("n"), "isbn"
         for m in _ISBN13.finditer(text, lo, hi):
             if _isbn13_ok(re.sub(r"\D", "", m.group(0))):
+                yield m.start(), m.end(), "isbn"
+        for m in _EAN13.finditer(text, lo, hi):  # a national phone number is shorter
+            if _isbn13_ok(m.group(0)):
                 yield m.start(), m.end(), "isbn"
         for m in _ISBN10.finditer(text, lo, hi):
             if _isbn10_ok(m.group(0).replace("-", "")):
