@@ -17,7 +17,8 @@ Data, three parts, none of it used to write the detector's rules:
    halves by a CRC of the path (``dev`` / ``heldout``), and for ``dev`` also ``/var/log/dpkg.log``
    (each line's timestamp and package versions): all hard negatives;
 3. clean prose: the paragraphs of the shared corpora's prose domains (literature, news, legal,
-   reference, quotes; PROVENANCE.md there): a paragraph with any detection but an e-mail counts.
+   reference, quotes; PROVENANCE.md there), ``dev`` from the first documents of each file,
+   ``heldout`` from the last: a paragraph with any detection but an e-mail counts.
 
 ``--baseline REV`` scores REV's code (``git archive``, its own process) on the same documents.
 """
@@ -86,7 +87,8 @@ def real_negatives(split: str, max_files: int, max_chars: int) -> list[dict]:
     return docs
 
 
-def prose_paragraphs(mb: float) -> list[str]:
+def prose_paragraphs(split: str, mb: float) -> list[str]:
+    """Paragraphs of each prose domain: ``dev`` reads documents from the start, ``heldout`` from the end."""
     out: list[str] = []
     per = mb * 1e6 / len(PROSE)
     for d in PROSE:
@@ -94,7 +96,8 @@ def prose_paragraphs(mb: float) -> list[str]:
         if not path.exists():
             continue
         got = 0
-        for t in pq.read_table(path, columns=["text"]).column("text").to_pylist():
+        docs = pq.read_table(path, columns=["text"]).column("text").to_pylist()
+        for t in docs if split == "dev" else docs[::-1]:
             for p in re.split(r"\n\s*\n", t or ""):
                 if len(p.strip()) >= 40 and got < per:
                     out.append(p)
@@ -159,7 +162,7 @@ def main() -> int:
     args = ap.parse_args()
     gen = documents(SEEDS[args.split], args.n_per_kind)
     real = real_negatives(args.split, args.real_files, args.real_chars) if args.real_files else []
-    paras = prose_paragraphs(args.prose_mb) if args.prose_mb > 0 else []
+    paras = prose_paragraphs(args.split, args.prose_mb) if args.prose_mb > 0 else []
     results: dict = {"split": args.split, "seed": SEEDS[args.split], "generated_docs": len(gen),
                      "real_docs": len(real), "prose_paragraphs": len(paras)}
     arms = [("this tree", ROOT)] + ([(args.baseline, export_revision(args.baseline))] if args.baseline else [])
