@@ -179,7 +179,13 @@ class Values:
     def date(self, fmt: str | None = None) -> str:
         fmt = fmt or self.r.choice(["%d.%m.%Y", "%m/%d/%Y", "%d/%m/%Y", "%Y-%m-%d", "%Y/%m/%d", "%d-%m-%Y",
                                     "%Y%m%d", "%Y.%m.%d"])
-        return self.us.date_between(start_date="-30y", end_date="+2y").strftime(fmt)
+        return self.when().strftime(fmt)
+
+    def when(self) -> Any:
+        """A moment between 1995 and 2026 (fixed bounds: the same seed gives the same documents any day)."""
+        import datetime as dt
+
+        return dt.datetime(1995, 1, 1) + dt.timedelta(seconds=self.r.randrange(32 * 365 * 86400))
 
     def version(self) -> str:
         r = self.r

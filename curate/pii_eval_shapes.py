@@ -264,11 +264,11 @@ def logs(v: Values) -> Doc:
     for _ in range(r.randint(6, 12)):
         pick = r.random()
         if pick < 0.35:
-            d.line(fk.ipv4_public(), ' - - [', fk.date_time().strftime("%d/%b/%Y:%H:%M:%S"), ' +0000] "GET /api/orders/',
+            d.line(fk.ipv4_public(), ' - - [', v.when().strftime("%d/%b/%Y:%H:%M:%S"), ' +0000] "GET /api/orders/',
                    N(v.negative("bare_order_number"), "url_id"), ' HTTP/1.1" 200 ', str(r.randint(100, 99999)),
                    ' "-" "', fk.user_agent(), '"')
         elif pick < 0.6:
-            d.line(N(v.date("%Y-%m-%d"), "date"), "T", fk.time(), ".", str(r.randint(100, 999)), "Z INFO [req=",
+            d.line(N(v.date("%Y-%m-%d"), "date"), "T", v.when().strftime("%H:%M:%S"), ".", str(r.randint(100, 999)), "Z INFO [req=",
                    N(fk.uuid4(), "uuid"), "] order=", N(v.negative("order_id"), "order_id"), " took ",
                    str(r.randint(1, 900)), "ms size=", N(v.negative("byte_count"), "byte_count"))
         elif pick < 0.75:
@@ -278,7 +278,7 @@ def logs(v: Values) -> Doc:
             d.line("ts=", N(v.timestamp(), "timestamp"), " level=warn msg=\"callback\" phone=",
                    P(v.us.phone_number(), "PHONE_NUMBER", "log"))
         elif pick < 0.93:
-            d.line(fk.date_time().strftime("%b %d %H:%M:%S"), " ", fk.hostname(), " sshd[", str(r.randint(300, 99999)),
+            d.line(v.when().strftime("%b %d %H:%M:%S"), " ", fk.hostname(), " sshd[", str(r.randint(300, 99999)),
                    "]: Accepted password for ", fk.user_name(), " from ", fk.ipv4_public(), " port ",
                    str(r.randint(1024, 65535)), " ssh2")
         else:
@@ -297,7 +297,7 @@ def changelog(v: Values) -> Doc:
             d.line("  * Fix CVE-", str(r.randint(2015, 2025)), "-", str(r.randint(1000, 99999)), ". (Closes: #",
                    N(str(r.randint(900000, 1099999)), "bug_number"), ")")
             d.line("  * Update timestamp to ", N(v.timestamp(), "timestamp"), " and date to ", N(v.date(), "date"))
-            d.line().line(" -- ", fk.name(), " <", fk.email(), ">  ", fk.date_time().strftime("%a, %d %b %Y %H:%M:%S +0000"))
+            d.line().line(" -- ", fk.name(), " <", fk.email(), ">  ", v.when().strftime("%a, %d %b %Y %H:%M:%S +0000"))
             d.line()
         else:  # keep-a-changelog Markdown
             d.line("## [", N(v.version(), "version"), "] - ", N(v.date("%Y-%m-%d"), "date")).line("### Fixed")

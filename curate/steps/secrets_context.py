@@ -179,6 +179,8 @@ def _code_reference(line: str, key_start: int, value: str) -> bool:
     if not re.fullmatch(r"[A-Za-z_]\w*", value):
         return False
     before = line[:key_start]
+    if before.count('"') % 2 or before.count("'") % 2:
+        return False  # inside a string literal ("host=h password=V"): a literal, not a variable
     if _CODE_LINE.match(line) or before.rstrip().endswith(("(", ",")):
         return True
     return value.islower() and "_" in value or value.isidentifier() and value[0].islower() and \
