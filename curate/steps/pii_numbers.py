@@ -42,6 +42,7 @@ _TIMESTAMP = re.compile(r"(?<![\d.,+\-])1\d{9}(?:\d{3}|\d{6}|\d{9})?(?:\.\d+)?(?
 _VERSION = re.compile(
     r"(?:(?<![\w.])[vV]|(?<![A-Za-z])(?i:version|ver|release|rel|kernel|build)[\"']?[:=\s.\"']{1,5}|==|>=|<=|~=|!=|\^"
     r"|~|@|:(?:amd64|arm64|armhf|armel|i386|all|ppc64el|s390x|riscv64|mips64el) (?:<none> )?"  # dpkg/apt logs
+    r"|(?m:^#{1,4} \[)"  # a changelog heading: "## [1.2.3] - 2024-01-05"
     r"|(?<![\w+.])[A-Za-z][\w+.]{0,60}[-_ ]\(|(?<![\w.\-/])[A-Za-z][\w.\-]{0,100}/[\w.\-/]{0,200}:)"  # pkg (1.2.3-4), registry/image:tag
     r"\s?\d+(?::\d+)?(?:\.\d+)+(?:[-+~][\w.+~:]*)?"
     r"|(?<![\w.+\-])\d+:\d+(?:\.\d+)+(?:-[\w.+~]+)?"  # epoch:version

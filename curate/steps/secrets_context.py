@@ -98,7 +98,7 @@ _PLACEHOLDER = re.compile(
     r"|^(?:\{\{.*\}\}|\$\{.*\}|\$\(.*\)|%\(.*\)[sdr]?|%[A-Za-z_]\w*%|@[A-Za-z_]\w*@|#\{.*\}|<[^<>]*>|\[[^\[\]]*\]"
     r"|\{[\w.\- ]*\}|%[sd]|\$[A-Za-z_]\w*|\$\d+|\?|__\w+__|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+))$",
     re.IGNORECASE)
-_DOTTED_REF = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?$|^[A-Za-z_][\w.]*[(\[]")
+_DOTTED_REF = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[(\[].*)?$|^[A-Za-z_][\w.]*[(\[].*[)\]]$")
 _CODE_LINE = re.compile(r"^\s*(?:self\.|this\.|var |let |const |val |my \$|\$this->|def |return |if |elif |while )")
 
 
@@ -147,8 +147,9 @@ def is_placeholder(value: str, key: str = "") -> bool:
         return True
     if heuristic.is_templated_secret(v) or heuristic.is_sequential_string(v) or heuristic.is_potential_uuid(v):
         return True
-    if v.startswith(("/", "~/", "./", "../", "file:", "C:\\")) or v.endswith((".pem", ".key", ".txt", ".json")):
-        return True
+    if v.endswith((".pem", ".key", ".txt", ".json", ".crt", ".p12", ".jks")) or (
+            v.startswith(("/", "~/", "./", "../", "file:", "C:\\")) and not looks_random(v, strict=True)):
+        return True  # a path (a random value may start with "/": AWS secret keys do)
     if key and low in {p for p in _parts(key)} | {key.lower()}:
         return True
     return "{{" in v or "${" in v or "{%" in v or "<%" in v
@@ -198,6 +199,9 @@ def assignments(line: str) -> Iterator[tuple[int, int, str]]:
         if om is None:
             continue
         op = om.group("op")
+        value_at = om.end()
+        if op == "(" and line[km.end()] != "(":  # "masterauth (x9..." is a directive whose value starts with "("
+            op, value_at = " ", om.start("op")
         if op.strip() == "" or op == "(":
             # directive ("requirepass V", netrc "password V") or setter call ("setPassword('V')")
             if op == "(":
@@ -211,7 +215,7 @@ def assignments(line: str) -> Iterator[tuple[int, int, str]]:
                 if head not in ("", "export", "set", "-", "config set") and not re.search(
                         r"\b(?:machine|login|default)\b", head) and not re.search(r"\bconfigure set$|\bset$", head):
                     continue
-        got = _value_at(line, om.end())
+        got = _value_at(line, value_at)
         if got is None:
             continue
         s, e, quoted = got
