@@ -24,6 +24,10 @@ from curate.steps.pii_recognizers import luhn_ok
 _SSN = re.compile(r"(?<![\w\-./])\d{3}(?P<s>[- .]?)\d{2}(?P=s)\d{4}(?![\d]|[\-./]\d)")
 _HINT = re.compile(r"ssn|social|soc\.? ?sec|ss#|ss no|card|phone|tel|mobile|cell|fax|msisdn|visa|\bcc\b")
 _DELIMS = (",", ";", "\t", "|")
+# a hint word is a header cell when only cell characters separate it from the delimiters (or line
+# ends) on both sides, within 32 characters
+_CELL_LEFT = re.compile(r"[,;\t|\n][ \t\"'\w.#/-]*\Z")
+_CELL_RIGHT = re.compile(r"[\w .#/-]*[\"']?[ \t]*(?:[,;\t|\n]|\Z)")
 _CARD_HEADER = re.compile(r"(?i)(?<![^\W\d_])(?:card|cc|pan|visa|mastercard|amex|credit[ _]?card)(?![^\W\d_])")
 _PHONE_HEADER = re.compile(r"(?i)(?<![^\W\d_])(?:phone|tel|telephone|mobile|cell|fax|msisdn|contact[ _]?number"
                            r"|phone[ _]?number|whatsapp)(?![^\W\d_])")
@@ -85,6 +89,11 @@ class ContextNumbers:
         pos, n = 0, len(text)
         for h in _HINT.finditer(low):
             if h.start() < pos:
+                continue
+            a, b = max(0, h.start() - 32), min(n, h.end() + 32)
+            left = ("\n" if a == 0 else "") + low[a:h.start()]
+            right = low[h.end():b] + ("\n" if b == n else "")
+            if not (_CELL_LEFT.search(left) and _CELL_RIGHT.match(right)):
                 continue
             r = text.rfind("\n", pos, h.start())
             ls = r + 1 if r >= 0 else pos

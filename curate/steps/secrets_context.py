@@ -272,12 +272,22 @@ _CLI = tuple(re.compile(p, re.IGNORECASE if i else 0) for i, p in enumerate((
 )))
 _CLI_HINT = re.compile(r"mysql|mariadb|login|sshpass|redis-cli|ldap|sqlcmd|bcp|osql|isql|mongo|curl|wget|smbclient"
                        r"|htpasswd|pass:|zip|7z|echo|--|-storepass|-keypass|authorization|x-")
+# necessary conditions of each _CLI pattern, on the lower-cased text: every group has a literal
+_CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("mysql", "mariadb"), (" -p",)), (("login",), ("-p",)), (("sshpass",),), (("redis-cli",),), (("ldap",),),
+    (("sqlcmd", "bcp", "osql", "isql"),), (("mongo",),), (("curl", "wget"),), (("smbclient",),), (("htpasswd",),),
+    (("pass:",),), (("zip",), (" -p",)), (("7z",),), (("echo",), ("stdin", "sudo")),
+    (("--",), ("pass", "token", "key", "secret")), (("-storepass", "-keypass", "-srcstorepass", "-deststorepass"),),
+    (("authorization",),), (("x-",), ("key", "token", "auth", "secret")),
+)
 
 
 def command_lines(text: str, low: str) -> Iterator[tuple[int, int, str]]:
     if not _CLI_HINT.search(low):
         return
-    for i, rx in enumerate(_CLI):
+    for i, (rx, gate) in enumerate(zip(_CLI, _CLI_GATES, strict=True)):
+        if not all(any(w in low for w in group) for group in gate):
+            continue
         for m in rx.finditer(text):
             s, e = m.span("v")
             value = text[s:e]
@@ -287,7 +297,7 @@ def command_lines(text: str, low: str) -> Iterator[tuple[int, int, str]]:
             if ("token" in flag or "key" in flag or "secret" in flag or "authorization" in flag or "x-" in flag) \
                     and "pass" not in flag and not looks_random(value):
                 continue
-            yield s, e, PASSWORD if "pass" in flag or i < 15 else TOKEN
+            yield s, e, PASSWORD if "pass" in flag or i < 14 else TOKEN
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,16 +329,18 @@ def urls(text: str, low: str) -> Iterator[tuple[int, int, str]]:
 # positional password arguments of connect/login calls: (call pattern, index of the password)
 
 _STR = r"\s*(?:[bruf]?(?:\"[^\"\n]*\"|'[^'\n]*')|[^,()\n]*?)\s*"
-_CALLS = tuple((re.compile(p), i) for p, i in (
-    (r"\bmysql_real_connect\s*\(", 3), (r"\bmysqli?_connect\s*\(", 2), (r"\bnew\s+mysqli\s*\(", 2),
-    (r"\bnew\s+PDO\s*\(", 2), (r"\bgetConnection\s*\(", 2), (r"\.login\s*\(", 1),
-    (r"\bHTTP(?:Basic|Digest|Proxy)Auth\s*\(", 1), (r"\bNetworkCredential\s*\(", 1),
-    (r"\bUsernamePasswordCredentials\s*\(", 1), (r"\bPasswordAuthentication\s*\(", 1),
-    (r"\bset_password\s*\(", 2), (r"\b(?:simple_)?bind_s\s*\(", 1), (r"\bldap_bind\s*\(", 2),
-    (r"\b(?:pymysql|MySQLdb|mysql\.connector|pg8000|cx_Oracle|oracledb)\.connect\s*\(", 2),
-    (r"\bauth\s*=\s*\(", 1), (r"\bBasicAuth\s*\(", 1), (r"\bsmtp\w*\.login\s*\(", 1),
-)
-)
+# (call pattern, index of the password argument, literal of the pattern in the lower-cased text)
+_CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
+    (r"\bmysql_real_connect\s*\(", 3, "mysql_real_connect"), (r"\bmysqli?_connect\s*\(", 2, "_connect"),
+    (r"\bnew\s+mysqli\s*\(", 2, "mysqli"), (r"\bnew\s+PDO\s*\(", 2, "pdo"),
+    (r"\bgetConnection\s*\(", 2, "getconnection"), (r"\.login\s*\(", 1, ".login"),
+    (r"\bHTTP(?:Basic|Digest|Proxy)Auth\s*\(", 1, "auth("), (r"\bNetworkCredential\s*\(", 1, "networkcredential"),
+    (r"\bUsernamePasswordCredentials\s*\(", 1, "usernamepassword"),
+    (r"\bPasswordAuthentication\s*\(", 1, "passwordauthentication"), (r"\bset_password\s*\(", 2, "set_password"),
+    (r"\b(?:simple_)?bind_s\s*\(", 1, "bind_s"), (r"\bldap_bind\s*\(", 2, "ldap_bind"),
+    (r"\b(?:pymysql|MySQLdb|mysql\.connector|pg8000|cx_Oracle|oracledb)\.connect\s*\(", 2, ".connect"),
+    (r"\bauth\s*=\s*\(", 1, "auth"), (r"\bBasicAuth\s*\(", 1, "basicauth"),
+))
 # a key literal and a value literal as the first two arguments: define('DB_PASSWORD', 'v'),
 # props.setProperty("password", "v"), Map.of("apiKey", "v"), config.set("token", "v")
 _KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q)")
@@ -345,7 +357,9 @@ def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
         if kind is None or is_placeholder(value, m.group("key")) or (kind is TOKEN and not looks_random(value)):
             continue
         yield m.start("v"), m.end("v"), kind
-    for rx, index in _CALLS:
+    for rx, index, lit in _CALLS:
+        if lit not in low:
+            continue
         for m in rx.finditer(text):
             pos = m.end()
             for i in range(index + 1):
