@@ -70,6 +70,7 @@ _UNIT_AFTER = re.compile(r"\s?(?i:bytes?|[kmgtp]i?b|ms|us|ns|µs|s|secs?|seconds
                          r"|chars|characters|files|users|downloads|views|times|hits|requests)\b")
 _BARE = re.compile(r"(?<![\w+./\-#])[1-9]\d{6,18}(?![\w]|\.\d)")  # a comma is a field separator here
 _EAN13 = re.compile(r"(?<![\w+./\-#])0\d{12}(?![\w]|\.\d)")
+_ID_NUMBER = re.compile(r"(?<![\w\-])#?\d[\d\-/]{4,}\d(?![\w])")
 _HASH_REF = re.compile(r"(?<![\w&#])#\d{4,}(?![\w])")
 _HEX = re.compile(r"(?<![\w\-])(?:0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                   r"[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,})(?![\w\-])")
@@ -106,39 +107,48 @@ class NumberKinds:
         return sorted(self._find(text, lo, hi))
 
     def _find(self, text: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
+        seg = text[lo:hi]  # cheap literal checks skip the patterns that cannot match here
         for m in _DATES.finditer(text, lo, hi):
             yield m.start(), m.end(), "date"
-        for m in _TIMESTAMP.finditer(text, lo, hi):
-            if not self._phone_context(text, m.start()):
-                yield m.start(), m.end(), "timestamp"
-        for m in _VERSION.finditer(text, lo, hi):
-            yield m.start(), m.end(), "version"
-        for m in _ISBN_CTX.finditer(text, lo, hi):
-            yield m.start("n"), m.end("n"), "isbn"
-        for m in _ISBN13.finditer(text, lo, hi):
-            if _isbn13_ok(re.sub(r"\D", "", m.group(0))):
-                yield m.start(), m.end(), "isbn"
-        for m in _EAN13.finditer(text, lo, hi):  # a national phone number is shorter
-            if _isbn13_ok(m.group(0)):
-                yield m.start(), m.end(), "isbn"
-        for m in _ISBN10.finditer(text, lo, hi):
-            if _isbn10_ok(m.group(0).replace("-", "")):
-                yield m.start(), m.end(), "isbn"
-        for m in _DOI.finditer(text, lo, hi):
-            yield m.start(), m.end(), "doi"
-        for m in _ID.finditer(text, lo, hi):
-            if m.group("p").lower() not in _PHONE_LETTERS and sum(c.isdigit() for c in m.group(0)) >= 5:
-                yield m.start(), m.end(), "id"
-        yield from self._bare_ids(text, lo, hi)
-        if _PORT_WORDS.pattern and ("-" in text[lo:hi] or ":" in text[lo:hi] or " " in text[lo:hi]):
+        if "1" in seg:
+            for m in _TIMESTAMP.finditer(text, lo, hi):
+                if not self._phone_context(text, m.start()):
+                    yield m.start(), m.end(), "timestamp"
+        if "." in seg or ":" in seg:
+            for m in _VERSION.finditer(text, lo, hi):
+                yield m.start(), m.end(), "version"
+        low = seg.lower()
+        if "isbn" in low or "issn" in low or "ean" in low or "gtin" in low or "upc" in low or "ismn" in low:
+            for m in _ISBN_CTX.finditer(text, lo, hi):
+                yield m.start("n"), m.end("n"), "isbn"
+        if "97" in seg:
+            for m in _ISBN13.finditer(text, lo, hi):
+                if _isbn13_ok(re.sub(r"\D", "", m.group(0))):
+                    yield m.start(), m.end(), "isbn"
+        if "0" in seg:
+            for m in _EAN13.finditer(text, lo, hi):  # a national phone number is shorter
+                if _isbn13_ok(m.group(0)):
+                    yield m.start(), m.end(), "isbn"
+        if "-" in seg:
+            for m in _ISBN10.finditer(text, lo, hi):
+                if _isbn10_ok(m.group(0).replace("-", "")):
+                    yield m.start(), m.end(), "isbn"
             for m in _PORTS.finditer(text, lo, hi):
                 a, b = int(m.group("a")), int(m.group("b"))
                 if a <= b <= 65535 and _PORT_WORDS.search(text, max(0, m.start() - 40), m.start()):
                     yield m.start(), m.end(), "port_range"
+        if "10." in seg:
+            for m in _DOI.finditer(text, lo, hi):
+                yield m.start(), m.end(), "doi"
+        for m in _ID.finditer(text, lo, hi):
+            if m.group("p").lower() not in _PHONE_LETTERS and sum(c.isdigit() for c in m.group(0)) >= 5:
+                yield m.start(), m.end(), "id"
+        yield from self._bare_ids(text, lo, hi)
         for m in _HEX.finditer(text, lo, hi):
             yield m.start(), m.end(), "hex"
-        for m in _HASH_REF.finditer(text, lo, hi):
-            yield m.start(), m.end(), "id"
+        if "#" in seg:
+            for m in _HASH_REF.finditer(text, lo, hi):
+                yield m.start(), m.end(), "id"
         for m in _BARE.finditer(text, lo, hi):
             # a run of digits without separators: only a phone word makes it a phone number
             s, e = m.span()
@@ -146,13 +156,14 @@ class NumberKinds:
                 continue
             quantity = _QUANTITY_BEFORE.search(text, max(0, s - 12), s) or _UNIT_AFTER.match(text, e)
             yield s, e, "quantity" if quantity else "bare_number"
-        for m in _DECIMAL.finditer(text, lo, hi):
-            yield m.start(), m.end(), "decimal"
+        if "." in seg:
+            for m in _DECIMAL.finditer(text, lo, hi):
+                yield m.start(), m.end(), "decimal"
 
     def _bare_ids(self, text: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
         """A number right after an order/invoice/ticket word (``Invoice No. 2023004512``)."""
-        for m in re.finditer(r"(?<![\w\-])#?\d[\d\-/]{4,}\d(?![\w])", text[lo:hi]):
-            s, e = lo + m.start(), lo + m.end()
+        for m in _ID_NUMBER.finditer(text, lo, hi):
+            s, e = m.span()
             if _ID_WORDS.search(text, max(0, s - 30), s) and not self._phone_context(text, s):
                 yield s, e, "id"
 

@@ -52,7 +52,7 @@ class ContextNumbers:
         if not _HINT.search(low):
             return []
         out: list[tuple[int, int, str, float]] = []
-        if self._ssn_words.search(text):
+        if ("ssn" in low or "soc" in low or "ss#" in low or "ss no" in low) and self._ssn_words.search(text):
             for m in _SSN.finditer(text):
                 lo = max(0, m.start() - self.context_chars)
                 nl = text.rfind("\n", lo, m.start())

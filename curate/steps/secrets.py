@@ -146,7 +146,9 @@ class SecretsDetector:
         self._context: ContextSecrets | None = None
         if context:  # provider formats detect-secrets lacks, and secrets named by their context
             for plugin_cls, gates in PROVIDER_PLUGINS.values():
-                self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("lower", gates),)))
+                # every provider token is >= 20 characters without whitespace: its literal lies in
+                # one of the text's long tokens (few in prose)
+                self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("long_lower", gates),)))
             self._context = ContextSecrets()
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
@@ -198,9 +200,12 @@ class SecretsDetector:
                 return any(w in low for w in what)
             if how == "rx":
                 return what.search(text) is not None
-            if how == "long":
+            if how in ("long", "long_lower"):
                 if not long_tokens:
                     long_tokens.append(" ".join(t for t in text.split() if len(t) >= _LONG))
+                    long_tokens.append(long_tokens[0].lower())
+                if how == "long_lower":
+                    return any(w in long_tokens[1] for w in what)
                 return what.search(long_tokens[0]) is not None
             return all(holds(h, w) for h, w in what)  # "all"
 

@@ -409,6 +409,8 @@ def pairs(text: str, low: str) -> Iterator[tuple[int, int, str]]:
 
 
 _MAX_LINE = 4000  # a longer line is read in windows around each hint
+_DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:pass|pwd|secret|token|key|auth|cred)"
+                        r"[\w.\-]*[ \t]+\S")
 
 
 class ContextSecrets:
@@ -444,5 +446,7 @@ class ContextSecrets:
 
     @staticmethod
     def _line(line: str) -> Iterator[tuple[int, int, str]]:
-        if any(c in line for c in "=:(\t "):
+        # an assignment needs an operator, a setter call or a directive's shape ("requirepass V",
+        # netrc "machine H login U password V"); prose lines rarely have any
+        if "=" in line or ":" in line or "(" in line or _DIRECTIVE.match(line) or "login" in line:
             yield from assignments(line)
