@@ -395,7 +395,7 @@ class PIIRedactor(Annotator):
             wins, clusters, kinds = self.windows(text)
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
             if clusters:
-                self._context_ssn(text, found)
+                self._context_ssn(text, found, clusters)
             if self.cfg.number_kinds and (clusters or any(f[2] == "IP_ADDRESS" for f in found)):
                 numbers = self.not_pii_numbers(text, wins)  # a dotted quad may be a version
             if "PHONE_NUMBER" in self._types and clusters:
@@ -423,14 +423,15 @@ class PIIRedactor(Annotator):
             found += [(s, e, t, 2.0) for s, e, t in self.secrets.detect(text)]
         return resolve_overlaps(found)
 
-    def _context_ssn(self, text: str, found: list[tuple[int, int, str, float]]) -> None:
+    def _context_ssn(self, text: str, found: list[tuple[int, int, str, float]],
+                     clusters: list[tuple[int, int]] | None = None) -> None:
         """SSNs named by a word or a column header (separators optional, above every phone), cards
         and phones in columns whose header names them (``curate.steps.pii_tables``)."""
         _, ctx = self._number_parts()
         low = text.lower()
         if len(low) != len(text):
             low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        found += [sp for sp in ctx.spans(text, low) if sp[2] in self._types]
+        found += [sp for sp in ctx.spans(text, low, clusters) if sp[2] in self._types]
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not isinstance(doc.text, str):

@@ -22,12 +22,7 @@ import re
 from curate.steps.pii_recognizers import luhn_ok
 
 _SSN = re.compile(r"(?<![\w\-./])\d{3}(?P<s>[- .]?)\d{2}(?P=s)\d{4}(?![\d]|[\-./]\d)")
-_HINT = re.compile(r"ssn|social|soc\.? ?sec|ss#|ss no|card|phone|tel|mobile|cell|fax|msisdn|visa|\bcc\b")
 _DELIMS = (",", ";", "\t", "|")
-# a hint word is a header cell when only cell characters separate it from the delimiters (or line
-# ends) on both sides, within 32 characters
-_CELL_LEFT = re.compile(r"[,;\t|\n][ \t\"'\w.#/-]*\Z")
-_CELL_RIGHT = re.compile(r"[\w .#/-]*[\"']?[ \t]*(?:[,;\t|\n]|\Z)")
 _CARD_HEADER = re.compile(r"(?i)(?<![^\W\d_])(?:card|cc|pan|visa|mastercard|amex|credit[ _]?card)(?![^\W\d_])")
 _PHONE_HEADER = re.compile(r"(?i)(?<![^\W\d_])(?:phone|tel|telephone|mobile|cell|fax|msisdn|contact[ _]?number"
                            r"|phone[ _]?number|whatsapp)(?![^\W\d_])")
@@ -48,9 +43,10 @@ class ContextNumbers:
         self.context_chars = context_chars
         self._invalid = UsSsnRecognizer().invalidate_result
 
-    def spans(self, text: str, low: str) -> list[tuple[int, int, str, float]]:
-        if not _HINT.search(low):
-            return []
+    def spans(self, text: str, low: str, clusters: list[tuple[int, int]] | None = None
+              ) -> list[tuple[int, int, str, float]]:
+        """``clusters``: where the digit runs are (the PII step's candidates); only their lines are
+        looked at as table rows. ``None``: every line."""
         out: list[tuple[int, int, str, float]] = []
         if ("ssn" in low or "soc" in low or "ss#" in low or "ss no" in low) and self._ssn_words.search(text):
             for m in _SSN.finditer(text):
@@ -58,7 +54,9 @@ class ContextNumbers:
                 nl = text.rfind("\n", lo, m.start())
                 if not self._invalid(m.group(0)) and self._ssn_words.search(text, nl + 1 if nl >= 0 else lo, m.start()):
                     out.append((m.start(), m.end(), "US_SSN", 0.6))
-        out += self._columns(text, low)
+        if clusters is None:
+            clusters = [(m.start(), m.end()) for m in re.finditer(r"\d{3}", text)]
+        out += self._columns(text, clusters)
         return sorted(set(out))
 
     def _kind(self, header_cell: str) -> str | None:
@@ -83,37 +81,39 @@ class ContextNumbers:
         n = sum(c.isdigit() for c in m.group(1).split("x")[0]) if m else 0
         return [(s + m.start(1), s + m.end(1), kind, 0.46)] if m and 7 <= n <= 15 else []
 
-    def _columns(self, text: str, low: str) -> list[tuple[int, int, str, float]]:
-        """Cells of columns whose header names SSNs, cards or phones, down to a blank line."""
+    def _columns(self, text: str, clusters: list[tuple[int, int]]) -> list[tuple[int, int, str, float]]:
+        """Cells of columns whose header names SSNs, cards or phones: the rows are the delimited
+        lines holding a digit cluster, the header the first line of their block (lines up to a blank
+        line). Blocks and headers are found once each, in one pass over the text."""
         out: list[tuple[int, int, str, float]] = []
-        pos, n = 0, len(text)
-        for h in _HINT.finditer(low):
-            if h.start() < pos:
+        n = len(text)
+        block_start, scanned = 0, 0  # start of the current block; blank lines searched up to here
+        headers: dict[int, tuple[str | None, dict[int, str]]] = {}
+        done_line = -1
+        for cs, _ in sorted(clusters):
+            r = text.rfind("\n", scanned, cs)  # no newline since the last line start: the same line
+            ls = r + 1 if r >= 0 else scanned
+            if ls == done_line:
                 continue
-            a, b = max(0, h.start() - 32), min(n, h.end() + 32)
-            left = ("\n" if a == 0 else "") + low[a:h.start()]
-            right = low[h.end():b] + ("\n" if b == n else "")
-            if not (_CELL_LEFT.search(left) and _CELL_RIGHT.match(right)):
+            done_line = ls
+            blank = text.rfind("\n\n", scanned, ls)
+            if blank >= 0:
+                block_start = blank + 2
+            scanned = ls
+            if block_start not in headers:
+                he = text.find("\n", block_start)
+                header = text[block_start:n if he < 0 else he]
+                delim = next((d for d in _DELIMS if d in header), None) if len(header) <= _MAX_HEADER else None
+                kinds = {k: kind for k, c in enumerate(header.split(delim)) if (kind := self._kind(c))} if delim else {}
+                headers[block_start] = (delim, kinds)
+            delim, kinds = headers[block_start]
+            if not kinds or ls == block_start:
                 continue
-            r = text.rfind("\n", pos, h.start())
-            ls = r + 1 if r >= 0 else pos
-            le = text.find("\n", h.end())
+            le = text.find("\n", ls)
             le = n if le < 0 else le
-            pos = le + 1
-            line = text[ls:le]
-            delim = next((d for d in _DELIMS if d in line), None) if len(line) <= _MAX_HEADER else None
-            if delim is None:
-                continue
-            kinds = {k: kind for k, c in enumerate(line.split(delim)) if (kind := self._kind(c))}
-            while kinds and pos < n:
-                le = text.find("\n", pos)
-                le = n if le < 0 else le
-                if not text[pos:le].strip():
-                    break
-                start = pos
-                for k, cell in enumerate(text[pos:le].split(delim)):
-                    if k in kinds:
-                        out += self._cell(kinds[k], text, start, start + len(cell))
-                    start += len(cell) + 1
-                pos = le + 1
+            start = ls
+            for k, cell in enumerate(text[ls:le].split(delim)):
+                if k in kinds:
+                    out += self._cell(kinds[k], text, start, start + len(cell))
+                start += len(cell) + 1
         return out

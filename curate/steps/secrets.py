@@ -103,6 +103,17 @@ _QUOTE_SEMI = re.compile("[\'\"`];")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|PuTTY-Private-MAC: *[0-9a-fA-F]+")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
+_NEVER = re.compile(r"(?!)")
+
+
+def _provider_literals() -> re.Pattern[str]:
+    from curate.steps.secret_formats import PROVIDER_PLUGINS
+
+    words = sorted({w for _, gates in PROVIDER_PLUGINS.values() for w in gates}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+_PROVIDER_LITERALS = _provider_literals()
 # values that are the whole secret as reported (no token to extend)
 _WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIVATE_KEY", "SECRET_JWT",
                           "SECRET_SLACK_TOKEN", "SECRET_AZURE_KEY"})
@@ -209,7 +220,14 @@ class SecretsDetector:
                 return what.search(long_tokens[0]) is not None
             return all(holds(h, w) for h, w in what)  # "all"
 
+        providers = None  # do the long tokens hold any provider literal? (one scan; most text: no)
         for plugin, kind, gate in self._plugins:
+            if gate is not None and gate[0][0] == "long_lower":
+                if providers is None:
+                    holds("long", _NEVER)
+                    providers = _PROVIDER_LITERALS.search(long_tokens[1]) is not None
+                if not providers:
+                    continue
             if gate is not None and not any(holds(how, what) for how, what in gate):
                 continue
             for v in plugin.analyze_string(text):

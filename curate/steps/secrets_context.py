@@ -270,8 +270,6 @@ _CLI = tuple(re.compile(p, re.IGNORECASE if i else 0) for i, p in enumerate((
     r"(?P<v>[\w~+/=.\-]{8,})",
     r"\bx-(?:[a-z]+-)?(?:api-?)?(?:key|token|auth|secret)[\"']?[ \t]*:[ \t]*[\"']?(?P<q>)(?P<v>[\w~+/=.\-]{8,})",
 )))
-_CLI_HINT = re.compile(r"mysql|mariadb|login|sshpass|redis-cli|ldap|sqlcmd|bcp|osql|isql|mongo|curl|wget|smbclient"
-                       r"|htpasswd|pass:|zip|7z|echo|--|-storepass|-keypass|authorization|x-")
 # necessary conditions of each _CLI pattern, on the lower-cased text: every group has a literal
 _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("mysql", "mariadb"), (" -p",)), (("login",), ("-p",)), (("sshpass",),), (("redis-cli",),), (("ldap",),),
@@ -283,10 +281,8 @@ _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
 
 
 def command_lines(text: str, low: str) -> Iterator[tuple[int, int, str]]:
-    if not _CLI_HINT.search(low):
-        return
     for i, (rx, gate) in enumerate(zip(_CLI, _CLI_GATES, strict=True)):
-        if not all(any(w in low for w in group) for group in gate):
+        if not all(any(w in low for w in group) for group in gate):  # substring checks, in C
             continue
         for m in rx.finditer(text):
             s, e = m.span("v")
@@ -378,6 +374,7 @@ def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
 
 _AWS_ID = re.compile(r"(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Z0-9])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_VALUE_KEY = re.compile(r"value[\"']?[ \t]*[:=]")
 _NAME_VALUE = re.compile(r"[\"']?name[\"']?[ \t]*[:=][ \t]*[\"']?(?P<key>[\w.\-]+)[\"']?[ \t]*,?[ \t]*\r?\n?"
                          r"[ \t]*-?[ \t]*[\"']?value[\"']?[ \t]*[:=][ \t]*" + _V, re.IGNORECASE)
 
@@ -397,7 +394,7 @@ def pairs(text: str, low: str) -> Iterator[tuple[int, int, str]]:
                 v = s.group(0)
                 if any(c.isupper() for c in v) and any(c.islower() for c in v) and not v.isalpha():
                     yield s.start(), s.end(), "SECRET_AWS_KEY"
-    if "value" in low and "name" in low:
+    if "name" in low and _VALUE_KEY.search(low):
         for m in _NAME_VALUE.finditer(text):
             kind = key_kind(m.group("key"))
             value = m.group("v")
