@@ -136,6 +136,25 @@ def _whole_token(plugin: Any, text: str, value: str) -> list[str]:
     return out or [value]
 
 
+_PEM_END_ONLY = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+_B64_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}[ \t]*\r?\n")
+
+
+def _pem_tails(text: str) -> list[tuple[int, int, str]]:
+    """The second half of a private-key block cut in two (its ``BEGIN`` line in another document):
+    the base64 lines right before an ``-----END ... PRIVATE KEY-----`` line, with it."""
+    out = []
+    for m in _PEM_END_ONLY.finditer(text):
+        start = m.start()
+        while start > 0:  # walk back over whole base64 lines
+            ls = text.rfind("\n", 0, start - 1) + 1
+            if not _B64_LINE.fullmatch(text, ls, start):
+                break
+            start = ls
+        out.append((start, m.end(), "SECRET_PRIVATE_KEY"))
+    return out
+
+
 class SecretsDetector:
     """Spans of secrets on a text with detect-secrets' plugins (no verification, no network)."""
 
@@ -253,6 +272,8 @@ class SecretsDetector:
                     e = _WORD_TAIL.match(text, e).end()  # type: ignore[union-attr]
                 found.append((s, e, kind))
                 start = text.find(value, e)
+        if "private key-----" in low:
+            found += _pem_tails(text)
         if self._context is not None:
             found += self._context.detect(text, low)
         return found
