@@ -8,6 +8,10 @@ adds ``pii_spans`` (list of ``{start, end, type}`` on the ORIGINAL text) and ``p
 ``{type: n}``). Detected values never reach the logs: only types and counts are logged.
 Recognizers: presidio's for e-mail, IBAN, SSN, IP and libphonenumber phones, plus the card and
 context-phone recognizers of ``curate.steps.pii_recognizers``, all in one presidio registry.
+Numbers that are something else (dates, timestamps, versions, ISBNs, order ids, port ranges,
+hashes; ``curate.steps.pii_numbers``) are never redacted as phones or cards, and a run of digits
+without separators is a phone only next to a phone word; SSNs, cards and phones named by a word or
+a table column header come from ``curate.steps.pii_tables``.
 
 How it is fast without replacing presidio: a few compiled regexes scan the text for *candidates*
 (an ``@`` before a domain character, clusters of >= 7 digits joined by phone punctuation, dotted
