@@ -141,7 +141,7 @@ class Values:
             def enc(o: dict) -> str:
                 return base64.urlsafe_b64encode(json.dumps(o).encode()).decode().rstrip("=")
             return ".".join([enc({"alg": r.choice(["HS256", "RS256"]), "typ": "JWT"}),
-                             enc({"sub": self.us.user_name(), "iat": r.randint(1.5e9, 1.8e9)}), s(43, B64URL)])
+                             enc({"sub": self.us.user_name(), "iat": r.randint(1_500_000_000, 1_800_000_000)}), s(43, B64URL)])
         if family == "generic":
             return s(r.choice([32, 40, 48, 64]), r.choice([ALNUM, HEX, B64URL]))
         raise ValueError(f"unknown family {family!r}")

@@ -92,10 +92,11 @@ _PHONE_SCORE = 0.4  # presidio's PhoneRecognizer.SCORE
 _SSN_CONTEXT_SCORE = 0.6  # above any phone (0.45) and presidio's SSN pattern (0.5), below a card (1.0)
 _COLUMN_PHONE_SCORE = 0.46  # a phone under a phone column header (curate.steps.pii_tables)
 # which kinds of number (curate.steps.pii_numbers) a detection of each type is dropped over: a
-# run of digits without separators is a phone only next to a phone word, but may be a card
-_NOT_PHONE = frozenset({"date", "timestamp", "version", "isbn", "doi", "id", "port_range", "hex", "decimal",
-                        "quantity", "bare_number"})
-_DROPPED_OVER = {"PHONE_NUMBER": _NOT_PHONE, "CREDIT_CARD": _NOT_PHONE - {"quantity", "bare_number"},
+# run of digits without separators is a phone only next to a phone word, but may be a card, and a
+# Luhn-valid card with an issuer prefix after "ref." or "order" is still a card
+_NOT_PHONE = frozenset({"date", "timestamp", "version", "isbn", "doi", "id", "ref_number", "port_range", "hex",
+                        "decimal", "quantity", "bare_number"})
+_DROPPED_OVER = {"PHONE_NUMBER": _NOT_PHONE, "CREDIT_CARD": _NOT_PHONE - {"quantity", "bare_number", "ref_number"},
                  "US_SSN": _NOT_PHONE - {"bare_number"}, "IP_ADDRESS": frozenset({"version"})}
 
 

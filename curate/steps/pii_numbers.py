@@ -13,8 +13,13 @@ that say what they are by their form or by the words before them:
   revision (``4.19.0-18``, ``2.36-9+deb12u4``, ``1:2.3.4-1ubuntu1``);
 * ``isbn``/``issn``/``doi``: ISBN-13 (978/979, check digit) and hyphenated ISBN-10 (check digit)
   anywhere, any ISBN or ISSN after its name, DOIs (``10.NNNN/...``);
-* ``id``: identifiers with a letter prefix (``PO-2020-125807``, ``INV-2023-00042``, ``SO#1234567``)
-  and bare numbers after an order/invoice/ticket/tracking word (``Order 123456789``);
+* ``id``: identifiers with a letter prefix (``PO-2020-125807``, ``INV-2023-00042``, ``SO#1234567``);
+* ``ref_number``: numbers after an order/invoice/ticket/tracking/bug word (``Order 123456789``,
+  ``Closes: #1001961``) and ``#1234567`` references (a Luhn-valid card with an issuer prefix
+  there is still a card);
+* ``bare_number``/``quantity``: a run of 7-19 digits without any separator, not part of a longer
+  punctuated number and not after a phone word; ``quantity`` when a count/size word stands before
+  it or a unit after it;
 * ``port_range``: ``8000-8100`` after a port word (port, dport, expose, listen, -p, range, ...);
 * ``hex``: hashes, UUIDs, ``0x`` literals, hex strings with both letters and digits;
 * ``decimal``: decimals with 5+ fractional digits (coordinates, measurements).
@@ -75,6 +80,22 @@ _HASH_REF = re.compile(r"(?<![\w&#])#\d{4,}(?![\w])")
 _HEX = re.compile(r"(?<![\w\-])(?:0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                   r"[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,})(?![\w\-])")
 _DECIMAL = re.compile(r"(?<![\d.])\d+\.\d{5,}(?![\d.])")
+
+
+_PUNCT = " -./()\u00a0"
+
+
+def _in_cluster(text: str, s: int, e: int) -> bool:
+    """Is ``text[s:e]`` one group of a longer number (``+49 30 7359842``, ``(0)1214960966``)?"""
+    i = s - 1
+    while i >= max(0, s - 2) and text[i] in _PUNCT:
+        i -= 1
+    if i < s - 1 and i >= 0 and (text[i].isdigit() or text[i] == "+"):
+        return True
+    j = e
+    while j < min(len(text), e + 2) and text[j] in _PUNCT:
+        j += 1
+    return e < j < len(text) and text[j].isdigit()
 
 
 def _isbn10_ok(d: str) -> bool:
@@ -148,11 +169,11 @@ class NumberKinds:
             yield m.start(), m.end(), "hex"
         if "#" in seg:
             for m in _HASH_REF.finditer(text, lo, hi):
-                yield m.start(), m.end(), "id"
+                yield m.start(), m.end(), "ref_number"
         for m in _BARE.finditer(text, lo, hi):
             # a run of digits without separators: only a phone word makes it a phone number
             s, e = m.span()
-            if self._phone_context(text, s):
+            if self._phone_context(text, s) or _in_cluster(text, s, e):
                 continue
             quantity = _QUANTITY_BEFORE.search(text, max(0, s - 12), s) or _UNIT_AFTER.match(text, e)
             yield s, e, "quantity" if quantity else "bare_number"
@@ -165,6 +186,6 @@ class NumberKinds:
         for m in _ID_NUMBER.finditer(text, lo, hi):
             s, e = m.span()
             if _ID_WORDS.search(text, max(0, s - 30), s) and not self._phone_context(text, s):
-                yield s, e, "id"
+                yield s, e, "ref_number"
 
 
