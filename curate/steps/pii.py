@@ -114,6 +114,22 @@ def _drop_other_numbers(found: list[tuple[int, int, str, float]],
     return out
 
 
+_TOKEN_START = re.compile(r"\S{0,64}\Z")
+_TOKEN_END = re.compile(r"\S{0,64}")
+
+
+def _token_regions(text: str, spans: list[tuple[int, int]], before: int = 24) -> list[tuple[int, int]]:
+    """``spans`` widened to their whitespace-delimited tokens (at most 64 characters more on each
+    side) and ``before`` characters to the left (a "version " or "ISBN " prefix), merged."""
+    out = []
+    for s, e in spans:
+        m = _TOKEN_START.search(text, max(0, s - 64), s)
+        s2 = m.start() if m else s
+        e2 = _TOKEN_END.match(text, e).end()  # type: ignore[union-attr]
+        out.append((max(0, s2 - before), e2))
+    return _disjoint(out)
+
+
 def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of ``spans`` as sorted, disjoint intervals."""
     out: list[tuple[int, int]] = []
@@ -402,7 +418,18 @@ class PIIRedactor(Annotator):
             if clusters:
                 self._context_ssn(text, found, clusters)
             if self.cfg.number_kinds and (clusters or any(f[2] == "IP_ADDRESS" for f in found)):
-                numbers = self.not_pii_numbers(text, wins)  # a dotted quad may be a version
+                # the windows that hold a digit cluster or a detection a number of another kind
+                # can overrule (a dotted quad may be a version)
+                # the tokens holding a digit cluster or a detection that a number of another kind can
+                # overrule (a dotted quad may be a version), with the words just before them
+                # (a cluster written as a phone number, "+" first or a phone word before it, needs no look)
+                nk, _ = self._number_parts()
+                todo = [(cs, ce) for cs, ce in clusters if "+" not in text[max(0, cs - 2):cs]
+                        and not nk.phone_context(text, cs)]
+                numbers = self.not_pii_numbers(text, _token_regions(text, todo)) if todo else []
+                ips = [(f[0], f[1]) for f in found if f[2] == "IP_ADDRESS"]
+                if ips:  # an IP is only ever overruled by a version
+                    numbers += [sp for lo, hi in _token_regions(text, ips) for sp in nk.versions(text, lo, hi)]
             if "PHONE_NUMBER" in self._types and clusters:
                 # A span that outscores any phone (validated card/IBAN 1.0, IP 0.6, SSN 0.5, a
                 # context phone 0.45 > libphonenumber's 0.4) wins against every phone match that

@@ -116,11 +116,15 @@ class NumberKinds:
         self._phone_words = phone_words
         self.context_chars = context_chars
 
-    def _phone_context(self, text: str, start: int) -> bool:
+    def phone_context(self, text: str, start: int) -> bool:
         """A phone word on the same line within ``context_chars`` before ``start``."""
         lo = max(0, start - self.context_chars)
         nl = text.rfind("\n", lo, start)
         return self._phone_words.search(text, nl + 1 if nl >= 0 else lo, start) is not None
+
+    def versions(self, text: str, lo: int, hi: int) -> list[tuple[int, int, str]]:
+        """The versions in ``text[lo:hi]`` (``pkg (1.2.5.1-2)``: a dotted quad that is no IP address)."""
+        return [(m.start(), m.end(), "version") for m in _VERSION.finditer(text, lo, hi)]
 
     def spans(self, text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, str]]:
         """``(start, end, kind)`` of the numbers of ``text[lo:hi]`` that are not phone or card numbers."""
@@ -133,7 +137,7 @@ class NumberKinds:
             yield m.start(), m.end(), "date"
         if "1" in seg:
             for m in _TIMESTAMP.finditer(text, lo, hi):
-                if not self._phone_context(text, m.start()):
+                if not self.phone_context(text, m.start()):
                     yield m.start(), m.end(), "timestamp"
         if "." in seg or ":" in seg:
             for m in _VERSION.finditer(text, lo, hi):
@@ -173,7 +177,7 @@ class NumberKinds:
         for m in _BARE.finditer(text, lo, hi):
             # a run of digits without separators: only a phone word makes it a phone number
             s, e = m.span()
-            if self._phone_context(text, s) or _in_cluster(text, s, e):
+            if self.phone_context(text, s) or _in_cluster(text, s, e):
                 continue
             quantity = _QUANTITY_BEFORE.search(text, max(0, s - 12), s) or _UNIT_AFTER.match(text, e)
             yield s, e, "quantity" if quantity else "bare_number"
@@ -185,7 +189,7 @@ class NumberKinds:
         """A number right after an order/invoice/ticket word (``Invoice No. 2023004512``)."""
         for m in _ID_NUMBER.finditer(text, lo, hi):
             s, e = m.span()
-            if _ID_WORDS.search(text, max(0, s - 30), s) and not self._phone_context(text, s):
+            if _ID_WORDS.search(text, max(0, s - 30), s) and not self.phone_context(text, s):
                 yield s, e, "ref_number"
 
 

@@ -30,6 +30,9 @@ _PHONE_CELL = re.compile(r"^\s*[\"']?(\+?[\d()][\d()\-. /]{5,22}\d(?:\s*(?:ext\.
                          re.IGNORECASE)
 _CARD_CELL = re.compile(r"^\s*[\"']?(\d[\d -]{10,22}\d)[\"']?\s*$")
 _MAX_HEADER = 2000
+_CELL_EDGE = ",;\t|\n\r"
+_HEADER_WORDS = ("ssn", "soc", "ss#", "ss no", "card", "cc", "pan", "visa", "master", "amex", "phone", "tel", "mobile",
+                 "cell", "fax", "msisdn", "whatsapp", "contact")
 
 
 class ContextNumbers:
@@ -48,7 +51,8 @@ class ContextNumbers:
         """``clusters``: where the digit runs are (the PII step's candidates); only their lines are
         looked at as table rows. ``None``: every line."""
         out: list[tuple[int, int, str, float]] = []
-        if ("ssn" in low or "soc" in low or "ss#" in low or "ss no" in low) and self._ssn_words.search(text):
+        if ("ssn" in low or "social s" in low or "soc" in low and "sec" in low or "ss#" in low or "ss no" in low) \
+                and self._ssn_words.search(text):
             for m in _SSN.finditer(text):
                 lo = max(0, m.start() - self.context_chars)
                 nl = text.rfind("\n", lo, m.start())
@@ -90,7 +94,16 @@ class ContextNumbers:
         block_start, scanned = 0, 0  # start of the current block; blank lines searched up to here
         headers: dict[int, tuple[str | None, dict[int, str]]] = {}
         done_line = -1
-        for cs, _ in sorted(clusters):
+        for cs, ce in sorted(clusters):
+            # a table cell starts after a delimiter (or the line start) and ends before one
+            i = cs - 1
+            while i >= 0 and text[i] in " \"'+(":
+                i -= 1
+            j = ce
+            while j < n and text[j] in " \"')":
+                j += 1
+            if not ((i < 0 or text[i] in _CELL_EDGE) and (j >= n or text[j] in _CELL_EDGE or text[j] in "xX#e")):
+                continue
             r = text.rfind("\n", scanned, cs)  # no newline since the last line start: the same line
             ls = r + 1 if r >= 0 else scanned
             if ls == done_line:
@@ -103,7 +116,9 @@ class ContextNumbers:
             if block_start not in headers:
                 he = text.find("\n", block_start)
                 header = text[block_start:n if he < 0 else he]
-                delim = next((d for d in _DELIMS if d in header), None) if len(header) <= _MAX_HEADER else None
+                low = header.lower()
+                delim = next((d for d in _DELIMS if d in header), None) \
+                    if len(header) <= _MAX_HEADER and any(w in low for w in _HEADER_WORDS) else None
                 kinds = {k: kind for k, c in enumerate(header.split(delim)) if (kind := self._kind(c))} if delim else {}
                 headers[block_start] = (delim, kinds)
             delim, kinds = headers[block_start]

@@ -41,7 +41,13 @@ from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
-_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|bearer|://|contrase")
+_HINT = re.compile(
+    r"(?:pass|pwd|secret|token|key|auth|cred|contrase)[\w.\-]{0,40}[\"'`\]]{0,3}[ \t]*(?:[:=(]|=>)"  # key = / : / (
+    r"|^[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]{0,40}(?:pass|pwd|secret|token|key|auth|cred)"
+    r"[\w.\-]{0,40}[ \t]+\S"  # a directive: "requirepass V"
+    r"|\bpassword[ \t]+\S"  # netrc
+    r"|\bset[ \t]+[\w.\-]{0,40}(?:pass|secret|token|key)[\w.\-]{0,40}[ \t]+\S",  # aws configure set K V
+    re.MULTILINE)
 # a key: an identifier with one of the words, possibly dotted/dashed/bracketed, possibly quoted
 _KEY = re.compile(r"(?<![\w.\-])[\"'`]?(?P<key>(?:[A-Za-z_$@][\w.\-]*?)?(?i:pass|pwd|secret|token|key|auth|cred"
                   r"|contrase)[\w.\-]*)(?P<close>[\"'`]?\]?[\"'`]?)")
@@ -241,7 +247,9 @@ def assignments(line: str) -> Iterator[tuple[int, int, str]]:
 # command lines
 
 _V = r"(?P<q>[\"']?)(?P<v>(?<=[\"'])[^\"'\n]+|(?<![\"'])[^\s\"'|;&]+)(?P=q)"  # a value, quoted or one word
-_CLI = tuple(re.compile(p, re.IGNORECASE if i else 0) for i, p in enumerate((
+# case-sensitive (program names and flags are written in lower case; -p is not -P), so the regex
+# engine can search for their literal heads
+_CLI = tuple(re.compile(p) for p in (
     # short flags whose meaning depends on the program (case matters: -p is not -P)
     r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b[^\n|;]{0,300}?"
     r"[ \t]-p" + _V,
@@ -266,23 +274,32 @@ _CLI = tuple(re.compile(p, re.IGNORECASE if i else 0) for i, p in enumerate((
     r"(?:=|[ \t]+)" + _V,
     r"(?<![\w-])-(?:storepass|keypass|srcstorepass|deststorepass|storepassword)[ \t]+" + _V,
     # HTTP credentials headers
-    r"\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|bot|apikey|key)[ \t]+(?P<q>)"
+    r"\b[Aa]uthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:[Bb]earer|[Bb]asic|[Tt]oken|[Bb]ot|[Aa]pi[Kk]ey|[Kk]ey)[ \t]+"
+    r"(?P<q>)(?P<v>[\w~+/=.\-]{8,})",
+    r"\b[Xx]-(?:[A-Za-z]+-)?(?:[Aa]pi-?)?(?:[Kk]ey|KEY|[Tt]oken|TOKEN|[Aa]uth|[Ss]ecret)[\"']?[ \t]*:[ \t]*[\"']?(?P<q>)"
     r"(?P<v>[\w~+/=.\-]{8,})",
-    r"\bx-(?:[a-z]+-)?(?:api-?)?(?:key|token|auth|secret)[\"']?[ \t]*:[ \t]*[\"']?(?P<q>)(?P<v>[\w~+/=.\-]{8,})",
-)))
+))
 # necessary conditions of each _CLI pattern, on the lower-cased text: every group has a literal
 _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("mysql", "mariadb"), (" -p",)), (("login",), ("-p",)), (("sshpass",),), (("redis-cli",),), (("ldap",),),
     (("sqlcmd", "bcp", "osql", "isql"),), (("mongo",),), (("curl", "wget"),), (("smbclient",),), (("htpasswd",),),
     (("pass:",),), (("zip",), (" -p",)), (("7z",),), (("echo",), ("stdin", "sudo")),
     (("--",), ("pass", "token", "key", "secret")), (("-storepass", "-keypass", "-srcstorepass", "-deststorepass"),),
-    (("authorization",),), (("x-",), ("key", "token", "auth", "secret")),
+    (("authorization",),), (("x-api", "x-auth", "x-token", "x-key", "x-secret", "-key:", "-token:", "-key\":",
+                              "-token\":"),),
 )
+_CLI_HEADS = tuple(sorted({w for gate in _CLI_GATES for w in gate[0]}))  # every pattern's first literals
 
 
 def command_lines(text: str, low: str) -> Iterator[tuple[int, int, str]]:
+    # every option pattern needs " -" (or a tab before the dash), the headers their name
+    if " -" not in low and "\t-" not in low and "authorization" not in low and "x-" not in low:
+        return
+    present = {w for w in _CLI_HEADS if w in low}  # substring checks, in C, once each
+    if not present:
+        return
     for i, (rx, gate) in enumerate(zip(_CLI, _CLI_GATES, strict=True)):
-        if not all(any(w in low for w in group) for group in gate):  # substring checks, in C
+        if present.isdisjoint(gate[0]) or not all(any(w in low for w in group) for group in gate[1:]):
             continue
         for m in rx.finditer(text):
             s, e = m.span("v")
@@ -339,7 +356,9 @@ _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
 ))
 # a key literal and a value literal as the first two arguments: define('DB_PASSWORD', 'v'),
 # props.setProperty("password", "v"), Map.of("apiKey", "v"), config.set("token", "v")
-_KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q)")
+_KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])"
+                             r"(?P<v>[^\"'\n]{0,400})(?P=q)")
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
 _ARG = re.compile(r"\s*(?:(?P<lit>[bruf]?(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q))|[^,()\n\"']*(?:\([^()\n]*\))?)\s*(?:,|\))")
 _CALL_HINT = re.compile(r"connect|login|auth|credential|pass|pwd|secret|token|key|bind|pdo|mysqli")
 
@@ -348,6 +367,9 @@ def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
     if "(" not in text or not _CALL_HINT.search(low):
         return
     for m in _KEY_VALUE_CALL.finditer(text):
+        kl = m.group("key").lower()
+        if not any(w in kl for w in _KEY_WORDS):
+            continue
         kind = key_kind(m.group("key"))
         value = m.group("v")
         if kind is None or is_placeholder(value, m.group("key")) or (kind is TOKEN and not looks_random(value)):
@@ -375,12 +397,12 @@ def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
 _AWS_ID = re.compile(r"(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Z0-9])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _VALUE_KEY = re.compile(r"value[\"']?[ \t]*[:=]")
-_NAME_VALUE = re.compile(r"[\"']?name[\"']?[ \t]*[:=][ \t]*[\"']?(?P<key>[\w.\-]+)[\"']?[ \t]*,?[ \t]*\r?\n?"
-                         r"[ \t]*-?[ \t]*[\"']?value[\"']?[ \t]*[:=][ \t]*" + _V, re.IGNORECASE)
+_NAME_VALUE = re.compile(r"[\"']?(?:[Nn]ame|NAME)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<key>[\w.\-]+)[\"']?[ \t]*,?[ \t]*\r?\n?"
+                         r"[ \t]*-?[ \t]*[\"']?(?:[Vv]alue|VALUE)[\"']?[ \t]*[:=][ \t]*" + _V)
 
 
 def pairs(text: str, low: str) -> Iterator[tuple[int, int, str]]:
-    if "akia" in low or "asia" in low or "a3t" in low or "abia" in low or "acca" in low:
+    if "AKIA" in text or "ASIA" in text or "A3T" in text or "ABIA" in text or "ACCA" in text:
         for m in _AWS_ID.finditer(text):
             # from two lines before the key id to three lines after it
             lo = m.start()
@@ -445,5 +467,5 @@ class ContextSecrets:
     def _line(line: str) -> Iterator[tuple[int, int, str]]:
         # an assignment needs an operator, a setter call or a directive's shape ("requirepass V",
         # netrc "machine H login U password V"); prose lines rarely have any
-        if "=" in line or ":" in line or "(" in line or _DIRECTIVE.match(line) or "login" in line:
+        if "=" in line or ":" in line or "(" in line or _DIRECTIVE.match(line) or "login" in line or " set " in line:
             yield from assignments(line)
