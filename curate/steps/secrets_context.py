@@ -41,13 +41,13 @@ from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
-_HINT = re.compile(
-    r"(?:pass|pwd|secret|token|key|auth|cred|contrase)[\w.\-]{0,40}[\"'`\]]{0,3}[ \t]*(?:[:=(]|=>)"  # key = / : / (
-    r"|^[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]{0,40}(?:pass|pwd|secret|token|key|auth|cred)"
-    r"[\w.\-]{0,40}[ \t]+\S"  # a directive: "requirepass V"
-    r"|\bpassword[ \t]+\S"  # netrc
-    r"|\bset[ \t]+[\w.\-]{0,40}(?:pass|secret|token|key)[\w.\-]{0,40}[ \t]+\S",  # aws configure set K V
-    re.MULTILINE)
+_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|contrase")  # a literal head: a fast scan
+# what must follow a hint's identifier (an operator or a setter call) or precede it (a directive at
+# the start of its line: "requirepass V", "export K V", netrc "... password V", "aws configure set K V")
+_HINT_OP = re.compile(r"[\w.\-]{0,40}[\"'`\]]{0,3}[ \t]*(?:[:=(]|=>)")
+_HINT_WORD = re.compile(r"[\w.\-]{0,40}[ \t]+\S")
+_HINT_HEAD = re.compile(r"(?:^[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?|\bpassword[ \t]*$|\bset[ \t]+)[\w.\-]{0,40}\Z"
+                        r"|\b(?:login|machine)\b", re.MULTILINE)
 # a key: an identifier with one of the words, possibly dotted/dashed/bracketed, possibly quoted
 _KEY = re.compile(r"(?<![\w.\-])[\"'`]?(?P<key>(?:[A-Za-z_$@][\w.\-]*?)?(?i:pass|pwd|secret|token|key|auth|cred"
                   r"|contrase)[\w.\-]*)(?P<close>[\"'`]?\]?[\"'`]?)")
@@ -268,7 +268,7 @@ _CLI = tuple(re.compile(p) for p in (
     r"\b7za?\b[^\n|;]{0,300}?[ \t]-p" + _V,
     r"\becho[ \t]+" + _V + r"[ \t]*\|[ \t]*(?:sudo[ \t]+-S|\S+(?:[ \t]+\S+)*?[ \t]+--password-stdin|passwd[ \t]+--stdin)",
     # long flags, any program
-    r"(?<![\w-])--(?:password|passwd|pass|db-password|admin-password|root-password|http-password|ftp-password"
+    r"--(?:password|passwd|pass|db-password|admin-password|root-password|http-password|ftp-password"
     r"|proxy-password|passphrase|token|api-key|apikey|api-token|auth-token|access-token|secret|client-secret"
     r"|secret-key|access-key|secret-access-key|private-token|storepass|keypass|srcstorepass|deststorepass)"
     r"(?:=|[ \t]+)" + _V,
@@ -302,6 +302,8 @@ def command_lines(text: str, low: str) -> Iterator[tuple[int, int, str]]:
         if present.isdisjoint(gate[0]) or not all(any(w in low for w in group) for group in gate[1:]):
             continue
         for m in rx.finditer(text):
+            if i == 14 and m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+                continue  # "--password" inside a longer word
             s, e = m.span("v")
             value = text[s:e]
             flag = m.group(0)[:s - m.start()].lower()
@@ -359,6 +361,7 @@ _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
 _KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])"
                              r"(?P<v>[^\"'\n]{0,400})(?P=q)")
 _KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
+_KV_GATE = re.compile(r"(?:pass|pwd|secret|token|key|auth|cred)[\w.\-]{0,30}[\"']\s*,\s*[\"']")
 _ARG = re.compile(r"\s*(?:(?P<lit>[bruf]?(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q))|[^,()\n\"']*(?:\([^()\n]*\))?)\s*(?:,|\))")
 _CALL_HINT = re.compile(r"connect|login|auth|credential|pass|pwd|secret|token|key|bind|pdo|mysqli")
 
@@ -366,7 +369,7 @@ _CALL_HINT = re.compile(r"connect|login|auth|credential|pass|pwd|secret|token|ke
 def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
     if "(" not in text or not _CALL_HINT.search(low):
         return
-    for m in _KEY_VALUE_CALL.finditer(text):
+    for m in (_KEY_VALUE_CALL.finditer(text) if _KV_GATE.search(low) else ()):
         kl = m.group("key").lower()
         if not any(w in kl for w in _KEY_WORDS):
             continue
@@ -445,6 +448,11 @@ class ContextSecrets:
         covered = -1  # end of the last window read on a very long line
         ls = le = -1
         for h in _HINT.finditer(low):
+            if h.start() <= le and le - ls <= _MAX_LINE:
+                continue  # this line was read whole
+            if not _HINT_OP.match(low, h.end()) and not (
+                    _HINT_WORD.match(low, h.end()) and _HINT_HEAD.search(low, max(0, h.start() - 120), h.start())):
+                continue
             if h.start() > le:  # a new line: its bounds, found once
                 r = text.rfind("\n", bound, h.start())
                 ls = r + 1 if r >= 0 else bound
