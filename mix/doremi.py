@@ -7,7 +7,8 @@ Group-DRO step is the trainer's objective hook (:class:`DROObjective`), so proxi
 trainer does (CPU, GPU, FSDP2 under torchrun) and resume from its checkpoints with their weights.
 
 ``variant: paper`` (the default) is the paper's Algorithm 1: a reference trained on the baseline
-mixture (``reference_mixture``); a proxy trained on batches that hold every domain equally, whose
+mixture (``reference_mixture``: by default equal weights on the target domains and none on
+garbage, so that junk the reference never learnt cannot look "not yet learnt"); a proxy trained on batches that hold every domain equally, whose
 per-token loss is weighted by ``k * a[domain]``; at every step the per-domain excess on the
 training batch, the mean of ``max(proxy - reference, 0)`` per token, updates the weights by
 exponentiated gradient, ``log a += eta * excess``, then smoothing ``a = (1 - c) a + c / k``; the
@@ -56,10 +57,10 @@ class DoReMiConfig:
     eta: float = field(default=1.0, metadata={"help": "exponentiated-gradient step size"})
     smoothing: float = field(default=1e-3, metadata={"help": "smoothing c toward uniform"})
     steps: int = field(default=200, metadata={"help": "DRO proxy steps (the reference trains reference_factor x)"})
-    reference_mixture: str = field(default="natural", metadata={
-        "help": "the reference's mixture: natural (token shares, the paper's baseline) | uniform | targets (equal "
-                "weights on the target domains, none on garbage: the reference never learns junk, so a proxy's "
-                "excess on junk is not positive)"})
+    reference_mixture: str = field(default="targets", metadata={
+        "help": "the reference's mixture: targets (equal weights on the target domains, none on garbage: the "
+                "reference never learns junk, so a proxy's excess on junk is not positive) | natural (token shares, "
+                "the paper's baseline) | uniform"})
     paired_reference: bool = field(default=True, metadata={
         "help": "one reference per DRO seed, trained with that seed (true), instead of one reference shared by "
                 "all seeds (false): the reference's own seed noise is averaged over the seeds and is part of "
