@@ -326,7 +326,8 @@ def reference_weights(rule: str, tokens: dict[str, int], targets: list[str] | No
         return np.array([nat[d] for d in domains])
     if rule == "uniform":
         return np.full(len(domains), 1.0 / len(domains))
-    chosen = [d for d in domains if d in set(targets or [])]
+    # no targets named: every domain is a target (the uniform reference)
+    chosen = domains if targets is None else [d for d in domains if d in set(targets)]
     if not chosen:
         raise ConfigError("doremi reference_mixture: targets needs the target domains (mix.target_domains, or every "
                           "domain not in mix.garbage_domains); none of them is in the pools")

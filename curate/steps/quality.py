@@ -42,6 +42,7 @@ from curate.steps.base import Annotator, ThresholdFilter
 log = get_logger("curate.quality")
 
 FT_MODEL = "quality_ft.bin"
+FT_LR_RETRIES = 3  # fastText divergence (NaN): retry with the learning rate halved, at most this often
 KENLM_MODEL = "kenlm.bin"
 KENLM_QUANTILES = "kenlm_quantiles.json"
 MANIFEST = "quality_models.json"
@@ -273,11 +274,31 @@ def train_fasttext(pos: Sequence[str], neg: Sequence[str], out: Path, cfg: Quali
         with path.open("w", encoding="utf-8") as f:
             for y, t in train:
                 f.write(f"{POS if y else NEG} {ft_text(t, cfg.max_chars)}\n")
-        model = fasttext.train_supervised(
-            input=str(path), wordNgrams=cfg.ft_word_ngrams, epoch=cfg.ft_epoch, lr=cfg.ft_lr, dim=cfg.ft_dim,
-            minCount=cfg.ft_min_count, bucket=cfg.ft_bucket, thread=1, seed=cfg.seed, verbose=0)
+        # fastText stops with "Encountered NaN." when SGD diverges; near the edge it does so only on some
+        # runs, so the same rate is tried twice before it is halved
+        lrs = [cfg.ft_lr * 0.5 ** (i // 2) for i in range(2 * (FT_LR_RETRIES + 1))]
+        diverged: list[float] = []
+        for lr in lrs:
+            try:
+                model = fasttext.train_supervised(
+                    input=str(path), wordNgrams=cfg.ft_word_ngrams, epoch=cfg.ft_epoch, lr=lr, dim=cfg.ft_dim,
+                    minCount=cfg.ft_min_count, bucket=cfg.ft_bucket, thread=1, seed=cfg.seed, verbose=0)
+                break
+            except RuntimeError as e:
+                if "nan" not in str(e).lower():
+                    raise
+                diverged.append(lr)
+        else:
+            from corpusmix.config import ConfigError
+
+            raise ConfigError(f"fastText quality classifier diverged (NaN) at learning rates {sorted(set(diverged))}; "
+                              f"lower quality.ft_lr (now {cfg.ft_lr})")
+    if diverged:
+        log.warning("fastText diverged (NaN) at lr %s; trained at lr %s", diverged, lr)
     model.save_model(str(out))
     report: dict[str, Any] = {"train_docs": len(train), "heldout_docs": len(held)}
+    if diverged:
+        report["diverged_lr"], report["lr"] = diverged, lr
     if held:
         scorer = FastTextQualityScorer(model_path=out, max_chars=cfg.max_chars)
         y = np.array([r[0] for r in held])

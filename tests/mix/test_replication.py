@@ -63,7 +63,7 @@ def test_replication_with_learnable_garbage(pools: Path, tmp_path: Path):
     figures: dict = {"domains": domains, "natural": natural, "preset": PRESETS["micro"]}
 
     dcfg = DoReMiConfig(**{**PRESETS["micro"]["doremi"], "group_size": 4, "max_group_size": 32})
-    dor = run_doremi(pools, dcfg, pcfg, seed=0, cache_dir=tmp_path / "cache", progress=False)
+    dor = run_doremi(pools, dcfg, pcfg, seed=0, cache_dir=tmp_path / "cache", progress=False, targets=targets)
     figures["doremi"] = {k2: dor[k2] for k2 in ("weights", "seed_weights", "seed_range", "seconds", "range_sizing",
                                                 "pilot", "group_size")}
     reg = run_regmix(pools, RegMixConfig(**PRESETS["micro"]["regmix"]), pcfg, seed=0,
@@ -85,5 +85,5 @@ def test_replication_with_learnable_garbage(pools: Path, tmp_path: Path):
     assert dor["pilot"]["group_size"] == 4
     assert dor["group_size"] == max(4, min(32, dor["pilot"]["group_size_needed_upper"]))
     assert max(dor["seed_range"].values()) <= 0.05, f"DoReMi seed range {dor['seed_range']}"
-    assert fit["regressor_setting"] == "auto" and fit["n_heldout"] == len(reg["report"]["runs"])
+    assert fit["regressor_setting"] == RegMixConfig().regressor and fit["n_heldout"] == len(reg["report"]["runs"])
     assert fit[fit["regressor"]]["spearman"] >= 0.9, f"RegMix out-of-fold fit {fit}"

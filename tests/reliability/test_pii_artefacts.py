@@ -46,7 +46,7 @@ SMALL = {
     "tokenizer": {"vocab_size": 400},
     "pools": {"workers": 1, "val_fraction": 0.2},
     "dedup_labelled": {"originals": 20, "distractors": 40, "variants": 2},
-    "quality": {"max_reference_docs": 200, "negative_docs": 200, "ft_bucket": 20000, "ft_dim": 16,
+    "quality": {"max_reference_docs": 200, "negative_docs": 200, "ft_bucket": 200000, "ft_dim": 16,
                 "ft_epoch": 2},
     "pack": {"seq_len": 64, "tokens": 20000, "shard_max_bytes": 200000},
     "train": {"seq_len": 64, "steps": 4, "micro_batch_size": 2, "warmup_steps": 1, "ckpt_every": 2,
