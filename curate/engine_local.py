@@ -45,7 +45,9 @@ import pyarrow.parquet as pq
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
+from corpusmix import timing
 from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.environment import environment
 from corpusmix.holds import hold
 from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
@@ -224,9 +226,9 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
         from curate.calibrate import local_guard
 
         doc.update(local_guard(out, calibration, guard_share))
-    tmp = out / ".stats.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2))
-    tmp.replace(out / "stats.json")
+    doc["environment"] = environment()
+    # per-step seconds go to the untracked stats.timing.json: stats.json is a DVC output (pure)
+    timing.write_json(out / "stats.json", doc)
     return doc
 
 

@@ -40,6 +40,7 @@ SELECT_DEFAULTS = {"doremi": "out/mix/doremi.json", "regmix": "out/mix/regmix.js
 
 def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
     from corpusmix import __version__
+    from corpusmix.environment import environment
     from mix.proxy import pools_fingerprint
 
     meta = json.loads((Path(pools_dir) / "pools.json").read_text())
@@ -47,7 +48,7 @@ def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
             "tokenizer_sha256": meta.get("tokenizer_sha256"),
             "tokens": {d: v["tokens"] for d, v in meta["domains"].items()},
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "corpusmix": __version__, **extra}
+            "corpusmix": __version__, "environment": environment(), **extra}
 
 
 def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Namespace | None = None) -> list[str]:
@@ -132,6 +133,19 @@ def cmd_doremi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_foreign(path: Path, keys: tuple[str, ...], what: str, flag: str) -> None:
+    """A clear error when ``path`` exists and is not ``what`` (a JSON object with ``keys``): never overwritten."""
+    if not path.exists():
+        return
+    try:
+        ok = isinstance(doc := json.loads(path.read_text()), dict) and all(k in doc for k in keys)
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"{path} exists and is not {what}: not overwritten; name another file with {flag} "
+                          "or move it away")
+
+
 def write_trajectory(path: Path, trajectory: list[dict[str, Any]], domains: list[str]) -> None:
     """DoReMi weights per DRO step as CSV (``step, <domains>``; ``step`` counts on over iterated
     rounds, each round has ``doremi.steps`` rows; the rounds are listed in the mixture's provenance)."""
@@ -158,13 +172,15 @@ def cmd_regmix(args: argparse.Namespace) -> int:
         cfg.final_tokens = int(float(pack["tokens"]))
     if args.max_epochs is None and pack.get("max_epochs"):
         cfg.max_epochs = float(pack["max_epochs"])
+    # a file at the report's path that is not a RegMix report is refused before the search, never overwritten
+    report = Path(args.report) if args.report else out.parent / "regmix_report.json"
+    _refuse_foreign(report, ("fit", "search"), "a RegMix fit report", "--report")
     try:
         cfg.validate()
         targets = targets_for(params, list(pool_domains(args.input)), args)
         res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    report = Path(args.report) if args.report else out.parent / "regmix_report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     seconds = res["report"].pop("seconds", None)  # wall time: kept out of this DVC-tracked file
     report.write_text(json.dumps(res["report"], indent=1))
@@ -280,6 +296,9 @@ def cmd_ablation(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     rep["predicted_vs_realised"] = predicted_vs_realised(rep, searches)
+    from corpusmix.environment import environment
+
+    rep["environment"] = environment()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=1))
     print(f"average {args.split} loss over the target domains {avg_over}:")
@@ -324,7 +343,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = msub.add_parser("regmix", help="RegMix: regression over many tiny proxy runs")
     _search_args(r)
     r.add_argument("--seed", type=int, default=0, help="seed of the search's proxies")
-    r.add_argument("--report", default=None, help="fit report JSON (default: next to --output)")
+    r.add_argument("--report", default=None, help="fit report JSON (default: regmix_report.json next to --output; an "
+                   "existing file there that is not a RegMix report is refused, not overwritten)")
     add_config_args(r, RegMixConfig)
     _target_args(r, targets=False)  # --target-domains comes with RegMixConfig
     r.set_defaults(func=cmd_regmix)

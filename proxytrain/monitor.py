@@ -118,6 +118,10 @@ class EventLog:
             fh.write(json.dumps(rec) + "\n")
 
 
+# step-record fields measured in wall-clock time or on this machine (train_log.jsonl only, not dvclive)
+TIMING_FIELDS = frozenset({"tokens_per_s", "mfu", "step_s", "peak_mem_gb"})
+
+
 class RunLogger:
     """JSONL + dvclive + tqdm, on rank 0 only."""
 
@@ -149,6 +153,8 @@ class RunLogger:
         if self.live is not None:
             self.live.step = rec["step"]
             for k, v in rec.items():
+                if k in TIMING_FIELDS:  # dvclive's files are DVC outputs: results only, timings stay in the log
+                    continue
                 if k != "step" and isinstance(v, int | float) and v is not None and math.isfinite(v):
                     self.live.log_metric(k.replace("/", "_"), v, plot=True)  # "loss" vs "loss/x" would clash
             self.live.next_step()

@@ -37,6 +37,7 @@ import numpy as np
 
 from report import figures as figs
 from report.curation import funnel_section, quality_section, tidy_tables
+from report.environment import environment_section
 from report.inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
 from report.inspection import inspection_section
 from report.render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
@@ -479,18 +480,16 @@ def training_section(inputs: ReportInputs) -> Section | None:
         lossy = [r for r in recs if isinstance(r.get("loss"), (int, float))]
         if lossy:
             curves[label] = [[(float(r["step"]), float(r["loss"])) for r in lossy]]
-            tps = [r["tokens_per_s"] for r in lossy if isinstance(r.get("tokens_per_s"), (int, float))]
+            # no throughput here: the report is a DVC output, a pure function of the results (the log has it)
             summary.append([label, len(lossy), int(lossy[-1]["step"]),
-                            float(np.mean([r["loss"] for r in lossy[-10:]])),
-                            float(np.median(tps)) if tps else math.nan])
+                            float(np.mean([r["loss"] for r in lossy[-10:]]))])
         val = [r for r in recs if any(k.startswith("val_loss/") for k in r)]
         if val:
             last = val[-1]
             val_rows += [[label, int(last["step"]), k.split("/", 1)[1], float(last[k])]
                          for k in sorted(k for k in last if k.startswith("val_loss/"))]
     if summary:
-        sec.blocks.append(Table("Runs", ["run", "steps logged", "last step", "final loss (mean of last 10)",
-                                         "tokens/s (median)"], summary))
+        sec.blocks.append(Table("Runs", ["run", "steps logged", "last step", "final loss (mean of last 10)"], summary))
     if curves:
         sec.blocks.append(Figure("train_curves", "Training loss", figs.curves_figure(curves, title="training loss")))
     if val_rows:
@@ -588,7 +587,7 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
                 scaling_section(inputs.scaling), funnel_section(inputs), inspection_section(inputs),
-                quality_section(inputs)):
+                quality_section(inputs), environment_section(inputs)):
         if sec is not None:
             sections.append(sec)
     sections.append(inputs_section(inputs))

@@ -107,6 +107,8 @@ def _walk(root: Path, skipped: list[tuple[str, str]]) -> Iterable[Path]:
                 skipped.append((f"{p}/", why))
                 continue
             yield from _walk(p, skipped)
+        elif p.name.endswith(".timing.json"):
+            skipped.append((str(p), "wall-clock timings of an output (not results)"))
         elif p.suffix in (".json", ".jsonl", ".parquet", ".csv"):
             yield p
 
