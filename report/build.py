@@ -60,6 +60,10 @@ class ReportConfig:
     baselines: list[str] = field(default_factory=lambda: ["natural", "uniform"],
                                  metadata={"help": "ablation mixtures the chosen one is compared to"})
     markdown: bool = field(default=True, metadata={"help": "also write <output>.md with PNGs next to it"})
+    summary: str = field(default="", metadata={
+        "help": "also write the headline figures to this JSON (the DVC metric; report/summary.py); empty: no"})
+    plots: str = field(default="", metadata={
+        "help": "also write the data of `dvc plots show` (CSVs) to this folder (report/plotdata.py); empty: no"})
 
 
 # ----------------------------------------------------------------------------- headline numerics
@@ -578,6 +582,7 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
     sections: list[Section] = []
     callout = None
     runs: list[MixtureRuns] = []
+    hl: Headline | None = None
     if inputs.ablations:
         label, obj = next(iter(inputs.ablations.items()))
         inputs.skipped += [(lbl, "a second ablation file; the report uses the first one found")
@@ -591,4 +596,12 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         if sec is not None:
             sections.append(sec)
     sections.append(inputs_section(inputs))
+    if cfg.summary:
+        from report.summary import summary_metrics, write_summary
+
+        write_summary(cfg.summary, summary_metrics(inputs, hl, runs, cfg.baselines))
+    if cfg.plots:
+        from report.plotdata import write_plot_data
+
+        write_plot_data(cfg.plots, inputs, runs)
     return Report(cfg.title, callout, sections)
