@@ -51,6 +51,17 @@ def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
             "corpusmix": __version__, "environment": environment(), **extra}
 
 
+# the keys of params.yaml's mix: section (docs/mix.md); another is a typo and refused
+MIX_KEYS = ("method", "preset", "target_domains", "garbage_domains", "proxy", "doremi", "regmix", "manual", "select",
+            "presets")
+
+
+def check_mix_keys(params: dict[str, Any]) -> None:
+    unknown = sorted(str(k) for k in params if k not in MIX_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown parameter(s) {unknown} in mix; valid: {sorted(k for k in MIX_KEYS if k != 'presets')}")
+
+
 def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Namespace | None = None) -> list[str]:
     """The target domains (:mod:`mix.targets`): ``--target-domains`` / ``--garbage-domains`` when
     given, else ``mix.target_domains`` (or the older ``mix.regmix.target_domains``) and
@@ -61,7 +72,16 @@ def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Names
     data = {"target_domains": list(params.get("target_domains") or (params.get("regmix") or {}).get("target_domains")
                                    or []),
             "garbage_domains": list(params.get("garbage_domains") or [])}
-    return resolve_targets(domains, config_from(TargetConfig, params=data, args=args, where="mix targets"))
+    cfg = config_from(TargetConfig, params=data, args=args, where="mix targets")
+    absent = sorted(set(cfg.garbage_domains) - set(domains))
+    if absent and getattr(args, "garbage_domains", None) is not None:  # typed on the command line: a typo
+        raise ConfigError(f"--garbage-domains names domain(s) {absent} that are not in the pools {sorted(domains)}")
+    if absent:  # from params: curation may have emptied a garbage domain, so only a warning
+        from corpusmix.logging import get_logger
+
+        get_logger("mix.cli").warning("garbage domain(s) not in the pools, nothing to leave out",
+                                      extra={"data": {"absent": absent, "pools": sorted(domains)}})
+    return resolve_targets(domains, cfg)
 
 
 def _target_args(p: argparse.ArgumentParser, *, targets: bool = True) -> None:
@@ -92,6 +112,7 @@ def _setup(args: argparse.Namespace):
     from mix.proxy import ProxyConfig
 
     params = load_params(args.params, "mix")
+    check_mix_keys(params)
     preset = args.preset or params.get("preset", DEFAULT_PRESET)
     pcfg = resolve("proxy", ProxyConfig, params, preset, args, prefix="proxy-")
     out = Path(args.output)
@@ -200,6 +221,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     from mix.proxy import pool_domains
 
     params = load_params(args.params, "mix")
+    check_mix_keys(params)
     method = args.method or params.get("method", "natural")
     if method not in METHODS:
         raise ConfigError(f"mix method must be one of {list(METHODS)}, got {method!r}")
