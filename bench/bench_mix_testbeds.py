@@ -78,7 +78,12 @@ def main() -> int:
                          "(d 128, 6 layers) with 10x the tokens, this many seeds (0 = off)")
     ap.add_argument("--work", default="/tmp/corpusmix-testbeds")
     ap.add_argument("--out", default="")
+    ap.add_argument("--table", nargs="*", default=None,
+                    help="print Markdown tables of earlier --out files (no training) and exit")
     args = ap.parse_args()
+    if args.table is not None:
+        print(markdown([r for f in args.table for r in json.loads(Path(f).read_text())]))
+        return 0
     pcfg = ProxyConfig(**PRESETS["micro"]["proxy"], device="cpu")
     rcfg = None if args.no_regmix else RegMixConfig(**{**PRESETS["micro"]["regmix"], "workers": args.workers,
                                                           **json.loads(args.regmix)})
@@ -148,6 +153,30 @@ def summary(res: dict) -> dict:
                                     f"{r['wins']}/{r['n']}"] for b, r in j["against"].items()},
                      "weights": {d: round(w, 3) for d, w in res["ablation"][name]["weights"].items()}}
     return out
+
+
+def _cell(j: dict, base: str) -> str:
+    r = j["against"].get(base)
+    if r is None:
+        return ""
+    return f"{r['mean_diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] p {r['t_p']:.2g} {r['wins']}/{r['n']}"
+
+
+def markdown(results: list[dict]) -> str:
+    """One row per (testbed, searched arm): validity, the paired margins over the baselines, the gap
+    to the oracle, the junk weight and pass/fail."""
+    head = ("| family | testbed | valid (oracle - uniform, - natural) | arm | vs uniform | vs natural | vs its reference "
+            "| loss - oracle | junk weight | pass |\n|" + " --- |" * 10)
+    rows = [head]
+    for res in results:
+        v = {r["b"]: r["mean_diff"] for r in res["validity"]["comparisons"]}
+        valid = f"{'yes' if res['validity']['valid'] else 'NO'} (+{v['uniform']:.3f}, +{v['natural']:.3f})"
+        for arm, j in res["judged"].items():
+            ref = next((b for b in j["against"] if b not in ("uniform", "natural")), None)
+            rows.append(f"| {res['family']} | {res['testbed']['kind']} | {valid} | {arm} | {_cell(j, 'uniform')} | "
+                        f"{_cell(j, 'natural')} | {_cell(j, ref) if ref else ''} | {j['oracle_gap']:+.3f} | "
+                        f"{j['junk_weight']:.3f} | {'**pass**' if j['pass'] else 'fail'} |")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import heapq
 import json
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,8 +260,10 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         probe.domains = {dom: {"language": language}}
         stats = [probe.measure(d, probe.domains[dom]) for d in docs]
         # thresholds from the documents that are not garbage: a domain's garbage must not widen them
-        clean = [s for s in stats if probe.garbage_reason(s, dom) is None]
+        reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
+        clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]
         entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
+        entry.update(domain_verdict(reasons, cfg))
         if len(clean) < cfg.min_domain_docs:
             entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
                                  f"{cfg.min_domain_docs}; garbage rules only")
@@ -275,7 +277,11 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
                     th[stat] = list(_robust(vals, direction, cfg.outlier_k, cfg.outlier_min_spread))
             entry["thresholds"] = th
         domains[dom] = entry
-    return {"profile": "auto", "garbage": {
+    garbage_domains = sorted(d for d, e in domains.items() if e["verdict"] == "garbage")
+    if garbage_domains:
+        log.warning("domains judged mostly garbage", extra={"data": {
+            "domains": {d: domains[d]["junk_share"] for d in garbage_domains}}})
+    return {"profile": "auto", "garbage_domains": garbage_domains, "garbage": {
         "min_dict_share": cfg.garbage_min_dict_share, "min_vocab_richness": cfg.garbage_min_vocab_richness,
         "max_compress_ratio": cfg.garbage_max_compress_ratio,
         "min_words_per_line": cfg.garbage_min_words_per_line, "min_word_order": cfg.garbage_min_word_order,
@@ -283,6 +289,51 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         "max_boilerplate_share": cfg.garbage_max_boilerplate_share},
         "scale": "log for words_per_line, mean_word_len, compress_ratio; linear for shares",
         "domains": domains, "frequent_segments": frequent, "word_order": order.to_dict()}
+
+
+def domain_verdict(reasons: list[str | None], cfg: Any) -> dict[str, Any]:
+    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents.
+
+    The detectors' thresholds are fixed (what natural-language text of any register meets), not
+    fitted on the domain, so the score compares the domain with that reference, not with itself.
+    ``verdict``: ``garbage`` (junk share >= ``domain_max_junk_share``), ``ok``, or ``unknown`` with
+    fewer than ``verdict_min_docs`` sampled documents; ``why`` says which."""
+    n = len(reasons)
+    junk = sum(r is not None for r in reasons)
+    share = round(junk / n, 4) if n else 0.0
+    top = sorted(Counter(r for r in reasons if r).items(), key=lambda x: (-x[1], x[0]))[:3]
+    kinds = ", ".join(f"{r} {c}" for r, c in top)
+    if n < cfg.verdict_min_docs:
+        return {"junk_share": share, "verdict": "unknown",
+                "why": f"{n} sampled documents < verdict_min_docs {cfg.verdict_min_docs}"}
+    if share >= cfg.domain_max_junk_share:
+        return {"junk_share": share, "verdict": "garbage",
+                "why": f"{junk} of {n} sampled documents fail the garbage detectors ({kinds})"}
+    return {"junk_share": share, "verdict": "ok",
+            "why": f"{junk} of {n} sampled documents fail the garbage detectors" + (f" ({kinds})" if kinds else "")}
+
+
+def verdicts_of(calibration: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"domain_verdicts": {domain: {junk_share, verdict, why}}, "garbage_domains": [...]}`` of a
+    calibration document (empty without the ``auto`` filter profile)."""
+    sec = ((calibration or {}).get("steps") or {}).get("filters") or {}
+    doms = {d: {k: e.get(k) for k in ("junk_share", "verdict", "why")}
+            for d, e in (sec.get("domains") or {}).items() if "verdict" in e}
+    if not doms:
+        return {}
+    return {"domain_verdicts": doms, "garbage_domains": sorted(d for d, e in doms.items() if e["verdict"] == "garbage")}
+
+
+def write_verdicts(curated: Path, calibration: dict[str, Any] | None) -> None:
+    """``curated/domain_verdicts.json`` next to the domains' Parquet files: what the pools (and so the
+    mixture search) read to keep a garbage domain out of the targets."""
+    v = verdicts_of(calibration)
+    if not v:
+        return
+    curated.mkdir(parents=True, exist_ok=True)
+    tmp = curated / ".domain_verdicts.json.tmp"
+    tmp.write_text(json.dumps(v, indent=1, sort_keys=True) + "\n")
+    tmp.replace(curated / "domain_verdicts.json")
 
 
 # -- the loud guard ---------------------------------------------------------------------------

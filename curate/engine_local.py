@@ -223,9 +223,11 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
                                           ["dedup_global"]["seconds"], 4)
     doc = stats_document(steps, kept=kept)
     if calibration is not None:  # per-domain kept shares and the loud guard (curate.calibrate)
-        from curate.calibrate import local_guard
+        from curate.calibrate import local_guard, verdicts_of, write_verdicts
 
         doc.update(local_guard(out, calibration, guard_share))
+        doc.update(verdicts_of(calibration))
+        write_verdicts(curated, calibration)
     doc["environment"] = environment()
     # per-step seconds go to the untracked stats.timing.json: stats.json is a DVC output (pure)
     timing.write_json(out / "stats.json", doc)

@@ -243,7 +243,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     calibrated first, exactly as the local engine does (same thresholds): the sample is read by
     the driver, or by the executors (``SparkConfig.calibration_sample``, :func:`sample_on_executors`).
     """
-    from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
+    from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report, verdicts_of
     from curate.inspection.collect import InspectConfig
 
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
@@ -299,6 +299,11 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         rows = drops.groupBy("domain", "step", "reason").count().collect()
         doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
                                 calibration.get("domain_docs") or {}, share=calibrate_cfg.guard_share))
+        verdicts = verdicts_of(calibration)
+        if verdicts:
+            doc.update(verdicts)
+            write_text(spark, f"{output}/curated/domain_verdicts.json",
+                       json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
     if inspect_cfg.enabled:
         _write_inspection(spark, kept, states, inspect_cfg, list(stats), steps_after, output)
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,

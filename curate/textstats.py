@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from curate import junkstats as js
+
 _EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
@@ -58,6 +60,8 @@ def dictionary(lang: str) -> tuple[frozenset[str], frozenset[str]] | None:
     lower-cased, or None when wordfreq has no list for ``lang``."""
     import wordfreq
 
+    if lang not in wordfreq.available_languages():  # no "nearest match" (wordfreq gives Italian for Latin)
+        return None
     try:
         words = [w.lower() for w in wordfreq.top_n_list(lang, 200_000)]
     except (LookupError, ValueError):
@@ -95,6 +99,12 @@ def _core_in_dict(core: str, words: frozenset[str], short: frozenset[str]) -> bo
     return all(r in words for r in long_runs)
 
 
+def _plain(tok: str) -> bool:
+    """A lower-case word of 3+ letters once edge punctuation is stripped (what a misspelling hits)."""
+    core = tok.strip(_EDGE_PUNCT)
+    return len(core) > 2 and core.isalpha() and core.islower()
+
+
 _DICT_CACHE: dict[str, dict[str, bool]] = {}
 
 
@@ -114,16 +124,18 @@ class TokenTable:
         self.low_words: list[str] = []
         self.size = np.zeros(1024, np.int64)
         self.alpha = np.zeros(1024, np.int64)
+        self.plain = np.zeros(1024, bool)  # stripped of edge punctuation: a lower-case word of 3+ letters
         self.low = np.zeros(1024, np.int64)
         self.low_len = np.zeros(1024, np.int64)
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
+        self.is_stop: dict[str, np.ndarray] = {}  # lang -> per lower-cased id: 1 stopword, 0 not, -1 unknown
 
     def _grow(self, n: int) -> None:
         cap = len(self.size)
         if n <= cap:
             return
         new = max(n, 2 * cap)
-        for name in ("size", "alpha", "low"):
+        for name in ("size", "alpha", "low", "plain"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(new - cap, arr.dtype)]))
         for lang, arr in self.in_dict.items():
@@ -153,6 +165,7 @@ class TokenTable:
                     li[k] = j
         self.size[i0:i0 + n] = list(map(len, new))
         self.alpha[i0:i0 + n] = [any(map(str.isalpha, t)) for t in new]
+        self.plain[i0:i0 + n] = [_plain(t) for t in new]
         self.low[i0:i0 + n] = li
 
     def ids(self, tokens: list[str]) -> np.ndarray:
@@ -174,6 +187,20 @@ class TokenTable:
             tokens, (words, short) = self.tokens, d
             flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
         return flags[ids]
+
+
+    def stop_flags(self, lang: str, lows: np.ndarray, stop: frozenset[str]) -> np.ndarray:
+        """Per lower-cased id of ``lows``: is it one of ``stop`` (the language's most frequent words)."""
+        flags = self.is_stop.get(lang)
+        n = len(self.low_words)
+        if flags is None or len(flags) < n:
+            old = flags if flags is not None else np.zeros(0, np.int8)
+            flags = self.is_stop[lang] = np.concatenate([old, np.full(max(n, 2 * len(old), 1024) - len(old), -1, np.int8)])
+        todo = np.unique(lows[flags[lows] < 0])
+        if len(todo):
+            words = self.low_words
+            flags[todo] = [words[j] in stop for j in todo.tolist()]
+        return flags[lows] == 1
 
 
 _TABLE = TokenTable()
@@ -362,10 +389,13 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         "line_punct_share": sum(ln.rstrip().endswith(_TERMINAL) for ln in lines) / n_lines,
         "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
         "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
+        "mojibake": js.mojibake_rate(text),
     }
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
-                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
+                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
+                   stuffing=None, rep_ngram_share=None, stamped_share=None,
+                   line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None)
         return out
     ids = _TABLE.ids(tokens)
     size = _TABLE.size[ids]
@@ -373,8 +403,24 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     out["mean_word_len"] = total / n
     out["alpha_share"] = int(_TABLE.alpha[ids].sum()) / n
     d = dictionary(lang) if lang else None
-    out["dict_share"] = int((size * _TABLE.dict_flags(lang, ids, d)).sum()) / total if d is not None else None
+    in_dict = _TABLE.dict_flags(lang, ids, d) if d is not None else None
+    out["dict_share"] = int((size * in_dict).sum()) / total if in_dict is not None else None
     lows = _TABLE.low[ids]
+    plain = _TABLE.plain[ids]
+    n_plain = int(plain.sum())
+    out["plain_share"] = n_plain / n
+    out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
+                        if in_dict is not None and n_plain >= 30 else None)
+    if in_dict is not None:
+        stop = _TABLE.stop_flags(lang, lows, js.stopwords(lang))
+        out["stop_share"] = int(stop.sum()) / n
+        content = (in_dict == 1) & (_TABLE.low_len[lows] > 2) & ~stop
+        out["stuffing"] = js.stuffing(lows, content)
+    else:
+        out["stop_share"] = out["stuffing"] = None
+    out["rep_ngram_share"] = js.rep_ngram_share(lows)
+    out["stamped_share"] = js.stamped_share(lines)
+    out["line_start_variety"] = js.line_start_variety(lines)
     distinct = len(np.unique(lows))
     # lower-cased tokens of 3+ characters (the original token's length) and their counts
     uniq, counts = np.unique(lows[size > 2], return_counts=True)

@@ -10,7 +10,8 @@
 ``mix.regmix`` in ``params.yaml`` (``--params``), then command-line flags. Proxy runs are cached under ``--cache``
 (default: ``<output dir>/proxies``) so an interrupted search resumes without retraining.
 
-Targets: ``mix.target_domains`` (``[]`` = every domain not in ``mix.garbage_domains``) define the
+Targets: ``mix.target_domains`` (``[]`` = every domain not in ``mix.garbage_domains`` nor judged garbage by
+the curation, pools.json ``garbage_domains``) define the
 RegMix target and the ablation's average (:mod:`mix.targets`). RegMix's epoch caps are for the
 final run: ``pack.tokens`` and ``pack.max_epochs`` of the same params file (flags override).
 The ablation scores on the pools' evaluation split with seeds no search uses.
@@ -31,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from corpusmix.config import ConfigError, add_config_args, load_params
+from corpusmix.logging import get_logger
 from mix.presets import DEFAULT_PRESET, resolve
+
+log = get_logger("mix.cli")
 
 METHODS = ("doremi", "regmix", "uniform", "natural", "manual")
 # where the pipeline (dvc.yaml) writes the searches' mixtures; mix.select.<method> or a flag overrides
@@ -62,12 +66,14 @@ def check_mix_keys(params: dict[str, Any]) -> None:
         raise ConfigError(f"unknown parameter(s) {unknown} in mix; valid: {sorted(k for k in MIX_KEYS if k != 'presets')}")
 
 
-def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Namespace | None = None) -> list[str]:
+def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Namespace | None = None,
+                pools_dir: str | Path | None = None) -> list[str]:
     """The target domains (:mod:`mix.targets`): ``--target-domains`` / ``--garbage-domains`` when
     given, else ``mix.target_domains`` (or the older ``mix.regmix.target_domains``) and
-    ``mix.garbage_domains`` of params."""
+    ``mix.garbage_domains`` of params; plus, as garbage, the domains the curation judged mostly
+    garbage (``pools_dir``'s pools.json), unless named as targets."""
     from corpusmix.config import config_from
-    from mix.targets import TargetConfig, resolve_targets
+    from mix.targets import TargetConfig, flagged_garbage, resolve_targets
 
     data = {"target_domains": list(params.get("target_domains") or (params.get("regmix") or {}).get("target_domains")
                                    or []),
@@ -77,10 +83,13 @@ def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Names
     if absent and getattr(args, "garbage_domains", None) is not None:  # typed on the command line: a typo
         raise ConfigError(f"--garbage-domains names domain(s) {absent} that are not in the pools {sorted(domains)}")
     if absent:  # from params: curation may have emptied a garbage domain, so only a warning
-        from corpusmix.logging import get_logger
-
-        get_logger("mix.cli").warning("garbage domain(s) not in the pools, nothing to leave out",
-                                      extra={"data": {"absent": absent, "pools": sorted(domains)}})
+        log.warning("garbage domain(s) not in the pools, nothing to leave out",
+                    extra={"data": {"absent": absent, "pools": sorted(domains)}})
+    judged = [d for d in (flagged_garbage(pools_dir) if pools_dir else []) if d not in cfg.target_domains]
+    overridden = sorted(set(flagged_garbage(pools_dir) if pools_dir else []) & set(cfg.target_domains))
+    if overridden:
+        log.warning("target named although the curation judged it garbage", extra={"data": {"domains": overridden}})
+    cfg.garbage_domains = sorted(set(cfg.garbage_domains) | set(judged))
     return resolve_targets(domains, cfg)
 
 
@@ -90,7 +99,8 @@ def _target_args(p: argparse.ArgumentParser, *, targets: bool = True) -> None:
         p.add_argument("--target-domains", default=None,
                        help="comma-separated target domains (default: mix.target_domains; [] = all but garbage)")
     p.add_argument("--garbage-domains", default=None,
-                   help="comma-separated domains that are never a target (default: mix.garbage_domains)")
+                   help="comma-separated domains that are never a target (default: mix.garbage_domains, plus the "
+                        "domains the curation judged mostly garbage)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -132,7 +142,7 @@ def cmd_doremi(args: argparse.Namespace) -> int:
         cfg.validate()
         from mix.proxy import pool_domains
 
-        targets = targets_for(params, list(pool_domains(args.input)), args)
+        targets = targets_for(params, list(pool_domains(args.input)), args, pools_dir=args.input)
         res = run_doremi(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -198,7 +208,7 @@ def cmd_regmix(args: argparse.Namespace) -> int:
     _refuse_foreign(report, ("fit", "search"), "a RegMix fit report", "--report")
     try:
         cfg.validate()
-        targets = targets_for(params, list(pool_domains(args.input)), args)
+        targets = targets_for(params, list(pool_domains(args.input)), args, pools_dir=args.input)
         res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -311,7 +321,7 @@ def cmd_ablation(args: argparse.Namespace) -> int:
             raise ConfigError(f"--mixture {spec!r}: use NAME=FILE, or the built-ins natural / uniform")
     if args.avg_over and args.target_domains is None:
         args.target_domains = args.avg_over
-    avg_over = targets_for(params, list(tokens), args)
+    avg_over = targets_for(params, list(tokens), args, pools_dir=args.input)
     try:
         rep = run_ablation(args.input, mixtures, pcfg, seeds=ablation_seeds(args.seeds), cache_dir=cache,
                            workers=args.workers, domains_for_avg=avg_over, eval_split=args.split)

@@ -6,16 +6,19 @@ is scored the same way everywhere::
     from mix.targets import TargetConfig, resolve_targets
     targets = resolve_targets(domains, TargetConfig(target_domains=[], garbage_domains=["noise"]))
 
-A garbage domain (named in ``mix.garbage_domains``; the demo names its planted ``noise`` domain)
-is never a target: its own validation loss falls as its weight rises (learnable spam, tables and blobs are
-easy to fit), so an objective that includes it rewards garbage. Naming a domain in both lists is an
-error (remove it from one of them).
+A garbage domain (named in ``mix.garbage_domains``, or judged mostly garbage by the curation's
+domain verdict and listed in the pools' ``garbage_domains``: :func:`flagged_garbage`) is never a
+target: its own validation loss falls as its weight rises (learnable spam, tables and blobs are easy
+to fit), so an objective that includes it rewards garbage. Naming a domain in both user lists is an
+error; naming a domain the curation judged garbage as a target overrides the verdict (logged).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
@@ -53,3 +56,12 @@ def resolve_targets(domains: Sequence[str], cfg: TargetConfig) -> list[str]:
         raise ConfigError(f"every domain of {domains} is marked as garbage; name the targets in "
                           "mix.target_domains")
     return targets
+
+
+def flagged_garbage(pools_dir: str | Path) -> list[str]:
+    """The domains the curation judged mostly garbage (``pools.json`` ``garbage_domains``, from the
+    curated folder's ``domain_verdicts.json``); [] for pools built without verdicts."""
+    p = Path(pools_dir) / "pools.json"
+    if not p.is_file():
+        return []
+    return list(json.loads(p.read_text()).get("garbage_domains") or [])

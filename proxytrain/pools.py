@@ -184,11 +184,18 @@ def build_pools(curated_dir: str | Path, tokenizer_path: str | Path, output_dir:
                       "split_tokens": {"train": int(idx[cut_val]), "val": int(idx[cut_eval] - idx[cut_val]),
                                        "eval": int(idx[m["docs"]] - idx[cut_eval])},
                       "dropped": m.get("dropped", {})}
+    verdicts = Path(curated_dir) / "domain_verdicts.json"  # the curation's domain verdicts (curate.calibrate)
+    judged = json.loads(verdicts.read_text()) if verdicts.is_file() else {}
+    for d, v in (judged.get("domain_verdicts") or {}).items():
+        if d in domains:
+            domains[d]["verdict"] = v.get("verdict")
     pools = {
         "version": POOLS_VERSION, "tokenizer_sha256": tok_sha, "vocab_size": tok.get_vocab_size(),
         "dtype": token_dtype(tok.get_vocab_size()).name, "val_fraction": cfg.val_fraction,
         "eval_fraction": cfg.eval_fraction, **{f"{k}_id": v for k, v in special_ids(tok).items()},
         "domains": domains,
+        # judged mostly garbage by the curation: never a mixture target by default (mix.targets)
+        "garbage_domains": sorted(d for d in judged.get("garbage_domains") or [] if d in domains),
     }
     for d, m in pools["domains"].items():
         if m["docs"] == 0:

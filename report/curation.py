@@ -177,6 +177,14 @@ def _domain_decisions(st: Mapping[str, Any], label: str) -> list[Table]:
                          [[d, v.get("docs_in"), v.get("kept"), v.get("kept_share"), _cell(v.get("top_reasons") or {})]
                           for d, v in doms.items() if isinstance(v, Mapping)],
                          "Per input domain, every step included (read, language ID, filters, dedup, ...)."))
+    verdicts = st.get("domain_verdicts")
+    if isinstance(verdicts, Mapping) and verdicts:
+        out.append(Table(f"Domain verdicts ({label})", ["domain", "junk share", "verdict", "why"],
+                         [[d, v.get("junk_share"), v.get("verdict"), v.get("why")]
+                          for d, v in verdicts.items() if isinstance(v, Mapping)],
+                         "Share of each domain's sampled documents that fail the garbage detectors (fixed "
+                         "thresholds, not fitted on the domain); a domain judged garbage is never a mixture target.",
+                         alert=any(isinstance(v, Mapping) and v.get("verdict") == "garbage" for v in verdicts.values())))
     guard = st.get("guard")
     if isinstance(guard, list) and guard:
         out.append(Table(f"Guard: one rule removed a large share of a domain ({label})",

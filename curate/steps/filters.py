@@ -63,15 +63,47 @@ class FilterConfig:
     garbage_min_word_order_long: float = field(default=0.1, metadata={
         "help": "auto: the same bar for documents with word_order_long_pairs scored pairs or more"})
     word_order_long_pairs: int = 50
+    word_order_min_pairs: int = field(default=30, metadata={
+        "help": "auto: scored word pairs a document needs before the word-order rule judges it"})
     garbage_max_boilerplate_share: float = field(default=0.6, metadata={
         "help": "auto: drop an 8+ segment document whose short segments are mostly frequent across the corpus"})
     boilerplate_min_docs: int = field(default=5, metadata={
         "help": "auto: a short segment (line, menu item) is boilerplate when this many sampled docs hold it"})
     word_order_vocab: int = field(default=300, metadata={"help": "auto: frequent words of the word-order model"})
+    garbage_max_oov_share: float = field(default=0.35, metadata={
+        "help": "auto: drop when this share of the lower-case words (3+ letters; 30+ of them) is not in the "
+                "language's dictionary (OCR noise, invented words)"})
+    oov_min_plain_share: float = field(default=0.3, metadata={
+        "help": "auto: ... in running text: lower-case words are at least this share of the tokens (not code)"})
+    garbage_min_function_words: float = field(default=0.1, metadata={
+        "help": "auto: drop a text of dictionary words (80 percent or more) whose share of the language's 100 most frequent "
+                "words is below this (words without grammar: lorem ipsum in English words, word lists)"})
+    function_words_min_words: int = 30
+    garbage_max_mojibake: float = field(default=1.0, metadata={
+        "help": "auto: drop when ftfy's mojibake sequences + U+FFFD per 1,000 characters exceed this after repair"})
+    garbage_max_stuffing: float = field(default=0.3, metadata={
+        "help": "auto: keyword stuffing: the top 3 content words' share of content words above this ..."})
+    garbage_max_rep_ngrams: float = field(default=0.5, metadata={
+        "help": "auto: ... and this share of tokens in repeated 5-grams"})
+    garbage_max_stamped_lines: float = field(default=0.5, metadata={
+        "help": "auto: machine output: share of lines (8+) with a timestamp in their first 40 characters"})
+    garbage_min_line_start_variety: float = field(default=0.2, metadata={
+        "help": "auto: machine output: distinct line starts (first 2 tokens) per line (8+ lines) below this"})
+    pseudo_min_words: int = field(default=25, metadata={"help": "auto: words a document needs for the pseudo-language rule"})
+    pseudo_min_lid: float = field(default=0.2, metadata={
+        "help": "auto: language-ID score of the other language from which the pseudo-language rule judges"})
+    garbage_min_domain_dict_share: float = field(default=0.5, metadata={
+        "help": "auto: pseudo-language: dictionary share in the domain's language below this, and not a "
+                "language of its own (LID label without a dictionary, or below this in that language)"})
     # -- profile auto: per-domain outliers ---------------------------------------------------------
     outlier_k: float = field(default=5.0, metadata={"help": "auto: robust z (scaled MADs) of an outlier"})
     outlier_min_spread: float = field(default=0.1, metadata={
         "help": "auto: smallest spread (scale units) so that a near-constant statistic is not a hair trigger"})
+    domain_max_junk_share: float = field(default=0.4, metadata={
+        "help": "auto: a domain whose sampled documents fail the garbage detectors at this share or more is "
+                "judged garbage (calibration.json, stats.json, report; never a mixture target)"})
+    verdict_min_docs: int = field(default=5, metadata={
+        "help": "auto: fewer sampled documents: the domain's verdict is 'unknown'"})
     min_domain_docs: int = field(default=50, metadata={
         "help": "auto: fewer sampled docs: no outlier rules for the domain (garbage rules only)"})
     gopher_repetition: bool = field(default=True, metadata={"help": "apply Gopher repetition rules"})

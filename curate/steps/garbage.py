@@ -86,7 +86,10 @@ class CalibratedFilter(CurationStep):
     def measure(self, doc: Document, dom: dict[str, Any] | None = None) -> dict[str, float | None]:
         """``doc_stats`` of the document (memoised: the calibration measures the sampled documents,
         the run measures them again with the same model; the returned dict is read only)."""
-        lang = self._language(doc, dom)
+        return self.measure_lang(doc, self._language(doc, dom))
+
+    def measure_lang(self, doc: Document, lang: str) -> dict[str, float | None]:
+        """``doc_stats`` of the document in language ``lang`` (memoised like :meth:`measure`)."""
         key = (text_key(doc.text), lang, self._model_key)
         stats = _STATS.get(key)
         if stats is None:
@@ -107,12 +110,53 @@ class CalibratedFilter(CurationStep):
         if s["n_lines"] >= 10 and s["words_per_line"] < c.garbage_min_words_per_line:
             return "garbage:word_list"
         wo = s["word_order"]
-        if wo is not None and (wo < c.garbage_min_word_order or (
+        if wo is not None and s["word_pairs"] >= c.word_order_min_pairs and (wo < c.garbage_min_word_order or (
                 wo < c.garbage_min_word_order_long and s["word_pairs"] >= c.word_order_long_pairs)):
             return "garbage:word_salad"  # long documents: the mean is precise enough for a higher bar
+        sw = s.get("stop_share")
+        if (sw is not None and s["n_words"] >= c.function_words_min_words and sw < c.garbage_min_function_words
+                and (s["dict_share"] or 0.0) >= 0.8):
+            return "garbage:no_function_words"  # dictionary words without grammar: drawn at random
         if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
             return "garbage:boilerplate"
+        oov = s.get("oov_share")
+        if oov is not None and oov > c.garbage_max_oov_share and s["plain_share"] >= c.oov_min_plain_share:
+            return "garbage:misspelt"
+        if s.get("mojibake", 0.0) > c.garbage_max_mojibake:
+            return "garbage:mojibake"
+        st, rep = s.get("stuffing"), s.get("rep_ngram_share")
+        if st is not None and rep is not None and st > c.garbage_max_stuffing and rep > c.garbage_max_rep_ngrams:
+            return "garbage:keyword_stuffing"
+        sl, var = s.get("stamped_share"), s.get("line_start_variety")
+        if (sl is not None and sl > c.garbage_max_stamped_lines) or (
+                var is not None and var < c.garbage_min_line_start_variety):
+            return "garbage:machine_output"
         return None
+
+    def pseudo_language(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
+                        c: Any) -> bool:
+        """Not the domain's language, and not words of the language it resembles either: lorem
+        ipsum, invented words. (A real foreign document has its own language's words.)"""
+        dlang = (dom or {}).get("language") or c.language
+        label = doc.metadata.get("lang")
+        if not label or label == dlang:
+            return False  # language ID sees the domain's language: judged by garbage:not_words
+        if (s.get("n_words") or 0) < c.pseudo_min_words or (doc.metadata.get("lang_score") or 0.0) < c.pseudo_min_lid:
+            return False  # a few words (a headword, a one-liner) resemble any language by chance
+        bar = c.garbage_min_domain_dict_share
+        d_dom = self.measure_lang(doc, dlang).get("dict_share")
+        if d_dom is None or d_dom >= bar:
+            return False
+        d_own = self.measure_lang(doc, label).get("dict_share")
+        return d_own is None or d_own < bar
+
+    def doc_garbage(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
+                    name: str) -> str | None:
+        """The stage-1 reason of a document (the domain-independent detectors), or None."""
+        reason = self.garbage_reason(s, name)
+        if reason is None and self.pseudo_language(doc, s, dom, self._by_domain.get(name, self.cfg)):
+            return "garbage:pseudo_language"
+        return reason
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not self.calibrated:
@@ -121,7 +165,7 @@ class CalibratedFilter(CurationStep):
         name = doc.metadata.get("domain") or "unknown"
         dom = self.domains.get(name)
         s = self.measure(doc, dom)
-        reason = self.garbage_reason(s, name)
+        reason = self.doc_garbage(doc, s, dom, name)
         if reason:
             return False, reason
         for stat, (lo, hi) in ((dom or {}).get("thresholds") or {}).items():

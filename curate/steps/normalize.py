@@ -1,4 +1,4 @@
-"""Text normalisation step: Unicode NFC, control characters stripped, optional ftfy repair.
+"""Text normalisation step: mojibake repaired (ftfy), Unicode NFC, control characters stripped.
 
 Runs first in ``corpusmix curate run`` and alone as ``corpusmix curate normalize --input F --output F``.
 Tab, newline and carriage return are kept (``\\r\\n`` and lone ``\\r`` become ``\\n``); every other
@@ -27,7 +27,28 @@ class NormalizeConfig:
     nfc: bool = field(default=True, metadata={"help": "Unicode NFC normalisation"})
     strip_control: bool = field(default=True, metadata={"help": "remove control characters except tab/newline"})
     newlines: bool = field(default=True, metadata={"help": "\\r\\n and \\r become \\n"})
-    ftfy: bool = field(default=False, metadata={"help": "repair mojibake with ftfy (slow)"})
+    repair_mojibake: bool = field(default=True, metadata={
+        "help": "ftfy.fix_encoding on texts that ftfy's badness measure flags (non-ASCII texts only)"})
+    ftfy: bool = field(default=False, metadata={"help": "ftfy.fix_text on every text: every fix of ftfy (slow)"})
+
+
+def repair_mojibake(text: str) -> str:
+    """``ftfy.fix_encoding`` when ftfy's badness regex finds a mojibake sequence, else ``text``.
+
+    Only the encoding fixes (wrong codec, C1 controls, lossy sequences), none of ftfy's other
+    rewrites (quotes, ligatures, widths stay as they are); ftfy changes a text only when the fix
+    is less "bad" than the input, so text that merely looks odd (box drawings) is left alone.
+    Runs before control characters are stripped: the C1 bytes of Latin-1 mojibake are its clue."""
+    from curate.junkstats import MOJIBAKE_CHARS, MOJIBAKE_PREFIX
+
+    # the first 32 KiB decide (mojibake runs through a text; the scan of a huge text stays bounded)
+    head = text[:MOJIBAKE_PREFIX]
+    if MOJIBAKE_CHARS.search(head) is None:
+        return text  # only typographic punctuation outside ASCII: no single-byte mojibake possible
+    from ftfy import fix_encoding
+    from ftfy.badness import is_bad
+
+    return fix_encoding(text) if is_bad(head) else text
 
 
 def normalize_text(text: str, cfg: NormalizeConfig) -> str:
@@ -35,6 +56,8 @@ def normalize_text(text: str, cfg: NormalizeConfig) -> str:
         import ftfy
 
         text = ftfy.fix_text(text, normalization="NFC" if cfg.nfc else None)
+    elif cfg.repair_mojibake and not text.isascii():
+        text = repair_mojibake(text)
     if cfg.newlines and "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if cfg.strip_control and _HAS_CONTROL.search(text) is not None:

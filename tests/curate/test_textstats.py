@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from curate import junkstats as js
 from curate import textstats as ts
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
@@ -55,6 +56,59 @@ def reference_is_dict_token(tok: str, words: frozenset[str], short: frozenset[st
     return ts._core_in_dict(tok.strip(ts._EDGE_PUNCT).lower(), words, short)
 
 
+def reference_mojibake(text: str) -> float:
+    from ftfy.badness import BADNESS_RE
+
+    head = text[:js.MOJIBAKE_PREFIX]
+    if head.isascii() or not js.MOJIBAKE_CHARS.search(head):
+        return 0.0
+    return 1000.0 * (len(BADNESS_RE.findall(head)) + head.count("\ufffd") + js.mixed_tokens(head)) / max(1, len(head))
+
+
+def reference_stuffing(tokens: list[str], lang: str | None, d) -> float | None:
+    if d is None:
+        return None
+    stop = js.stopwords(lang)
+    content = [t.lower() for t in tokens
+               if len(t) > 2 and reference_is_dict_token(t, *d) and t.lower() not in stop]
+    if len(content) < 40:
+        return None
+    return sum(c for _, c in Counter(content).most_common(3)) / len(content)
+
+
+def reference_rep_ngrams(lows: list[str], n: int = 5) -> float | None:
+    if len(lows) < 40:
+        return None
+    grams = [tuple(lows[i:i + n]) for i in range(len(lows) - n + 1)]
+    counts = Counter(grams)
+    covered = set()
+    for i, g in enumerate(grams):
+        if counts[g] >= 2:
+            covered.update(range(i, i + n))
+    return len(covered) / len(lows)
+
+
+def reference_stamped(lines: list[str]) -> float | None:
+    if len(lines) < 8:
+        return None
+    head = lines[:js.MAX_LINES]
+    return sum(js._STAMP.search(ln[:40]) is not None for ln in head) / len(head)
+
+
+def reference_line_starts(lines: list[str]) -> float | None:
+    if len(lines) < 8:
+        return None
+    head = lines[:js.MAX_LINES]
+    starts = set()
+    for ln in head:
+        t = ln.split()
+        if len(t) > 1 and not any(c.isalnum() for c in t[0]):
+            t = [t[0] + " " + t[1]] + t[2:]
+        key = t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]
+        starts.add(re.sub(r"\d+", "0", key.lower()))
+    return len(starts) / len(head)
+
+
 def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None,
                     frequent: frozenset[str] | None) -> dict:
     tokens = text.split()
@@ -66,10 +120,13 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
                  "words_per_line": n / n_lines,
                  "line_punct_share": sum(ln.rstrip().endswith(ts._TERMINAL) for ln in lines) / n_lines,
                  "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
-                 "char_entropy": reference_entropy(text[:ts.COMPRESS_PREFIX])}
+                 "char_entropy": reference_entropy(text[:ts.COMPRESS_PREFIX]),
+                 "mojibake": reference_mojibake(text)}
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
-                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0)
+                   top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
+                   stuffing=None, rep_ngram_share=None, stamped_share=None, line_start_variety=None,
+                   oov_share=None, plain_share=0.0, stop_share=None)
         return out
     out["mean_word_len"] = sum(map(len, tokens)) / n
     out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
@@ -79,6 +136,17 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     else:
         hits = sum(len(t) for t in tokens if reference_is_dict_token(t, *d))
         out["dict_share"] = hits / sum(map(len, tokens))
+    plain = [t for t in tokens if len(t.strip(ts._EDGE_PUNCT)) > 2 and t.strip(ts._EDGE_PUNCT).isalpha()
+             and t.strip(ts._EDGE_PUNCT).islower()]
+    out["plain_share"] = len(plain) / n
+    out["oov_share"] = (sum(not reference_is_dict_token(t, *d) for t in plain) / len(plain)
+                        if d is not None and len(plain) >= 30 else None)
+    stop = js.stopwords(lang) if d is not None else None
+    out["stop_share"] = sum(t.lower() in stop for t in tokens) / n if stop is not None else None
+    out["stuffing"] = reference_stuffing(tokens, lang, d)
+    out["rep_ngram_share"] = reference_rep_ngrams([t.lower() for t in tokens])
+    out["stamped_share"] = reference_stamped(lines)
+    out["line_start_variety"] = reference_line_starts(lines)
     seen: set[str] = set()
     dup = 0
     for ln in lines:
@@ -111,7 +179,11 @@ def _texts() -> list[tuple[str, str]]:
         rows += [(r["text"], r["lang"]) for r in t[::7]]  # every 7th document of every file: ~1,000 texts
     edge = ["", " ", "\n\n\n", "a", "Ünïcödé  text\twith\u00a0spaces\u2003and İstanbul ǅ", "x " * 40,
             "menu · home | about » contact\n" * 12, "½ ² ³ 12,5 café\r\ncafé", "\x1c\x1dword\x1e\x1f",
-            "line one.\nline one.\nline two!\n" * 5, "The of the and of a to in " * 30]
+            "line one.\nline one.\nline two!\n" * 5, "The of the and of a to in " * 30,
+            "".join(f"2024-01-0{i % 9 + 1} 10:00:0{i % 10} INFO started worker {i}\n" for i in range(30)),
+            "Setting up libfoo (1.0) ...\nUnpacking libbar:amd64 ...\n" * 10, "cafÃ© MÃ¼nchen â€™ \ufffd " * 9,
+            "buy cheap watches online best cheap watches deals " * 12,
+            "ΓÇÿconfig.guessΓÇÖ and Б─≤-X LISTБ─≥ by Timo R√∂hling, not café or Привет " * 5]
     return rows + [(e, "en") for e in edge] + [(e, "xx") for e in edge[:4]]
 
 

@@ -1,5 +1,5 @@
 """Known-answer testbeds (mix/testbeds.py): built as documented, judged with the paired rules, and a
-small noise testbed end to end (slow): valid, and RegMix finds a mixture with little noise that
+small noise testbed end to end (slow): valid, and RegMix finds a mixture with under 0.05 noise that
 beats the natural mixture in every evaluation seed."""
 
 from __future__ import annotations
@@ -85,6 +85,6 @@ def test_small_noise_testbed_end_to_end(tmp_path):
     j = res["judged"]["regmix"]
     natural_noise = res["ablation"]["natural"]["weights"]["noise"]
     assert natural_noise > 0.7
-    # far less noise than uniform's 1/5, and lower loss than natural in every evaluation seed
-    assert j["junk_weight"] < 0.1, res["searches"]["regmix"]
+    # under the pre-registered junk limit, and lower loss than natural in every evaluation seed
+    assert j["junk_weight"] < 0.05, res["searches"]["regmix"]
     assert j["against"]["natural"]["wins"] == 3 and j["against"]["natural"]["mean_diff"] > 0

@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 import pandas as pd
 import pytest
+from scipy import stats
 
 from corpusmix.cli import main
 from mix.ablation import compare

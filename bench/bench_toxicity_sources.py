@@ -1,0 +1,133 @@
+"""Toxicity recall on toxic words from a list the step does not ship, and real documents flagged.
+
+The toxicity step (``curate.steps.toxicity``) matches the shipped LDNOOBW lists and scores with
+alt-profanity-check's linear model. Toxic documents here take their words from another maintained
+list, better-profanity's ``profanity_wordlist.txt`` (a dev dependency), split by a hash of the word
+into two halves (``dev``/``heldout``), each word inserted into real prose as it is or obfuscated:
+
+* ``plain``: the word; ``asterisk``: inner vowels as ``*`` (``f*ck``); ``leet``: a->4, e->3, i->1,
+  o->0, s->$ (``sh1t``); ``spaced``: letters separated by spaces; ``stretched``: a letter repeated.
+
+Each toxic document is 3-8 real sentences (from the English real domains of
+``bench/garbage_sources.py``) with 2-4 such words placed between words, or one templated insult.
+Real documents are those domains' documents. Reported: recall per variant and per half, recall of
+words that are / are not in the shipped list, and the share of real documents flagged per domain.
+
+Run (about a minute)::
+
+    .venv/bin/python bench/bench_toxicity_sources.py [--per-domain 150] [--toxic 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+VARIANTS = ("plain", "asterisk", "leet", "spaced", "stretched")
+LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "$"})
+INSULTS = ["You are such a {w}.", "Shut up, {w}!", "What a {w} you are, honestly.", "Nobody likes you, {w}."]
+
+
+def other_list() -> list[str]:
+    import better_profanity
+
+    p = Path(better_profanity.__file__).parent / "profanity_wordlist.txt"
+    return sorted({w.strip().lower() for w in p.read_text().splitlines() if w.strip().isalpha() and len(w) >= 3})
+
+
+def half(word: str) -> str:
+    return "dev" if int(hashlib.sha1(word.encode()).hexdigest()[:8], 16) % 2 == 0 else "heldout"
+
+
+def obfuscate(word: str, variant: str, rng: random.Random) -> str:
+    if variant == "asterisk":
+        inner = [i for i in range(1, len(word) - 1) if word[i] in "aeiou"] or [len(word) // 2]
+        i = rng.choice(inner)
+        return word[:i] + "*" + word[i + 1:]
+    if variant == "leet":
+        return word.translate(LEET)
+    if variant == "spaced":
+        return " ".join(word)
+    if variant == "stretched":
+        i = rng.randrange(len(word))
+        return word[:i] + word[i] * rng.randint(3, 5) + word[i + 1:]
+    return word
+
+
+def toxic_doc(words: list[str], variant: str, prose: list[str], rng: random.Random) -> str:
+    if rng.random() < 0.3:
+        return " ".join(rng.choice(INSULTS).format(w=obfuscate(rng.choice(words), variant, rng))
+                        for _ in range(rng.randint(1, 3)))
+    toks = " ".join(rng.choice(prose) for _ in range(rng.randint(3, 8))).split()
+    for _ in range(rng.randint(2, 4)):
+        toks.insert(rng.randrange(len(toks) + 1), obfuscate(rng.choice(words), variant, rng))
+    return " ".join(toks)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--per-domain", type=int, default=150)
+    ap.add_argument("--toxic", type=int, default=400, help="toxic documents per half and variant group")
+    ap.add_argument("--seed", type=int, default=44)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "bench_toxicity_sources.json"))
+    args = ap.parse_args()
+    from datatrove.data import Document
+    from garbage_sources import real_domains
+
+    from curate.steps.toxicity import ToxicityConfig, load_badwords, toxicity_steps
+
+    rng = random.Random(args.seed)
+    shipped = set(load_badwords()["en"])
+    words = other_list()
+    real: dict[str, list[str]] = {}
+    for split in ("dev", "heldout2"):
+        for dom, docs in real_domains(split).items():
+            docs = list(docs)
+            rng.shuffle(docs)
+            real[dom] = [t for t, _ in docs[:args.per_domain]]
+    prose = [s for d in ("literature", "news") for t in real.get(d, []) for s in re.split(r"(?<=[.!?])\s+", t)
+             if 5 <= len(s.split()) <= 40]
+    scorer, filt = toxicity_steps(ToxicityConfig())
+
+    def flagged(texts: list[str]) -> list[bool]:
+        docs = [Document(text=t, id=str(i), metadata={"lang": "en"}) for i, t in enumerate(texts)]
+        out = []
+        for k in range(0, len(docs), 64):
+            batch = docs[k:k + 64]
+            scorer.filter_batch(batch)
+            out += [filt.filter(d) is not True for d in batch]
+        return out
+
+    res: dict = {"real_flagged": {}, "recall": {}}
+    for dom, texts in sorted(real.items()):
+        f = flagged(texts)
+        res["real_flagged"][dom] = round(sum(f) / len(f), 4)
+    for split in ("dev", "heldout"):
+        pool = [w for w in words if half(w) == split]
+        for group, ws in (("not_shipped", [w for w in pool if w not in shipped]),
+                          ("shipped", [w for w in pool if w in shipped])):
+            for variant in VARIANTS:
+                texts = [toxic_doc(ws, variant, prose, rng) for _ in range(args.toxic // len(VARIANTS))]
+                f = flagged(texts)
+                res["recall"][f"{split}/{group}/{variant}"] = round(sum(f) / len(f), 4)
+    for split in ("dev", "heldout"):
+        vals = [v for k, v in res["recall"].items() if k.startswith(split + "/not_shipped")]
+        res[f"recall_{split}_not_shipped_mean"] = round(sum(vals) / len(vals), 4)
+    res["real_flagged_max"] = max(res["real_flagged"].values())
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

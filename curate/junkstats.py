@@ -1,0 +1,166 @@
+"""Statistics of the garbage kinds that the style statistics of ``curate.textstats`` do not see.
+
+Each is a property of the document alone, the same for every domain (no calibration), and cheap:
+numpy over the token ids that ``textstats.doc_stats`` already has, or one regex over a bounded
+prefix. Used by the ``auto`` filter profile (``curate.steps.garbage``); docs/curation.md lists the
+rules and why each library or measure was taken.
+
+* ``mojibake``: ftfy's badness measure (``ftfy.badness.badness``: character sequences that are
+  almost only ever produced by decoding text with the wrong codec) per 1,000 characters, plus
+  U+FFFD replacement characters (bytes a lossy decoder could not map). ASCII text has neither and
+  is not scanned. The normaliser repairs what ftfy can (``curate.steps.normalize``), so what this
+  measures after it is mojibake that could not be repaired.
+* ``stuffing``: share of a document's content words (dictionary words of its language that are not
+  among its 100 most frequent words) taken by its 3 most frequent content words. Keyword stuffing
+  repeats a few content words; running text of any register spreads them (Zipf's law on content
+  words); and ``rep_ngram_share``: share of tokens inside a 5-gram (lower-cased) that occurs twice or
+  more (the repeated phrases of templates and spun text; Gopher's duplicated-n-gram statistic).
+* ``stamped_share``: share of lines with a timestamp (clock time, ISO date, Unix epoch) in their
+  first 40 characters: log and trace lines; prose, lists, code and numbered clauses do not start
+  most of their lines with the time of day; ``line_start_variety``: distinct line starts (first two
+  tokens) per line: a program prints a few fixed phrases line after line ("Setting up ...",
+  "Unpacking ..."), people vary how lines begin.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+
+MOJIBAKE_PREFIX = 32_768  # characters scanned by ftfy's regex: the rate settles long before that
+MAX_LINES = 400  # lines looked at for stamped_share
+_DIGIT_RUN = re.compile(r"\d+")
+# a clock time, an ISO date or a Unix epoch (10 digits, optional fraction): what log and trace lines start with
+_STAMP = re.compile(r"(?<!\d)(?:\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}|1\d{9}(?:\.\d+)?)(?!\d)")
+
+
+@lru_cache(maxsize=16)
+def stopwords(lang: str) -> frozenset[str]:
+    """The 100 most frequent words of ``lang`` (wordfreq), lower-cased; empty without a list."""
+    import wordfreq
+
+    if lang not in wordfreq.available_languages():
+        return frozenset()
+    return frozenset(w.lower() for w in wordfreq.top_n_list(lang, 100))
+
+
+def mojibake_rate(text: str) -> float:
+    """Mojibake per 1,000 characters of the first MOJIBAKE_PREFIX: ftfy's badness sequences, U+FFFD,
+    and words that mix scripts or letters and symbols (:func:`mixed_tokens`)."""
+    head = text[:MOJIBAKE_PREFIX]
+    if head.isascii() or MOJIBAKE_CHARS.search(head) is None:
+        return 0.0
+    from ftfy.badness import badness
+
+    return 1000.0 * (badness(head) + head.count("\ufffd") + mixed_tokens(head)) / max(1, len(head))
+
+
+# what decoding UTF-8 with a single-byte codec (or lossily) always leaves: Latin-1 supplement and
+# Latin extended letters, Greek or Cyrillic, box drawing, U+FFFD. A text whose only non-ASCII
+# characters are typographic punctuation (’ “ ” – — …) cannot be such mojibake and is not scanned.
+MOJIBAKE_CHARS = re.compile("[\u0080-\u024f\u0370-\u04ff\u2500-\u259f\ufffd]")
+_SCRIPT_CACHE: dict[str, str] = {}
+_NON_ASCII_TOKEN = re.compile(r"[^\s]*[^\x00-\x7f][^\s]*")
+
+
+def _script(ch: str) -> str:
+    """A letter's script (first word of its Unicode name: LATIN, CYRILLIC, GREEK, ...), 'SYM' for a
+    symbol (box drawing, math, currency), '' for anything else."""
+    got = _SCRIPT_CACHE.get(ch)
+    if got is None:
+        import unicodedata
+
+        cat = unicodedata.category(ch)
+        if cat.startswith("L"):
+            got = (unicodedata.name(ch, "") or "?").split(" ", 1)[0]
+        elif cat in ("So", "Sm", "Sc"):  # not Sk: modifier accents mark pronunciations ("hak´r")
+            got = "SYM"
+        else:
+            got = ""
+        if len(_SCRIPT_CACHE) < 100_000:
+            _SCRIPT_CACHE[ch] = got
+    return got
+
+
+def mixed_tokens(text: str) -> int:
+    """Non-ASCII words whose letters come from two scripts ("ΓÇÿconfig", "Б─≤"), or with a symbol
+    between letters ("R√∂hling"): what decoding UTF-8 with a single-byte codec that ftfy does not
+    undo (cp437, mac_roman, koi8-r, ...) leaves. Real words keep to one script."""
+    n = 0
+    for tok in _NON_ASCII_TOKEN.findall(text):  # one C-level scan: ASCII tokens never mix scripts
+        kinds = {_script(c) for c in tok if not c.isascii() or c.isalpha()}
+        kinds.discard("")
+        letters = kinds - {"SYM"}
+        if len(letters) > 1 or (letters and "SYM" in kinds and _symbol_inside(tok)):
+            n += 1
+    return n
+
+
+def _symbol_inside(tok: str) -> bool:
+    """A symbol with a letter on each side somewhere in ``tok`` (not a leading or trailing sign)."""
+    core = tok.strip("\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+")
+    return any(_script(c) == "SYM" and core[:i].strip() and any(x.isalpha() for x in core[:i])
+               and any(x.isalpha() for x in core[i + 1:]) for i, c in enumerate(core))
+
+
+def stuffing(lows: np.ndarray, content: np.ndarray) -> float | None:
+    """Share of the content tokens taken by the 3 most frequent content words (None: < 40 of them)."""
+    ids = lows[content]
+    if len(ids) < 40:
+        return None
+    counts = np.unique(ids, return_counts=True)[1]
+    if len(counts) > 3:
+        counts = np.partition(counts, len(counts) - 3)[-3:]
+    return float(counts.sum()) / len(ids)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def rep_ngram_share(lows: np.ndarray, n: int = 5) -> float | None:
+    """Share of tokens covered by an n-gram of lower-cased tokens that occurs 2+ times (None: < 40 tokens)."""
+    m = len(lows) - n + 1
+    if len(lows) < 40 or m < 2:
+        return None
+    x = lows.astype(np.uint64)
+    h = np.zeros(m, np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(n):
+            h = h * _MIX + x[k:k + m] + np.uint64(k + 1)
+    _, inv, counts = np.unique(h, return_inverse=True, return_counts=True)
+    rep = counts[inv] >= 2
+    if not rep.any():
+        return 0.0
+    cover = np.zeros(len(lows), bool)
+    for k in range(n):
+        cover[k:k + m] |= rep
+    return float(cover.mean())
+
+
+def stamped_share(lines: list[str]) -> float | None:
+    """Share of lines (8+ lines; the first MAX_LINES) with a timestamp in their first 40 characters."""
+    if len(lines) < 8:
+        return None
+    head = lines[:MAX_LINES]
+    search = _STAMP.search
+    return sum(search(ln, 0, 40) is not None for ln in head) / len(head)
+
+
+def line_start_variety(lines: list[str]) -> float | None:
+    """Distinct line starts (the first token, and the second when it is a word; lower-cased, digit
+    runs as 0) per line (8+ lines; the first MAX_LINES): a program prints a few fixed phrases line
+    after line, with varying arguments."""
+    if len(lines) < 8:
+        return None
+    head = lines[:MAX_LINES]
+    sub = _DIGIT_RUN.sub
+    starts = set()
+    for ln in head:
+        t = ln.split(None, 3)
+        if len(t) > 1 and not any(c.isalnum() for c in t[0]):
+            t = [t[0] + " " + t[1], *t[2:]]  # a bullet ("*", "--") is not a start of its own
+        # the second token only when it is a word: "Unpacking libfoo:amd64" and "Unpacking libbar" agree
+        starts.add(sub("0", (t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]).lower()))
+    return len(starts) / len(head)
