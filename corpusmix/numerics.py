@@ -93,9 +93,10 @@ def is_x86_64() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def mode() -> str:
+def mode(environ: dict[str, str] | None = None) -> str:
     """``reproducible`` or ``fast`` (``CORPUSMIX_NUMERICS``); anything else is reproducible, with a warning."""
-    value = os.environ.get(MODE_ENV, "reproducible").strip().lower() or "reproducible"
+    env = os.environ if environ is None else environ
+    value = env.get(MODE_ENV, "reproducible").strip().lower() or "reproducible"
     return value if value in MODES else "reproducible"
 
 
@@ -120,10 +121,9 @@ def configure(environ: dict[str, str] | None = None) -> dict[str, Any]:
         _note("warning", f"{MODE_ENV}={raw!r} is not one of {list(MODES)}; using reproducible", {})
     flags = cpu_flags() if is_x86_64() else None
     at_reference = is_x86_64() and flags is not None and REFERENCE_FLAGS <= flags
-    lowered: list[str] = []
     for var in _LEVELS:
-        lowered += _check_var(env, var, flags)
-    if mode() == "reproducible" and is_x86_64():
+        _check_var(env, var, flags)
+    if mode(env) == "reproducible" and is_x86_64():
         if not at_reference:
             _note("warning", f"this CPU is below the reference ISA {REFERENCE} (AVX2 + FMA) or its flags are "
                   "unreadable: numbers computed here differ from runs on reference CPUs (e.g. the committed "
@@ -139,29 +139,26 @@ def configure(environ: dict[str, str] | None = None) -> dict[str, Any]:
             env[_OPENBLAS[0]] = _OPENBLAS[1]
             _numpy_cap(env)
     _STATE.clear()
-    _STATE.update({"mode": mode(), "reference": REFERENCE if is_x86_64() else None,
-                   "at_reference": bool(at_reference and mode() == "reproducible"),
+    _STATE.update({"mode": mode(env), "reference": REFERENCE if is_x86_64() else None,
+                   "at_reference": bool(at_reference and mode(env) == "reproducible"),
                    "settings": {k: env[k] for k in (*_LEVELS, _MKL_CAP, _OPENBLAS[0], _NUMPY) if k in env}})
     if "torch" in sys.modules or "numpy" in sys.modules:
         _STATE["late"] = sorted(m for m in ("torch", "numpy") if m in sys.modules)
     return state()
 
 
-def _check_var(env: dict[str, str], var: str, flags: frozenset[str] | None) -> list[str]:
+def _check_var(env: dict[str, str], var: str, flags: frozenset[str] | None) -> None:
     """Remove a setting that forces an ISA this CPU lacks (it would crash or be ignored)."""
     value = env.get(var)
     if value is None or not is_x86_64():
-        return []
+        return
     if _rank(_LEVELS[var][1], value) is None:
         _note("warning", f"{var}={value!r} is not a known level ({', '.join(_LEVELS[var][1])}); removed", {})
         del env[var]
-        return [var]
-    if not _supported(var, value, flags):
+    elif not _supported(var, value, flags):
         _note("warning", f"{var}={value!r} asks for instructions this CPU lacks; removed, the library picks what "
               "this CPU has", {})
         del env[var]
-        return [var]
-    return []
 
 
 def _cap(env: dict[str, str], var: str, ref: str, levels: tuple[str, ...], set_default: bool = True) -> bool:
