@@ -28,7 +28,7 @@ LOCK_DIR = ROOT / "requirements"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 
-def _norm(name: str) -> str:
+def norm_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -45,7 +45,7 @@ def lock_pins(path: Path) -> dict[str, str]:
     for line in path.read_text().splitlines():
         m = _PIN.match(line.strip())
         if m:
-            pins[_norm(m.group(1))] = m.group(2)
+            pins[norm_name(m.group(1))] = m.group(2)
     return pins
 
 

@@ -9,11 +9,14 @@
 #   LOCK=auto|none|FILE  auto: the lock for this build, Python and platform; none: the ranges of pyproject.toml
 #                        (pip picks the newest allowed versions; the CPU build of torch still comes from
 #                        TORCH_INDEX); FILE: that lock
+#   LOCK_DIR=requirements  where the locks are;  DRY_RUN=1: say what would be installed, install nothing
 set -euo pipefail
 py="${1:?usage: scripts/install.sh VENV_PYTHON}"
 TORCH=${TORCH:-auto}
 TORCH_INDEX=${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
 LOCK=${LOCK:-auto}
+LOCK_DIR=${LOCK_DIR:-requirements}
+DRY_RUN=${DRY_RUN:-0}
 EXTRAS=${EXTRAS:-spark,dev}
 pip=("$py" -m pip install --disable-pip-version-check)
 say() { echo "setup: $*"; }
@@ -36,11 +39,11 @@ lock=""
 case "$LOCK" in
   none) say "LOCK=none: installing from the version ranges of pyproject.toml (not pinned)" ;;
   auto)
-    want="requirements/${build}-py${pyver}.lock"
+    want="$LOCK_DIR/${build}-py${pyver}.lock"
     glibc_ok=$("$py" -c "print(tuple(map(int, '$glibc'.split('.')[:2])) >= (2, 28))" 2>/dev/null || echo False)
     if [ -f "$want" ] && [ "$machine" = "x86_64" ] && [ "$glibc_ok" = "True" ]; then lock=$want
     else
-      have=$(cd requirements 2>/dev/null && ls ./*.lock 2>/dev/null | sed 's|^\./||' | tr '\n' ' ')
+      have=$( (cd "$LOCK_DIR" 2>/dev/null && ls ./*.lock 2>/dev/null | sed 's|^\./||' | tr '\n' ' ') || true)
       say "WARNING: no lock fits this machine (wanted $want for Linux x86_64 with glibc >= 2.28; this is" \
           "$machine, glibc $glibc, CPython ${pyver:0:1}.${pyver:1}; locks: ${have:-none}). Installing from the" \
           "version ranges of pyproject.toml instead: runs record their package versions (\"lock\": null in" \
@@ -53,7 +56,9 @@ esac
 if [ -n "$lock" ]; then
   n=$(grep -cE '^[A-Za-z0-9][A-Za-z0-9._-]*==' "$lock")
   torch_pin=$(grep -oE '^torch==[^ ]+' "$lock" || true)
-  say "installing $n pinned packages from $lock (hash-checked), ${torch_pin:-no torch pin} included"
+  src=""; [ "$build" = cpu ] && src=" from $TORCH_INDEX"
+  say "installing $n pinned packages from $lock (hash-checked), ${torch_pin:-no torch pin}$src included"
+  [ "$DRY_RUN" = 1 ] && exit 0
   if [ -n "$torch_pin" ]; then
     # torch alone first: only its lookup may use the CPU index (an unreachable index costs retries per package)
     tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
@@ -66,6 +71,7 @@ if [ -n "$lock" ]; then
   "$py" -m pip check >/dev/null || { echo "setup: error: the installed packages do not fit together" \
     "('$py -m pip check'); the lock may be stale: scripts/lock.sh" >&2; exit 1; }
 else
+  if [ "$DRY_RUN" = 1 ]; then say "would install corpusmix[$EXTRAS] from the ranges of pyproject.toml"; exit 0; fi
   if [ "$build" = cpu ] && ! "$py" -c "import torch" 2>/dev/null; then
     say "installing torch (CPU build) from $TORCH_INDEX"
     # only that index (and pip's find-links): another index would offer the CUDA build
