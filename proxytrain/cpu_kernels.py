@@ -281,7 +281,7 @@ void cm_rope(const float* __restrict x, int64_t xb, int64_t xs, int64_t xh,
 # target per CPU level (x86-64-v3 where the CPU has it, else the x86-64 baseline); the results are the same
 # bits for both targets (tests/proxytrain/test_cpu_kernels_isa.py). Fast builds: -march=native, contraction
 # and glibc's expf (vector libmvec when it links): faster, other bits on other CPUs.
-_COMMON = ["-O3", "-fno-math-errno", "-fopenmp-simd", "-shared", "-fPIC", "-std=c++17"]
+_COMMON = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-shared", "-fPIC", "-std=c++17"]
 _TARGETS = {"x86-64-v3": ["-march=x86-64-v3", "-mtune=generic"], "x86-64": ["-march=x86-64", "-mtune=generic"]}
 _REPRO = ["-ffp-contract=off"]
 _FAST_VARIANTS = (["-march=native", "-ffp-contract=fast", "-DCM_FAST", "-lmvec"],
