@@ -107,7 +107,7 @@ def list_input_files(path: str | Path) -> list[Path]:
 
 def check_inputs(files: list[Path], cfg: ReadConfig) -> None:
     """Fail before any work when a Parquet file lacks the text column, or when every input file is
-    malformed (none of the first ``SNIFF_RECORDS`` records of any JSONL file is usable); JSONL is
+    malformed (the first ``SNIFF_RECORDS`` records of every JSONL file are not JSON objects); JSONL is
     otherwise checked per record, and a file all of whose records are dropped is a warning (read time)."""
     jsonl = [f for f in files if not f.name.endswith(PARQUET_SUFFIXES)]
     if jsonl and len(jsonl) == len(files):
@@ -115,7 +115,7 @@ def check_inputs(files: list[Path], cfg: ReadConfig) -> None:
         if len(bad) == len(files):
             first, why = next(iter(bad.items()))
             raise ConfigError(f"every input file is malformed: none of the first {SNIFF_RECORDS} records of any of "
-                              f"the {len(files)} file(s) is a usable document (e.g. {str(first)!r}: {why}); "
+                              f"the {len(files)} file(s) is a JSON object (e.g. {str(first)!r}: {why}); "
                               "nothing written")
     for f in files:
         if f.name.endswith(PARQUET_SUFFIXES):
@@ -373,13 +373,19 @@ def _reasons(reasons: Counter) -> str:
     return ", ".join(f"{r}: {n}" for r, n in reasons.most_common())
 
 
+# what makes a file malformed (not JSON lines at all); a well-formed record dropped by policy
+# (missing id, empty text, ...) is a counted drop like any other
+MALFORMED = frozenset({"malformed_json", "invalid_utf8"})
+
+
 def sniff_unusable(path: Path, cfg: ReadConfig, n: int = SNIFF_RECORDS) -> str | None:
-    """Why none of the first ``n`` records of a JSONL file is usable, or None when one is (or it is empty)."""
+    """Why the first ``n`` records of a JSONL file are all malformed (:data:`MALFORMED`), or None when
+    one of them is a document or a well-formed record, or the file is empty."""
     reasons: Counter = Counter()
     gen = RecordReader(cfg)._read_unit(Unit(str(path)))
     try:
         for i, rec in enumerate(gen):
-            if not isinstance(rec, Drop):
+            if not isinstance(rec, Drop) or rec.reason not in MALFORMED:
                 return None
             reasons[rec.reason] += 1
             if i + 1 >= n:
