@@ -238,6 +238,8 @@ def tidy_tables(obj: Any, title: str) -> list[Table]:
     """
     tables: list[Table] = []
     flat: list[list[Any]] = []
+    if isinstance(obj, Mapping) and "environment" in obj:  # shown in the report's Environment section
+        obj = {k: v for k, v in obj.items() if k != "environment"}
 
     def visit(prefix: str, node: Any) -> None:
         if isinstance(node, Mapping):
