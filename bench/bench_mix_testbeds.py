@@ -14,8 +14,8 @@ Families (the domains and documents each testbed is built from):
   real domains from six languages of ``--source/multilingual``.
 
 Per testbed: RegMix (the library defaults of ``RegMixConfig`` with the micro preset's proxies and
-``num_proxies``) and DoReMi (``--doremi`` variants: ``paper`` with the natural and the uniform
-reference, ``tuned``), then the ablation of oracle, uniform, natural and every searched mixture
+``num_proxies``) and DoReMi (``--doremi`` arms VARIANT-REFERENCE, default ``paper`` with the
+``targets`` reference (the default) and with the ``natural`` one (the paper's baseline)), then the ablation of oracle, uniform, natural and every searched mixture
 with ``--seeds`` evaluation seeds (the tuned variant without its second-stage group sizing,
 ``max_group_size: 0``, to bound the cost), and the pre-registered pass rules of :func:`mix.testbeds.judge`.
 Work is cached under ``--work`` (a re-run reads finished proxies back). Prints one JSON line per
@@ -69,7 +69,7 @@ def main() -> int:
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--doremi", default="paper-natural,paper-uniform,tuned-natural",
+    ap.add_argument("--doremi", default="paper-targets,paper-natural",
                     help="DoReMi arms VARIANT-REFERENCE, comma-separated ('' = none)")
     ap.add_argument("--no-regmix", action="store_true")
     ap.add_argument("--regmix", default="{}", help="JSON of RegMixConfig overrides")

@@ -17,6 +17,12 @@ Data (real text, nothing from the project's own PII planter):
 * secrets: ``SecretPlanter`` values (AWS, GitHub, Slack, PEM private keys, JWTs, passwords in
   URLs and assignments) planted as code lines into the demo code documents.
 
+``--baseline REV`` (e.g. ``main``) adds the same-run speed comparison of this tree against REV's
+code: each runs in its own worker process (``bench/pii_detect_worker.py``, REV exported with
+``git archive``) on the same planted prose and code texts, chunk by chunk, alternating which goes
+first; both time ``PIIRedactor(PIIConfig()).detect`` with default settings (secrets on) and with
+secrets off. ``--speed-only`` skips the rest.
+
 Engines run ALTERNATELY chunk by chunk on the same texts (timings on these machines drift):
 anchor = presidio ``AnalyzerEngine`` with exactly our recognizers (``build_analyzer(part="all")``)
 on every whole text; ours = ``PIIRedactor.detect`` with secrets off (like for like); the secrets
@@ -42,6 +48,9 @@ sys.path.insert(0, str(ROOT))
 from corpusmix.paths import SHARED_CORPORA  # noqa: E402
 from curate.pii_metrics import IndependentPIISet, SecretPlanter, score_pii  # noqa: E402
 from curate.steps.pii import PATTERN_TYPES, PIIConfig, PIIRedactor, resolve_overlaps  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from pii_workers import Worker, export_revision  # noqa: E402
 
 SETS = {"prose": ("literature", "news", "legal", "reference", "quotes"), "code": ("code", "techdocs")}
 DIGIT_TYPES = ("PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE")
@@ -169,6 +178,32 @@ def secrets_eval(code_texts: list[str], ours: PIIRedactor) -> dict:
             "detections_on_unplanted_code_docs": fp, "code_docs": len(code_texts)}
 
 
+def same_run(sets: dict[str, list[str]], baseline: str, chunks: int) -> dict:
+    """Seconds of this tree's and ``baseline``'s ``detect`` on the same texts, alternating per chunk."""
+    workers = {"this tree": Worker(ROOT, "this tree"), baseline: Worker(export_revision(baseline), baseline)}
+    out: dict = {}
+    try:
+        for name, texts in sets.items():
+            for w in workers.values():
+                w.load(texts)
+            nbytes = sum(len(t.encode()) for t in texts)
+            bounds = [len(texts) * i // chunks for i in range(chunks + 1)]
+            for secrets in (True, False):
+                secs = dict.fromkeys(workers, 0.0)
+                order = list(workers)
+                for c in range(chunks):
+                    for k in (order if c % 2 == 0 else order[::-1]):
+                        secs[k] += workers[k].ask(op="time", lo=bounds[c], hi=bounds[c + 1], secrets=secrets)["seconds"]
+                key = f"{name}_{'with' if secrets else 'without'}_secrets"
+                out[key] = {"mb": round(nbytes / 1e6, 3),
+                            "mb_per_s_per_core": {k: round(nbytes / 1e6 / v, 3) for k, v in secs.items()},
+                            "speed_ratio_this_tree_vs_baseline": round(secs[baseline] / secs["this tree"], 3)}
+    finally:
+        for w in workers.values():
+            w.close()
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=float, default=0.4, help="MB of demo text per set")
@@ -176,7 +211,20 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=0.3, help="share of documents given PII")
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "pii.json"))
+    ap.add_argument("--baseline", default="", help="git revision to time in the same run (e.g. main)")
+    ap.add_argument("--speed-only", action="store_true", help="only the same-run speed comparison")
     args = ap.parse_args()
+    if args.baseline:
+        sets = {name: IndependentPIISet(seed=0).plant_corpus(load(domains, args.mb, args.shared_mb), rate=args.rate)[0]
+                for name, domains in SETS.items()}
+        speed = same_run(sets, args.baseline, args.chunks)
+        for k, v in speed.items():
+            print(f"{k}: {v['mb']} MB; MB/s per core {v['mb_per_s_per_core']}; "
+                  f"this tree / {args.baseline}: {v['speed_ratio_this_tree_vs_baseline']}x")
+        if args.speed_only:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps({"same_run": speed, "loadavg_1min": os.getloadavg()[0]}, indent=1))
+            return 0
     ours = PIIRedactor(PIIConfig(secrets=True))
     anchor = ours.engine("all")
     ours_pii = PIIRedactor(PIIConfig(secrets=False))
@@ -194,6 +242,8 @@ def main() -> int:
     results["clean_paragraphs"] = clean_fp(all_demo, ours)
     results["secrets"] = secrets_eval(load(("code",), args.mb * 2, 0.0), ours)
     results["loadavg_1min"] = [round(load1, 2), round(os.getloadavg()[0], 2)]
+    if args.baseline:
+        results["same_run"] = speed
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False))
     for name in SETS:

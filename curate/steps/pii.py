@@ -8,6 +8,10 @@ adds ``pii_spans`` (list of ``{start, end, type}`` on the ORIGINAL text) and ``p
 ``{type: n}``). Detected values never reach the logs: only types and counts are logged.
 Recognizers: presidio's for e-mail, IBAN, SSN, IP and libphonenumber phones, plus the card and
 context-phone recognizers of ``curate.steps.pii_recognizers``, all in one presidio registry.
+Numbers that are something else (dates, timestamps, versions, ISBNs, order ids, port ranges,
+hashes; ``curate.steps.pii_numbers``) are never redacted as phones or cards, and a run of digits
+without separators is a phone only next to a phone word; SSNs, cards and phones named by a word or
+a table column header come from ``curate.steps.pii_tables``.
 
 How it is fast without replacing presidio: a few compiled regexes scan the text for *candidates*
 (an ``@`` before a domain character, clusters of >= 7 digits joined by phone punctuation, dotted
@@ -46,7 +50,7 @@ from datatrove.data import Document
 from corpusmix.columns import LABELS
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
-from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT
+from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT, SSN_CONTEXT
 from curate.steps.pii_engine import build_analyzer, build_person_analyzer, offline_email_recognizer
 
 __all__ = ["ALL_TYPES", "PATTERN_TYPES", "PIIConfig", "PIIRedactor", "build_analyzer", "build_person_analyzer",
@@ -80,8 +84,67 @@ _SHAPES = (("US_SSN", re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}|\d{5}-\d{4}|\d{3}
            ("IP_ADDRESS", re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")),
            ("IBAN_CODE", re.compile(r"[A-Za-z]{2}\d{2}")))
 _AT = re.compile(r"@[\w.-]")
+_SPACE = re.compile(r"\s")
+_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")  # the last whitespace before a search's endpos
+_IBAN_TAIL = re.compile(r"(?:[ -]?[A-Za-z0-9]{1,4}){0,8}")
 _COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
 _PHONE_SCORE = 0.4  # presidio's PhoneRecognizer.SCORE
+_SSN_CONTEXT_SCORE = 0.6  # above any phone (0.45) and presidio's SSN pattern (0.5), below a card (1.0)
+_COLUMN_PHONE_SCORE = 0.46  # a phone under a phone column header (curate.steps.pii_tables)
+# which kinds of number (curate.steps.pii_numbers) a detection of each type is dropped over: a
+# run of digits without separators is a phone only next to a phone word, but may be a card, and a
+# Luhn-valid card with an issuer prefix after "ref." or "order" is still a card
+_NOT_PHONE = frozenset({"date", "timestamp", "version", "isbn", "doi", "id", "ref_number", "port_range", "hex",
+                        "decimal", "quantity", "bare_number"})
+_DROPPED_OVER = {"PHONE_NUMBER": _NOT_PHONE, "CREDIT_CARD": _NOT_PHONE - {"quantity", "bare_number", "ref_number"},
+                 "US_SSN": _NOT_PHONE - {"bare_number"}, "IP_ADDRESS": frozenset({"version"})}
+
+
+def _drop_other_numbers(found: list[tuple[int, int, str, float]],
+                        numbers: list[tuple[int, int, str]]) -> list[tuple[int, int, str, float]]:
+    """``found`` less the detections that overlap a number of another kind (a date, a version, an
+    id); context SSNs and column phones, named as such by the text, stay."""
+    merged = {t: _disjoint([(s, e) for s, e, k in numbers if k in kinds]) for t, kinds in _DROPPED_OVER.items()}
+    out = []
+    for f in found:
+        if f[2] in merged and not (f[2] == "US_SSN" and f[3] >= _SSN_CONTEXT_SCORE) \
+                and not (f[2] == "PHONE_NUMBER" and f[3] >= _COLUMN_PHONE_SCORE) and _overlaps(f, merged[f[2]]):
+            continue
+        out.append(f)
+    return out
+
+
+_TOKEN_START = re.compile(r"\S{0,64}\Z")
+_TOKEN_END = re.compile(r"\S{0,64}")
+
+
+def _token_regions(text: str, spans: list[tuple[int, int]], before: int = 24) -> list[tuple[int, int]]:
+    """``spans`` widened to their whitespace-delimited tokens (at most 64 characters more on each
+    side) and ``before`` characters to the left (a "version " or "ISBN " prefix), merged."""
+    out = []
+    for s, e in spans:
+        m = _TOKEN_START.search(text, max(0, s - 64), s)
+        s2 = m.start() if m else s
+        e2 = _TOKEN_END.match(text, e).end()  # type: ignore[union-attr]
+        out.append((max(0, s2 - before), e2))
+    return _disjoint(out)
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of ``spans`` as sorted, disjoint intervals."""
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _overlaps(span: tuple[int, int, str, float], merged: list[tuple[int, int]]) -> bool:
+    """Does ``span`` overlap one of the sorted disjoint ``merged`` intervals (binary search)?"""
+    i = bisect.bisect_right(merged, (span[1], -1)) - 1  # the last interval starting before span's end
+    return i >= 0 and merged[i][1] > span[0]
 
 
 @dataclass
@@ -103,6 +166,12 @@ class PIIConfig:
     card_context: list[str] = field(default_factory=lambda: list(CARD_CONTEXT), metadata={
         "help": "words that make a Luhn-valid 12-19 digit run with an unknown issuer a card number"})
     context_chars: int = field(default=40, metadata={"help": "how far before a number context words count"})
+    ssn_context: list[str] = field(default_factory=lambda: list(SSN_CONTEXT), metadata={
+        "help": "words that make a 9-digit number (separators optional) before which, or in whose table "
+                "column header, they stand an SSN"})
+    number_kinds: bool = field(default=True, metadata={
+        "help": "never redact dates, timestamps, versions, ISBN/ISSN/DOI, order ids, port ranges, hashes "
+                "as phone or card numbers (curate.steps.pii_numbers)"})
     secrets: bool = field(default=True, metadata={"help": "also redact secrets (API keys, tokens, private "
                                                           "keys, passwords) with detect-secrets"})
     other_columns: bool = field(default=True, metadata={"help": "also redact the other string columns "
@@ -124,12 +193,13 @@ class PIIConfig:
 def resolve_overlaps(spans: list[tuple[int, int, str, float]]) -> list[tuple[int, int, str]]:
     """Keep a non-overlapping subset: higher score first, then longer, then earlier."""
     kept: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for s, e, t, _ in sorted(spans, key=lambda x: (-x[3], -(x[1] - x[0]), x[0], x[2])):
-        if any(s < te and ts < e for ts, te in taken):
+    taken: list[tuple[int, int]] = []  # sorted, disjoint: one binary search per span
+    for s, e, t, _ in sorted(set(spans), key=lambda x: (-x[3], -(x[1] - x[0]), x[0], x[2])):
+        i = bisect.bisect_left(taken, (s, -1))
+        if (i < len(taken) and taken[i][0] < e) or (i > 0 and taken[i - 1][1] > s):
             continue
         kept.append((s, e, t))
-        taken.append((s, e))
+        taken.insert(i, (s, e))
     return sorted(kept)
 
 
@@ -145,9 +215,10 @@ def redact(text: str, spans: list[tuple[int, int, str]]) -> str:
 
 
 def _gaps(text: str, span: tuple[int, int], covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Parts of ``span`` outside the sorted ``covered`` spans that hold at least 7 digits."""
+    """Parts of ``span`` outside the sorted disjoint ``covered`` spans that hold at least 7 digits."""
     out, pos = [], span[0]
-    for s, e in covered + [(span[1], span[1])]:
+    first = max(0, bisect.bisect_right(covered, (span[0], -1)) - 1)  # earlier intervals end before span
+    for s, e in [*covered[first:bisect.bisect_left(covered, (span[1], -1))], (span[1], span[1])]:
         if e <= pos or s > span[1]:
             continue
         if s > pos and sum(c.isdigit() for c in text[pos:min(s, span[1])]) >= 7:
@@ -177,6 +248,8 @@ class PIIRedactor(Annotator):
         self._analyzers: dict[str, Any] = {}
         self._person: Any = None
         self._secrets: Any = None
+        self._numbers: Any = None
+        self._ssn: Any = None
         self.type_counts: Counter[str] = Counter()
 
     # heavy objects are built on first use: steps are pickled to worker processes by the engines
@@ -185,6 +258,8 @@ class PIIRedactor(Annotator):
         state["_analyzers"] = {}
         state["_person"] = None
         state["_secrets"] = None
+        state["_numbers"] = None
+        state["_ssn"] = None
         return state
 
     def engine(self, part: str) -> Any:
@@ -205,6 +280,24 @@ class PIIRedactor(Annotator):
             self._secrets = SecretsDetector()
         return self._secrets
 
+    def _number_parts(self) -> tuple[Any, Any]:
+        if self._numbers is None:
+            from curate.steps.pii_numbers import NumberKinds
+            from curate.steps.pii_recognizers import _context_re
+            from curate.steps.pii_tables import ContextNumbers
+
+            self._numbers = NumberKinds(_context_re(tuple(self.cfg.phone_context)), self.cfg.context_chars)
+            self._ssn = ContextNumbers(self.cfg.ssn_context, self.cfg.context_chars)
+        return self._numbers, self._ssn
+
+    def not_pii_numbers(self, text: str, wins: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+        """Dates, timestamps, versions, ids, ... inside ``wins`` (``curate.steps.pii_numbers``)."""
+        numbers, _ = self._number_parts()
+        if len(wins) > 8 and sum(e - s for s, e in wins) > len(text) // 4:
+            # windows cover much of the text: one pass over it costs less than a pass per window
+            return numbers.spans(text, wins[0][0], wins[-1][1])
+        return [sp for ws, we in wins for sp in numbers.spans(text, ws, we)]
+
     def _merge(self, text: str, spans: list[tuple[int, int, int]], right: int) -> list[tuple[int, int]]:
         """Widen spans ``(start, end, left)`` by ``left``/``right`` chars, snap outwards to
         whitespace, merge overlaps."""
@@ -214,12 +307,15 @@ class PIIRedactor(Annotator):
             ws, we = max(0, s - left), min(n, e + right)
             # snap to whitespace so no token is cut: presidio's \b and lookarounds then see the
             # same neighbours as on the full text
+            # (regex scans in C: the same whitespace as str.isspace, found without a Python loop)
             lo = max(0, ws - snap)
-            while ws > lo and not text[ws - 1].isspace():
-                ws -= 1
+            if ws > lo and not text[ws - 1].isspace():
+                m = _LAST_SPACE.search(text, lo, ws)
+                ws = m.end() if m else lo
             hi = min(n, we + snap)
-            while we < hi and not text[we].isspace():
-                we += 1
+            if we < hi and not text[we].isspace():
+                m = _SPACE.search(text, we, hi)
+                we = m.start() if m else hi
             if out and ws <= out[-1][1]:
                 out[-1] = (out[-1][0], max(out[-1][1], we))
             else:
@@ -255,6 +351,10 @@ class PIIRedactor(Annotator):
                     continue
                 s -= 2
                 types.add("IBAN_CODE")
+                # the window reaches over the whole IBAN, whose account part may hold letters
+                # ("LU28 001A BC12 ...": no digit cluster covers it)
+                cands.append((s, _IBAN_TAIL.match(text, e).end()))  # type: ignore[union-attr]
+                continue
             elif g == "quad":
                 types.add("IP_ADDRESS")
             elif not _ISO_DATE.fullmatch(text, s, e):
@@ -306,22 +406,45 @@ class PIIRedactor(Annotator):
     def detect(self, text: str) -> list[tuple[int, int, str]]:
         """Sorted, non-overlapping ``(start, end, type)`` PII spans on ``text``."""
         found: list[tuple[int, int, str, float]] = []
+        numbers: list[tuple[int, int, str]] = []
         if not self.cfg.prefilter:
             self._analyze(text, [(0, len(text))], self._types, found, "all")
+            if self.cfg.number_kinds:
+                numbers = self.not_pii_numbers(text, [(0, len(text))])
+            self._context_ssn(text, found)
         elif self._types:
             wins, clusters, kinds = self.windows(text)
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
+            if clusters:
+                self._context_ssn(text, found, clusters)
+            if self.cfg.number_kinds and (clusters or any(f[2] == "IP_ADDRESS" for f in found)):
+                # the windows that hold a digit cluster or a detection a number of another kind
+                # can overrule (a dotted quad may be a version)
+                # the tokens holding a digit cluster or a detection that a number of another kind can
+                # overrule (a dotted quad may be a version), with the words just before them
+                # (a cluster written as a phone number, "+" first or a phone word before it, needs no look)
+                nk, _ = self._number_parts()
+                todo = [(cs, ce) for cs, ce in clusters if "+" not in text[max(0, cs - 2):cs]
+                        and not nk.phone_context(text, cs)]
+                numbers = self.not_pii_numbers(text, _token_regions(text, todo)) if todo else []
+                ips = [(f[0], f[1]) for f in found if f[2] == "IP_ADDRESS"]
+                if ips:  # an IP is only ever overruled by a version
+                    numbers += [sp for lo, hi in _token_regions(text, ips) for sp in nk.versions(text, lo, hi)]
             if "PHONE_NUMBER" in self._types and clusters:
                 # A span that outscores any phone (validated card/IBAN 1.0, IP 0.6, SSN 0.5, a
                 # context phone 0.45 > libphonenumber's 0.4) wins against every phone match that
-                # overlaps it in resolve_overlaps, so the matcher only needs the parts of each
+                # overlaps it in resolve_overlaps, and a number of another kind (a date, a
+                # version, an order id) is no phone, so the matcher only needs the parts of each
                 # cluster outside those spans, and only parts that still hold 7+ digits.
-                strong = sorted((s, e) for s, e, _, sc in found if sc > _PHONE_SCORE)
+                strong = _disjoint([(s, e) for s, e, _, sc in found if sc > _PHONE_SCORE]
+                                   + [(s, e) for s, e, _ in numbers])
                 clusters = [g for c in clusters for g in _gaps(text, c, strong)]
                 # 2 chars of left context (``+ ``/``( ``); the right edge is the cluster's (with its
                 # extension) snapped to the end of its token
                 self._analyze(text, self._merge(text, [(s, e, 2) for s, e in clusters], 0), ["PHONE_NUMBER"],
                               found, "matcher")
+        if numbers:
+            found = _drop_other_numbers(found, numbers)
         if "PERSON" in self.cfg.entities:
             if self._person is None:
                 self._person = build_person_analyzer(self.cfg.person_model or "", self.cfg.min_score)
@@ -331,6 +454,16 @@ class PIIRedactor(Annotator):
             # secrets outrank every PII type: a key that looks like a phone is redacted as a key
             found += [(s, e, t, 2.0) for s, e, t in self.secrets.detect(text)]
         return resolve_overlaps(found)
+
+    def _context_ssn(self, text: str, found: list[tuple[int, int, str, float]],
+                     clusters: list[tuple[int, int]] | None = None) -> None:
+        """SSNs named by a word or a column header (separators optional, above every phone), cards
+        and phones in columns whose header names them (``curate.steps.pii_tables``)."""
+        _, ctx = self._number_parts()
+        low = text.lower()
+        if len(low) != len(text):
+            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+        found += [sp for sp in ctx.spans(text, low, clusters) if sp[2] in self._types]
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not isinstance(doc.text, str):

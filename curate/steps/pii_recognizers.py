@@ -57,7 +57,9 @@ _ISSUERS: tuple[tuple[int, int, frozenset[int]], ...] = (
     (9792, 9792, frozenset({16})), (9860, 9860, frozenset({16})),  # Troy, Humo
 )
 
-_CARD = re.compile(r"(?<![\w.,+/-])(\d{4}([ -])\d{2,7}(?:\2\d{1,7}){0,3}|\d{12,19})(?![\w/]|[.,-]\d)")
+# a comma on either side is a CSV field separator, never a thousands separator: 12-19 digits are
+# not a 3-digit group
+_CARD = re.compile(r"(?<![\w.+/-])(\d{4}([ -])\d{2,7}(?:\2\d{1,7}){0,3}|\d{12,19})(?![\w/]|[.-]\d)")
 # digits joined by phone punctuation; optional international head; optional extension
 _PHONE = re.compile(
     r"(?<![\w.+/-])(?:\+ ?|\(\+?)?\d(?:[ \-.()/\u00a0\u2010-\u2015]{0,3}\d){6,18}\)?"

@@ -102,6 +102,21 @@ _QUOTE_SEMI = re.compile("[\'\"`];")
 
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|PuTTY-Private-MAC: *[0-9a-fA-F]+")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
+_NEVER = re.compile(r"(?!)")
+
+
+def _provider_literals() -> re.Pattern[str]:
+    from curate.steps.secret_formats import PROVIDER_PLUGINS
+
+    words = sorted({w for _, gates in PROVIDER_PLUGINS.values() for w in gates}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+_PROVIDER_LITERALS = _provider_literals()
+# values that are the whole secret as reported (no token to extend)
+_WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIVATE_KEY", "SECRET_JWT",
+                          "SECRET_SLACK_TOKEN", "SECRET_AZURE_KEY"})
 # lines the keyword plugin can fire on hold one of its words (detect-secrets' DENYLIST) and, for
 # its default (quotes-required) patterns, a quote; other lines never reach its dozen regexes
 _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase")  # searched in the lower-cased text
@@ -121,11 +136,33 @@ def _whole_token(plugin: Any, text: str, value: str) -> list[str]:
     return out or [value]
 
 
+_PEM_END_ONLY = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+_B64_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}[ \t]*\r?\n")
+
+
+def _pem_tails(text: str) -> list[tuple[int, int, str]]:
+    """The second half of a private-key block cut in two (its ``BEGIN`` line in another document):
+    the base64 lines right before an ``-----END ... PRIVATE KEY-----`` line, with it."""
+    out = []
+    for m in _PEM_END_ONLY.finditer(text):
+        start = m.start()
+        while start > 0:  # walk back over whole base64 lines
+            ls = text.rfind("\n", 0, start - 1) + 1
+            if not _B64_LINE.fullmatch(text, ls, start):
+                break
+            start = ls
+        out.append((start, m.end(), "SECRET_PRIVATE_KEY"))
+    return out
+
+
 class SecretsDetector:
     """Spans of secrets on a text with detect-secrets' plugins (no verification, no network)."""
 
-    def __init__(self, plugins: dict[str, str] | None = None) -> None:
+    def __init__(self, plugins: dict[str, str] | None = None, *, context: bool = True) -> None:
         import importlib
+
+        from curate.steps.secret_formats import PROVIDER_PLUGINS
+        from curate.steps.secrets_context import ContextSecrets
 
         self._plugins: list[tuple[Any, str, tuple[tuple[str, Any], ...] | None]] = []
         self._keyword: Any = None
@@ -136,9 +173,18 @@ class SecretsDetector:
                 self._keyword = (plugin, kind)
             else:
                 self._plugins.append((plugin, kind, GATES.get(path)))
+        self._context: ContextSecrets | None = None
+        if context:  # provider formats detect-secrets lacks, and secrets named by their context
+            for plugin_cls, gates in PROVIDER_PLUGINS.values():
+                # every provider token is >= 20 characters without whitespace: its literal lies in
+                # one of the text's long tokens (few in prose)
+                self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("long_lower", gates),)))
+            self._context = ContextSecrets()
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
         from detect_secrets.filters import heuristic as h
+
+        from curate.steps.secrets_context import is_placeholder
 
         plugin, _ = self._keyword
         out = []
@@ -163,7 +209,7 @@ class SecretsDetector:
                 continue
             for value in plugin.analyze_string(line):
                 # detect-secrets' own false-positive filters of its default scan
-                if not value or h.is_sequential_string(value) or h.is_potential_uuid(value) \
+                if not value or is_placeholder(value) or h.is_sequential_string(value) or h.is_potential_uuid(value) \
                         or h.is_likely_id_string(value, line, plugin) or h.is_templated_secret(value) \
                         or h.is_prefixed_with_dollar_sign(value) or h.is_not_alphanumeric_string(value):
                     continue
@@ -184,13 +230,23 @@ class SecretsDetector:
                 return any(w in low for w in what)
             if how == "rx":
                 return what.search(text) is not None
-            if how == "long":
+            if how in ("long", "long_lower"):
                 if not long_tokens:
                     long_tokens.append(" ".join(t for t in text.split() if len(t) >= _LONG))
+                    long_tokens.append(long_tokens[0].lower())
+                if how == "long_lower":
+                    return any(w in long_tokens[1] for w in what)
                 return what.search(long_tokens[0]) is not None
             return all(holds(h, w) for h, w in what)  # "all"
 
+        providers = None  # do the long tokens hold any provider literal? (one scan; most text: no)
         for plugin, kind, gate in self._plugins:
+            if gate is not None and gate[0][0] == "long_lower":
+                if providers is None:
+                    holds("long", _NEVER)
+                    providers = _PROVIDER_LITERALS.search(long_tokens[1]) is not None
+                if not providers:
+                    continue
             if gate is not None and not any(holds(how, what) for how, what in gate):
                 continue
             for v in plugin.analyze_string(text):
@@ -210,6 +266,14 @@ class SecretsDetector:
                     e = m.end() if m else len(text)  # a cut-off key: redact to the end
                 elif kind == "SECRET_JWT":
                     e = _TOKEN_TAIL.match(text, e).end()  # type: ignore[union-attr]
+                elif kind not in _WHOLE_VALUE:
+                    # a token format matched on its head (Stripe's 24 of up to 99 characters,
+                    # GitLab's routable suffix): the secret runs to the end of the token
+                    e = _WORD_TAIL.match(text, e).end()  # type: ignore[union-attr]
                 found.append((s, e, kind))
                 start = text.find(value, e)
+        if "private key-----" in low:
+            found += _pem_tails(text)
+        if self._context is not None:
+            found += self._context.detect(text, low)
         return found

@@ -540,3 +540,16 @@ def test_range_sizing_matches_a_direct_simulation_of_grouped_runs():
         up = range_sizing(sd * np.sqrt((n - 1) / chi2.ppf(0.1, n - 1)), seeds=3, group_size=4, n_proxies=n)
         assert r["group_size_needed_upper"] == up["group_size_needed"] >= r["group_size_needed"]
     assert range_sizing(sd, seeds=3, group_size=4, n_proxies=12)["sd_inflation"] == pytest.approx(1.40, abs=0.01)
+
+
+def test_reference_mixtures():
+    from corpusmix.config import ConfigError
+    from mix.doremi import reference_weights
+
+    tokens = {"a": 300, "junk": 600, "b": 100}
+    np.testing.assert_allclose(reference_weights("natural", tokens, None), [0.3, 0.6, 0.1])
+    np.testing.assert_allclose(reference_weights("uniform", tokens, None), [1 / 3] * 3)
+    # targets: equal weights on the targets, none on junk (the reference never learns junk)
+    np.testing.assert_allclose(reference_weights("targets", tokens, ["a", "b"]), [0.5, 0.0, 0.5])
+    with pytest.raises(ConfigError, match="needs the target domains"):
+        reference_weights("targets", tokens, ["c"])
