@@ -467,7 +467,8 @@ def proxy_key(pools_fp: str, weights: Sequence[float], cfg: ProxyConfig, seed: i
 
 
 # the modules whose code computes a proxy's result (a change re-keys every cached run)
-_PROXY_CODE = ("proxytrain", "mix/proxy.py", "mix/doremi.py", "corpusmix/pools.py", "corpusmix/mixture.py")
+_PROXY_CODE = ("proxytrain", "mix/proxy.py", "mix/doremi.py", "mix/dro.py", "corpusmix/pools.py",
+               "corpusmix/mixture.py")
 
 
 @functools.cache
