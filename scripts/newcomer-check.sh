@@ -6,7 +6,9 @@
 #   - the `dvc plots show` page and the report drawn in headless Chromium with the network off
 #     (screenshots kept), the report's verdict naming a mixture,
 #   - a second `dvc repro` that runs no stage.
-# Writes DEST/newcomer.json (times, disk, results) and DEST/newcomer-*.png; exits 1 on any failed check.
+# Writes DEST.newcomer/ (outside the clone, so that it stays clean): newcomer.json (times, disk,
+# results), the screenshots newcomer-plots.png and newcomer-report.png, and the logs; exits 1 on any
+# failed check.
 #   usage: scripts/newcomer-check.sh DEST [REPO [BRANCH]]   (REPO default: this checkout, BRANCH: its HEAD)
 set -uo pipefail
 dest="${1:?usage: scripts/newcomer-check.sh DEST [REPO [BRANCH]]}"
@@ -14,18 +16,19 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 repo="${2:-$here}"
 branch="${3:-$(git -C "$here" rev-parse --abbrev-ref HEAD)}"
 [ -e "$dest" ] && { echo "newcomer-check: $dest exists; give a new folder" >&2; exit 2; }
+art="$(mkdir -p "$dest.newcomer" && cd "$dest.newcomer" && pwd)"
 fail=0
 check() { if [ "$2" = ok ]; then echo "newcomer-check: PASS $1"; else echo "newcomer-check: FAIL $1: $2"; fail=1; fi; }
 now() { date +%s.%N; }
 
 git clone -q --branch "$branch" "$repo" "$dest" || exit 1
 cd "$dest" || exit 1
-t0=$(now); make setup > setup.log 2>&1; setup_rc=$?; t1=$(now)
-grep '^setup:' setup.log
-check "make setup" "$([ $setup_rc = 0 ] && echo ok || echo "rc $setup_rc (setup.log)")"
+t0=$(now); make setup > "$art/setup.log" 2>&1; setup_rc=$?; t1=$(now)
+grep '^setup:' "$art/setup.log"
+check "make setup" "$([ $setup_rc = 0 ] && echo ok || echo "rc $setup_rc ($art/setup.log)")"
 venv_mb=$(du -sm .venv | cut -f1)
-t2=$(now); make demo > demo.log 2>&1; demo_rc=$?; t3=$(now)
-check "make demo (network off)" "$([ $demo_rc = 0 ] && echo ok || echo "rc $demo_rc (demo.log)")"
+t2=$(now); make demo > "$art/demo.log" 2>&1; demo_rc=$?; t3=$(now)
+check "make demo (network off)" "$([ $demo_rc = 0 ] && echo ok || echo "rc $demo_rc ($art/demo.log)")"
 porcelain=$(git status --porcelain)
 check "git status clean" "$([ -z "$porcelain" ] && echo ok || echo "$(echo "$porcelain" | tr '\n' ' ')")"
 . .venv/bin/activate
@@ -34,12 +37,12 @@ width=$(echo "$metrics" | awk '{ if (length($0) > m) m = length($0) } END { prin
 echo "$metrics"
 check "dvc metrics show < 120 columns, no failure" "$( [ "$width" -lt 120 ] && ! echo "$metrics" | grep -qiE 'fail|error' \
   && echo ok || echo "width $width")"
-dvc plots show > plots.log 2>&1
+dvc plots show > "$art/plots.log" 2>&1
 t4=$(now); second=$(scripts/offline.sh dvc repro 2>&1); t5=$(now)
 check "second dvc repro runs nothing" "$(echo "$second" | grep -q 'Running stage' && echo "it ran: $(echo "$second" \
   | grep 'Running stage' | tr '\n' ' ')" || echo ok)"
-shots=$(scripts/offline.sh python - <<'PY'
-import json, re, shutil
+shots=$(ART="$art" scripts/offline.sh python - <<'PY'
+import json, os, re, shutil
 from pathlib import Path
 from playwright.sync_api import sync_playwright
 
@@ -59,10 +62,10 @@ with sync_playwright() as p:
     page.wait_for_function("document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length >= 5",
                            timeout=60_000)
     out["plots_drawn"] = page.evaluate("document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length")
-    page.screenshot(path="newcomer-plots.png", full_page=True)
+    page.screenshot(path=os.path.join(os.environ["ART"], "newcomer-plots.png"), full_page=True)
     page.goto(Path("out/report/report.html").resolve().as_uri())
     out["report_images"] = page.evaluate("[...document.images].filter(i => i.complete && i.naturalWidth > 0).length")
-    page.screenshot(path="newcomer-report.png", full_page=True)
+    page.screenshot(path=os.path.join(os.environ["ART"], "newcomer-report.png"), full_page=True)
     text = page.inner_text("body")
     m = re.search(r"Use:? +([A-Za-z_-]+)", text)
     out["verdict_mixture"] = m.group(1) if m else None
@@ -79,13 +82,13 @@ print('ok' if s['plots_drawn'] >= 5 and s['report_images'] >= 3 and not s['error
 check "the verdict names a mixture" "$(python -c "
 import json, sys; m = json.loads(sys.argv[1])['verdict_mixture']
 print('ok' if m in ('natural', 'uniform', 'doremi', 'regmix', 'manual') else repr(m))" "$shots" 2>&1)"
-python - "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$venv_mb" "$width" "$fail" "$shots" <<'PY'
-import json, sys
+python - "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$venv_mb" "$width" "$fail" "$shots" "$art" <<'PY'
+import json, os, sys
 t0, t1, t2, t3, t4, t5 = map(float, sys.argv[1:7])
 doc = {"setup_s": round(t1 - t0), "demo_s": round(t3 - t2), "second_repro_s": round(t5 - t4),
        "venv_mb": int(sys.argv[7]), "metrics_width": int(sys.argv[8]), "passed": sys.argv[9] == "0",
        **json.loads(sys.argv[10] or "{}")}
-json.dump(doc, open("newcomer.json", "w"), indent=1)
+json.dump(doc, open(os.path.join(sys.argv[11], "newcomer.json"), "w"), indent=1)
 print(json.dumps(doc))
 PY
 exit $fail
