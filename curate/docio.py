@@ -105,12 +105,13 @@ def list_input_files(path: str | Path) -> list[Path]:
     return files
 
 
-def check_inputs(files: list[Path], cfg: ReadConfig) -> None:
-    """Fail before any work when a Parquet file lacks the text column, or when every input file is
-    malformed (the first ``SNIFF_RECORDS`` records of every JSONL file are not JSON objects); JSONL is
-    otherwise checked per record, and a file all of whose records are dropped is a warning (read time)."""
+def check_inputs(files: list[Path], cfg: ReadConfig, *, folder: bool = False) -> None:
+    """Fail before any work when a Parquet file lacks the text column, or when the input is a
+    ``folder`` whose every file is malformed (the first ``SNIFF_RECORDS`` records of every JSONL file
+    are not JSON objects). Otherwise JSONL is checked per record (a malformed line is a counted drop),
+    and a file all of whose records are dropped is a warning (read time)."""
     jsonl = [f for f in files if not f.name.endswith(PARQUET_SUFFIXES)]
-    if jsonl and len(jsonl) == len(files):
+    if folder and jsonl and len(jsonl) == len(files):
         bad = {f: why for f in jsonl if (why := sniff_unusable(f, cfg))}
         if len(bad) == len(files):
             first, why = next(iter(bad.items()))
@@ -399,7 +400,7 @@ def read_documents(path: str | Path, cfg: ReadConfig | None = None) -> Iterator[
     """All records of a file or folder, in order (single process; used by the single-step commands)."""
     cfg = cfg or ReadConfig()
     files = list_input_files(path)
-    check_inputs(files, cfg)
+    check_inputs(files, cfg, folder=Path(path).is_dir())
     reader = RecordReader(cfg)
     for unit in list_units(files, cfg.jsonl_split_bytes):
         yield from reader.read_unit(unit)

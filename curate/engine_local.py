@@ -259,7 +259,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     chain = chain or ChainConfig.load(params_path, engine=cfg, read=read_cfg)
     cfg, read_cfg = chain.engine, chain.read
     files = cio.list_input_files(inputs)
-    cio.check_inputs(files, read_cfg)
+    cio.check_inputs(files, read_cfg, folder=Path(inputs).is_dir())
     steps_a = build_steps(chain, stage="a")  # builds (and validates) every step up front
     steps_b = build_steps(chain, stage="b")
     out, work = Path(output), Path(output) / "work"

@@ -18,6 +18,8 @@ OLD = "sse2 sse4_2 avx"  # no AVX2 / FMA: below the reference
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch):
+    # the session's numerics state (tests/conftest.py) is restored afterwards: other tests record it
+    monkeypatch.setattr(numerics, "_STATE", dict(numerics._STATE))
     monkeypatch.delenv(numerics.MODE_ENV, raising=False)
     monkeypatch.setattr(numerics, "is_x86_64", lambda: True)
     # this process loaded torch before any configure(): state() would report its real (uncapped) dispatch
