@@ -159,7 +159,7 @@ def _cell(j: dict, base: str) -> str:
     r = j["against"].get(base)
     if r is None:
         return ""
-    return f"{r['mean_diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] p {r['t_p']:.2g} {r['wins']}/{r['n']}"
+    return f"{r['mean_diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] p {r['t_p']:.3g} {r['wins']}/{r['n']}"
 
 
 def markdown(results: list[dict]) -> str:
