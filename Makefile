@@ -6,20 +6,25 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# The CPU wheel of torch; installed first so that the `torch>=2.5` range in pyproject.toml does not
-# pull a multi-GB CUDA build. Override on a GPU machine: make setup TORCH_SPEC="torch" (then setup
-# also installs the gpu extra, flash-attn, or prints why FlashAttention stays off).
-TORCH_SPEC ?= torch==2.13.0
+# What setup installs (scripts/install.sh says which and why; README "Installing"):
+#   TORCH=auto|cpu|cuda   torch's build: auto = CUDA when nvidia-smi lists a GPU, else the CPU build
+#   TORCH_INDEX=URL       where the CPU build comes from (PyTorch's CPU wheel index)
+#   LOCK=auto|none|FILE   auto = the pinned, hash-checked requirements/<cpu|cuda>-py<XY>.lock that fits this
+#                         Python and platform (else the ranges, with a warning); none = pyproject.toml's ranges
+# On a CUDA machine setup then installs the gpu extra (flash-attn), or prints why FlashAttention stays off.
+TORCH       ?= auto
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+LOCK        ?= auto
+export TORCH TORCH_INDEX LOCK
 
-.PHONY: setup demo test lint system-deps lmplz clean-venv
+.PHONY: setup demo test lint system-deps lmplz clean-venv lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[spark,dev]"
+$(VENV)/.installed: pyproject.toml $(wildcard requirements/*.lock) | $(BIN)/python
+	bash scripts/install.sh $(BIN)/python
 	bash scripts/gpu-extra.sh $(BIN)/python  # CUDA torch + GPU: the gpu extra (flash-attn), else says why not
 	touch $@
 
@@ -47,3 +52,7 @@ lint: $(VENV)/.installed
 
 clean-venv:
 	rm -rf $(VENV)
+
+# refresh requirements/*.lock from pyproject.toml's ranges (needs uv and the network; scripts/lock.sh)
+lock:
+	bash scripts/lock.sh

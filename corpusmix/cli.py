@@ -2,7 +2,9 @@
 
 Each module listed in ``COMMAND_MODULES`` exposes ``register(subparsers)`` and adds its own
 subcommand(s) with a handler in ``set_defaults(func=...)``. A subcommand is listed here only once
-it works. Heavy dependencies are imported inside the handlers, so ``--help`` stays fast. Wrong user
+it works. Heavy dependencies are imported inside the handlers, so ``--help`` stays fast. Before any of
+them loads, :func:`corpusmix.numerics.configure` caps the ISA of the numeric libraries (the same bytes
+on every x86-64 CPU; docs/reproducibility.md). Wrong user
 input (:class:`corpusmix.config.UserError`, a missing or unreadable file) ends the command with
 one line ``corpusmix: error: ...`` and exit code 2.
 """
@@ -13,7 +15,7 @@ import argparse
 import importlib
 import sys
 
-from corpusmix import __version__
+from corpusmix import __version__, numerics
 from corpusmix.config import UserError
 from corpusmix.logging import configure
 
@@ -42,12 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    numerics.configure()  # before torch and numpy load (the subcommands' modules import them)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     configure(args.log_level)
+    numerics.log_messages()
     try:
         rc = args.func(args)
     except USER_ERRORS as exc:

@@ -92,12 +92,26 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
 
+#: the top-level sections of params.yaml (one per stage or component); another name is a typo and refused
+SECTIONS = frozenset({"demo_data", "tokenizer", "pools", "pack", "report", "mix", "scale", "pii", "toxicity",
+                      "decontam", "quality", "curate", "spark", "inspect", "dedup", "dedup_labelled", "train"})
+
+
 def load_params(path: str | Path = "params.yaml", section: str | None = None) -> dict[str, Any]:
-    """Read ``params.yaml`` (or one dotted section of it); a missing file gives ``{}``."""
+    """Read ``params.yaml`` (or one dotted section of it); a missing file gives ``{}``. A top-level
+    section that is not one of :data:`SECTIONS`, or a file that is not a mapping, is a clear error."""
     p = Path(path)
     if not p.exists():
         return {}
-    data = yaml.safe_load(p.read_text()) or {}
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p} must be a mapping of sections (demo_data:, curate:, mix:, ...), got {type(data).__name__}")
+    unknown = sorted(str(k) for k in data if k not in SECTIONS)
+    if unknown:
+        raise ConfigError(f"unknown section(s) {unknown} in {p}; valid: {sorted(SECTIONS)}")
     if section:
         for part in section.split("."):
             data = (data or {}).get(part, {})

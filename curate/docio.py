@@ -26,6 +26,7 @@ import io
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,11 @@ import pyarrow.parquet as pq
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError
+from corpusmix.logging import get_logger
+
+log = get_logger("curate.docio")
+# records sniffed per JSONL file before any work: a folder where none of them is usable is refused
+SNIFF_RECORDS = 20
 
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
@@ -99,8 +105,19 @@ def list_input_files(path: str | Path) -> list[Path]:
     return files
 
 
-def check_inputs(files: list[Path], cfg: ReadConfig) -> None:
-    """Fail before any work when a Parquet file lacks the text column (JSONL is checked per record)."""
+def check_inputs(files: list[Path], cfg: ReadConfig, *, folder: bool = False) -> None:
+    """Fail before any work when a Parquet file lacks the text column, or when the input is a
+    ``folder`` whose every file is malformed (the first ``SNIFF_RECORDS`` records of every JSONL file
+    are not JSON objects). Otherwise JSONL is checked per record (a malformed line is a counted drop),
+    and a file all of whose records are dropped is a warning (read time)."""
+    jsonl = [f for f in files if not f.name.endswith(PARQUET_SUFFIXES)]
+    if folder and jsonl and len(jsonl) == len(files):
+        bad = {f: why for f in jsonl if (why := sniff_unusable(f, cfg))}
+        if len(bad) == len(files):
+            first, why = next(iter(bad.items()))
+            raise ConfigError(f"every input file is malformed: none of the first {SNIFF_RECORDS} records of any of "
+                              f"the {len(files)} file(s) is a JSON object (e.g. {str(first)!r}: {why}); "
+                              "nothing written")
     for f in files:
         if f.name.endswith(PARQUET_SUFFIXES):
             try:
@@ -303,6 +320,20 @@ class RecordReader:
         return Drop(fallback_id if doc_id is None or doc_id == "" else str(doc_id), "too_large", self._domain_of(rec))
 
     def read_unit(self, unit: Unit) -> Iterator[Document | Drop]:
+        """The unit's records; a warning when it had records and every one was dropped."""
+        docs, reasons = 0, Counter()
+        for rec in self._read_unit(unit):
+            if isinstance(rec, Drop):
+                reasons[rec.reason] += 1
+            else:
+                docs += 1
+            yield rec
+        if not docs and reasons:
+            where = unit.path if unit.row_group < 0 and unit.start == 0 and unit.end < 0 else unit.label
+            log.warning(f"every record of {where} was dropped when read ({_reasons(reasons)})",
+                        extra={"data": {"file": unit.path, "dropped": dict(reasons)}})
+
+    def _read_unit(self, unit: Unit) -> Iterator[Document | Drop]:
         name = Path(unit.path).name
         if unit.row_group >= 0:
             pf = pq.ParquetFile(unit.path)
@@ -339,11 +370,37 @@ class RecordReader:
             yield self.make(rec, fallback)
 
 
+def _reasons(reasons: Counter) -> str:
+    return ", ".join(f"{r}: {n}" for r, n in reasons.most_common())
+
+
+# what makes a file malformed (not JSON lines at all); a well-formed record dropped by policy
+# (missing id, empty text, ...) is a counted drop like any other
+MALFORMED = frozenset({"malformed_json", "invalid_utf8"})
+
+
+def sniff_unusable(path: Path, cfg: ReadConfig, n: int = SNIFF_RECORDS) -> str | None:
+    """Why the first ``n`` records of a JSONL file are all malformed (:data:`MALFORMED`), or None when
+    one of them is a document or a well-formed record, or the file is empty."""
+    reasons: Counter = Counter()
+    gen = RecordReader(cfg)._read_unit(Unit(str(path)))
+    try:
+        for i, rec in enumerate(gen):
+            if not isinstance(rec, Drop) or rec.reason not in MALFORMED:
+                return None
+            reasons[rec.reason] += 1
+            if i + 1 >= n:
+                break
+    finally:
+        gen.close()
+    return _reasons(reasons) if reasons else None
+
+
 def read_documents(path: str | Path, cfg: ReadConfig | None = None) -> Iterator[Document | Drop]:
     """All records of a file or folder, in order (single process; used by the single-step commands)."""
     cfg = cfg or ReadConfig()
     files = list_input_files(path)
-    check_inputs(files, cfg)
+    check_inputs(files, cfg, folder=Path(path).is_dir())
     reader = RecordReader(cfg)
     for unit in list_units(files, cfg.jsonl_split_bytes):
         yield from reader.read_unit(unit)

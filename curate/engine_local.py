@@ -45,7 +45,9 @@ import pyarrow.parquet as pq
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
+from corpusmix import timing
 from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.environment import environment
 from corpusmix.holds import hold
 from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
@@ -226,9 +228,9 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
         doc.update(local_guard(out, calibration, guard_share))
         doc.update(verdicts_of(calibration))
         write_verdicts(curated, calibration)
-    tmp = out / ".stats.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2))
-    tmp.replace(out / "stats.json")
+    doc["environment"] = environment()
+    # per-step seconds go to the untracked stats.timing.json: stats.json is a DVC output (pure)
+    timing.write_json(out / "stats.json", doc)
     return doc
 
 
@@ -257,7 +259,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     chain = chain or ChainConfig.load(params_path, engine=cfg, read=read_cfg)
     cfg, read_cfg = chain.engine, chain.read
     files = cio.list_input_files(inputs)
-    cio.check_inputs(files, read_cfg)
+    cio.check_inputs(files, read_cfg, folder=Path(inputs).is_dir())
     steps_a = build_steps(chain, stage="a")  # builds (and validates) every step up front
     steps_b = build_steps(chain, stage="b")
     out, work = Path(output), Path(output) / "work"

@@ -44,6 +44,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from corpusmix import timing
+from corpusmix.environment import environment
 from corpusmix.logging import get_logger
 from corpusmix.stats import merge_stats, stats_document
 from curate.chain import ColumnDedupApply
@@ -306,7 +308,10 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         _write_inspection(spark, kept, states, inspect_cfg, list(stats), steps_after, output)
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
                      "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
-    write_text(spark, f"{output}/stats.json", json.dumps(doc, indent=2) + "\n")
+    doc["environment"] = environment()
+    pure, timings = timing.split(doc)  # wall-clock values beside the DVC output, never in it
+    write_text(spark, f"{output}/stats.json", json.dumps(pure, indent=2) + "\n")
+    write_text(spark, f"{output}/stats.timing.json", json.dumps(timings, indent=2) + "\n")
     if not cfg.keep_work:
         delete_path(spark, work)
     log.info("spark curation done", extra={"data": {"output": output, **doc["totals"]}})

@@ -128,7 +128,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         entities = load_params(args.params, "pii").get("entities")
         m = curation_metrics(args.run, args.ground_truth, pii_types=list(entities) if entities else None)
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(m, indent=2, default=str))
+        from corpusmix.environment import environment
+
+        Path(args.output).write_text(json.dumps({**m, "environment": environment()}, indent=2, default=str))
         print(json.dumps({k: v for k, v in m.items() if k != "pii"}, default=str))
         return 0
 

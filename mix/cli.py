@@ -44,6 +44,7 @@ SELECT_DEFAULTS = {"doremi": "out/mix/doremi.json", "regmix": "out/mix/regmix.js
 
 def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
     from corpusmix import __version__
+    from corpusmix.environment import environment
     from mix.proxy import pools_fingerprint
 
     meta = json.loads((Path(pools_dir) / "pools.json").read_text())
@@ -51,7 +52,18 @@ def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
             "tokenizer_sha256": meta.get("tokenizer_sha256"),
             "tokens": {d: v["tokens"] for d, v in meta["domains"].items()},
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "corpusmix": __version__, **extra}
+            "corpusmix": __version__, "environment": environment(), **extra}
+
+
+# the keys of params.yaml's mix: section (docs/mix.md); another is a typo and refused
+MIX_KEYS = ("method", "preset", "target_domains", "garbage_domains", "proxy", "doremi", "regmix", "manual", "select",
+            "presets")
+
+
+def check_mix_keys(params: dict[str, Any]) -> None:
+    unknown = sorted(str(k) for k in params if k not in MIX_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown parameter(s) {unknown} in mix; valid: {sorted(k for k in MIX_KEYS if k != 'presets')}")
 
 
 def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Namespace | None = None,
@@ -67,6 +79,12 @@ def targets_for(params: dict[str, Any], domains: list[str], args: argparse.Names
                                    or []),
             "garbage_domains": list(params.get("garbage_domains") or [])}
     cfg = config_from(TargetConfig, params=data, args=args, where="mix targets")
+    absent = sorted(set(cfg.garbage_domains) - set(domains))
+    if absent and getattr(args, "garbage_domains", None) is not None:  # typed on the command line: a typo
+        raise ConfigError(f"--garbage-domains names domain(s) {absent} that are not in the pools {sorted(domains)}")
+    if absent:  # from params: curation may have emptied a garbage domain, so only a warning
+        log.warning("garbage domain(s) not in the pools, nothing to leave out",
+                    extra={"data": {"absent": absent, "pools": sorted(domains)}})
     judged = [d for d in (flagged_garbage(pools_dir) if pools_dir else []) if d not in cfg.target_domains]
     overridden = sorted(set(flagged_garbage(pools_dir) if pools_dir else []) & set(cfg.target_domains))
     if overridden:
@@ -104,6 +122,7 @@ def _setup(args: argparse.Namespace):
     from mix.proxy import ProxyConfig
 
     params = load_params(args.params, "mix")
+    check_mix_keys(params)
     preset = args.preset or params.get("preset", DEFAULT_PRESET)
     pcfg = resolve("proxy", ProxyConfig, params, preset, args, prefix="proxy-")
     out = Path(args.output)
@@ -145,6 +164,19 @@ def cmd_doremi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_foreign(path: Path, keys: tuple[str, ...], what: str, flag: str) -> None:
+    """A clear error when ``path`` exists and is not ``what`` (a JSON object with ``keys``): never overwritten."""
+    if not path.exists():
+        return
+    try:
+        ok = isinstance(doc := json.loads(path.read_text()), dict) and all(k in doc for k in keys)
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"{path} exists and is not {what}: not overwritten; name another file with {flag} "
+                          "or move it away")
+
+
 def write_trajectory(path: Path, trajectory: list[dict[str, Any]], domains: list[str]) -> None:
     """DoReMi weights per DRO step as CSV (``step, <domains>``; ``step`` counts on over iterated
     rounds, each round has ``doremi.steps`` rows; the rounds are listed in the mixture's provenance)."""
@@ -171,13 +203,15 @@ def cmd_regmix(args: argparse.Namespace) -> int:
         cfg.final_tokens = int(float(pack["tokens"]))
     if args.max_epochs is None and pack.get("max_epochs"):
         cfg.max_epochs = float(pack["max_epochs"])
+    # a file at the report's path that is not a RegMix report is refused before the search, never overwritten
+    report = Path(args.report) if args.report else out.parent / "regmix_report.json"
+    _refuse_foreign(report, ("fit", "search"), "a RegMix fit report", "--report")
     try:
         cfg.validate()
         targets = targets_for(params, list(pool_domains(args.input)), args, pools_dir=args.input)
         res = run_regmix(args.input, cfg, pcfg, seed=args.seed, cache_dir=cache, targets=targets)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    report = Path(args.report) if args.report else out.parent / "regmix_report.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     seconds = res["report"].pop("seconds", None)  # wall time: kept out of this DVC-tracked file
     report.write_text(json.dumps(res["report"], indent=1))
@@ -197,6 +231,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     from mix.proxy import pool_domains
 
     params = load_params(args.params, "mix")
+    check_mix_keys(params)
     method = args.method or params.get("method", "natural")
     if method not in METHODS:
         raise ConfigError(f"mix method must be one of {list(METHODS)}, got {method!r}")
@@ -293,6 +328,9 @@ def cmd_ablation(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     rep["predicted_vs_realised"] = predicted_vs_realised(rep, searches)
+    from corpusmix.environment import environment
+
+    rep["environment"] = environment()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rep, indent=1))
     print(f"average {args.split} loss over the target domains {avg_over}:")
@@ -337,7 +375,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = msub.add_parser("regmix", help="RegMix: regression over many tiny proxy runs")
     _search_args(r)
     r.add_argument("--seed", type=int, default=0, help="seed of the search's proxies")
-    r.add_argument("--report", default=None, help="fit report JSON (default: next to --output)")
+    r.add_argument("--report", default=None, help="fit report JSON (default: regmix_report.json next to --output; an "
+                   "existing file there that is not a RegMix report is refused, not overwritten)")
     add_config_args(r, RegMixConfig)
     _target_args(r, targets=False)  # --target-domains comes with RegMixConfig
     r.set_defaults(func=cmd_regmix)

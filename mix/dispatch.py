@@ -31,6 +31,8 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,8 +97,11 @@ def _pin_device(counter: Any, n_gpus: int) -> None:
 
 
 def run_jobs(jobs: list[dict[str, Any]], cache: Path, *, workers: int, progress: bool = True,
-             device: str = "auto") -> list[Path]:
-    """Run the jobs whose result is missing; return every job's result path (in order)."""
+             device: str = "auto", desc: str = "proxies") -> list[Path]:
+    """Run the jobs whose result is missing; return every job's result path (in order).
+
+    ``progress``: a bar redrawn every 10 s (elapsed time, even while one long run trains) and a log
+    line per finished run."""
     paths = [result_path(cache, j) for j in jobs]
     todo = [j for j, p in zip(jobs, paths, strict=True) if not p.exists()]
     log.info("proxy runs", extra={"data": {"total": len(jobs), "cached": len(jobs) - len(todo),
@@ -110,15 +115,23 @@ def run_jobs(jobs: list[dict[str, Any]], cache: Path, *, workers: int, progress:
             _PLAN.append(["corpusmix", "mix", "proxy-run", "--cache", str(cache), "--key", j["key"]])
         raise ProxiesPending(f"{len(todo)} proxy run(s) to do before this search can go on")
     bar = None
+    t0 = time.perf_counter()
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=len(todo), desc="proxies", unit="run")
+        bar = tqdm(total=len(todo), desc=desc, unit="run", mininterval=0)
+    stop = _heartbeat(bar)
+
+    def done() -> None:
+        if bar is not None:
+            bar.update(1)
+            log.info(f"{desc}: run finished", extra={"data": {"done": bar.n, "of": len(todo),
+                                                              "elapsed_s": round(time.perf_counter() - t0, 1)}})
     n_gpus = _gpu_count(device)
     workers = min(workers, n_gpus) if n_gpus else workers
     if workers <= 1 or len(todo) == 1:
         for j in todo:
             run_job(j, cache)
-            bar and bar.update(1)
+            done()
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -127,9 +140,22 @@ def run_jobs(jobs: list[dict[str, Any]], cache: Path, *, workers: int, progress:
         with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx, initializer=_pin_device,
                                  initargs=(ctx.Value("i", 0), n_gpus)) as ex:
             for _ in ex.map(_run_spawned, [(j, str(cache)) for j in todo]):
-                bar and bar.update(1)
+                done()
+    stop.set()
     bar and bar.close()
     return paths
+
+
+def _heartbeat(bar: Any, every: float = 10.0) -> threading.Event:
+    """Redraw ``bar`` every ``every`` seconds (its elapsed time) until the returned event is set."""
+    stop = threading.Event()
+    if bar is not None:
+        def beat() -> None:
+            while not stop.wait(every):
+                bar.refresh()
+
+        threading.Thread(target=beat, daemon=True, name="progress").start()
+    return stop
 
 
 def _gpu_count(device: str) -> int:

@@ -259,13 +259,13 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
         ref_jobs = [{"kind": "reference", "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
                      "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": rs, "cfg": dataclasses.asdict(rcfg)}
                     for rs in ref_seeds]
-        ref_paths = run_jobs(ref_jobs, cache, workers=min(cfg.workers, len(ref_jobs)), progress=False,
-                             device=pcfg.device)
+        ref_paths = run_jobs(ref_jobs, cache, workers=min(cfg.workers, len(ref_jobs)), progress=progress,
+                             device=pcfg.device, desc="doremi references")
         if not cfg.paired_reference:
             ref_paths = ref_paths * len(seeds)
         jobs = [_dro_job(pools_dir, cfg, pcfg, s, ref_w, rp, rcfg, fp, r)
                 for s, rp in zip(seeds, ref_paths, strict=True)]
-        paths = run_jobs(jobs, cache, workers=cfg.workers, progress=progress, device=pcfg.device)
+        paths = run_jobs(jobs, cache, workers=cfg.workers, progress=progress, device=pcfg.device, desc="doremi proxies")
         import json
 
         results = [json.loads(p.read_text()) for p in paths]

@@ -14,9 +14,10 @@ steps (~150k tokens) per proxy, lr 1e-3 (3e-3 gave about twice the seed-to-seed 
 ablation), 24 RegMix proxies; sized for ~10 minutes per method on 2 idle CPU cores (measured
 figures in BENCHMARKS.md). micro: a 2-layer d=64 model (~0.1M parameters), seq 64, batch 16, 120
 steps (~120k tokens), lr 1e-3 (5e-3 gave 3-5x the seed-to-seed loss spread), 48 RegMix proxies: for
-tests, smoke runs and the replication on small pools. Its output projection runs in bf16 (``head_dtype``:
-bf16 inputs, fp32 accumulation, fp32 loss): at d=64 the [tokens, 4096] projection and its loss are
-most of a step, and on CPUs with native bf16 (avx512_bf16 / AMX) that halves the step (docs/mix.md).
+tests, smoke runs and the replication on small pools. Both run fp32 throughout: ``head_dtype: bf16``
+(``mix.proxy.head_dtype``) halves a micro step on CPUs with native bf16 (avx512_bf16 / AMX) but is
+slower than fp32 on the others, and under reproducible numerics (``corpusmix.numerics``) bf16 is
+emulated on every CPU so that all give the same bits (docs/reproducibility.md).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "micro": {
         "proxy": {"model_preset": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 4, "steps": 120,
-                  "batch_size": 16, "seq_len": 64, "lr": 1e-3, "warmup": 12, "val_batches": 2, "head_dtype": "bf16"},
+                  "batch_size": 16, "seq_len": 64, "lr": 1e-3, "warmup": 12, "val_batches": 2},
         "doremi": {"steps": 120},
         "regmix": {"num_proxies": 48},
     },

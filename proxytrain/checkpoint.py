@@ -130,6 +130,21 @@ class _SafeReader(dcp.FileSystemReader):
 # --------------------------------------------------------------------------- save / discover / load
 
 
+class _StableWriter(dcp.FileSystemWriter):
+    """DCP's file writer with the save id fixed by the step (DCP draws a random UUID): the checkpoint's
+    ``.metadata`` is then the same bytes on every run of the same training (a DVC output)."""
+
+    def __init__(self, path: str, save_id: str) -> None:
+        super().__init__(path)
+        self._stable_id = save_id
+
+    def storage_meta(self):  # -> torch.distributed.checkpoint.metadata.StorageMeta | None
+        meta = super().storage_meta()
+        if meta is not None:
+            meta.save_id = self._stable_id
+        return meta
+
+
 def save_checkpoint(ckpt_dir: str | Path, step: int, model: nn.Module, optimizer: torch.optim.Optimizer,
                     extra: dict[str, Any], *, keep: int = 3) -> Path:
     """Save step ``step`` atomically; ``extra`` (JSON-able, per rank) goes to ``extra-rank<r>.json``.
@@ -145,7 +160,7 @@ def save_checkpoint(ckpt_dir: str | Path, step: int, model: nn.Module, optimizer
             shutil.rmtree(tmp)  # leftover of a run killed while saving this step
         tmp.mkdir()
     _barrier()
-    dcp.save(_tensor_state(model, optimizer), storage_writer=dcp.FileSystemWriter(str(tmp)))
+    dcp.save(_tensor_state(model, optimizer), storage_writer=_StableWriter(str(tmp), f"step-{step}"))
     _write_json(tmp / f"extra-rank{rank}.json", {"step": step, **extra})
     _barrier()
     if rank == 0:

@@ -10,10 +10,16 @@ q/k can be read from the fused qkv projection and their gradients written straig
 gradient.
 
 The kernels are plain C functions (no torch headers: the build takes about a second) compiled with
-``g++ -O3 -march=native`` into ``$CORPUSMIX_KERNEL_CACHE`` (default ``~/.cache/corpusmix/kernels``)
-on first use, keyed by a hash of the source, the flags and the CPU model, and loaded with ctypes.
+the system ``g++`` into ``$CORPUSMIX_KERNEL_CACHE`` (default ``~/.cache/corpusmix/kernels``) on first
+use, keyed by a hash of the source, the compiler and the flags, and loaded with ctypes. Under
+reproducible numerics (the default, ``corpusmix.numerics``) they are built without FMA contraction and
+compute exp and log themselves from IEEE operations, so the x86-64-v3 build (AVX2 CPUs) and the
+baseline x86-64 build (older CPUs) give the same bits; ``CORPUSMIX_NUMERICS=fast`` builds them with
+``-march=native`` and the C library's vector ``expf`` instead (another CPU, other bits). A cached
+build whose recorded CPU needs this CPU does not meet (a copied cache) is rebuilt, never loaded.
 No compiler, a failed build or ``CORPUSMIX_CPU_KERNELS=0`` -> one log line and ``lib()`` returns
-None; ``proxytrain.ops`` then uses its torch-op versions (same numbers within fp32 rounding).
+None; ``proxytrain.ops`` then uses its torch-op versions (same numbers within fp32 rounding, not the
+same bits), and the run's recorded environment says so.
 The kernels are single-threaded loops in a fixed order (deterministic); ``proxytrain.ops`` calls
 them only when torch runs one intra-op thread (``train.threads: 1``, the proxy setting), where
 they replace single-threaded torch kernels.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +40,7 @@ from pathlib import Path
 
 import torch
 
+from corpusmix import numerics
 from corpusmix.logging import get_logger
 
 log = get_logger(__name__)
@@ -44,9 +52,55 @@ _SOURCE = r"""
 
 #define LANES 8
 
+#ifdef CM_FAST
+/* fast numerics: the C library's expf (glibc's vector libmvec when linked); its result depends on the
+   CPU (ifunc variants) and on the ISA the file is built for */
 #ifndef CM_NO_MVEC
-/* glibc's vector expf (libmvec): lets the SwiGLU loop vectorise without -ffast-math */
 extern "C" float expf(float) __attribute__((simd("notinbranch")));
+#endif
+static inline float cm_expf(float x) { return expf(x); }
+static inline float cm_logf(float x) { return logf(x); }
+#else
+/* Reproducible numerics: exp and log from IEEE +, *, / and bit operations only, built without FMA
+   contraction (-ffp-contract=off), so scalar, SSE, AVX2 and AVX-512 builds give the same bits on
+   every CPU. exp: x = n ln2 + r, |r| <= ln2/2 (Cody-Waite split of ln2), exp(r) by Cephes' degree-6
+   polynomial (about 1 ulp), times 2^n as two exact powers of two. */
+static inline float cm_pow2i(int32_t n) {
+    uint32_t u = (uint32_t)(n + 127) << 23; float f; memcpy(&f, &u, 4); return f;
+}
+static inline float cm_expf(float x) {
+    const float hi = 88.7228394f, lo = -103.9720840f;
+    const float xc = x > hi ? hi : (x < lo ? lo : (x == x ? x : 0.0f));
+    const float t = xc * 1.44269504089f;
+    const float n = (t + 12582912.0f) - 12582912.0f;  /* round to nearest: |t| < 2^22 */
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float y = p * (r * r) + r + 1.0f;
+    const int32_t ni = (int32_t)n, n1 = ni / 2;
+    const float e = y * cm_pow2i(n1) * cm_pow2i(ni - n1);
+    return x > hi ? INFINITY : (x != x ? x : e);
+}
+/* log of a positive normal float, in double: x = 2^k m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(f)
+   with f = (m - 1)/(m + 1), |f| < 0.172, by its series to f^17 (error < 1e-14), rounded once to float */
+static inline float cm_logf(float x) {
+    uint32_t u; memcpy(&u, &x, 4);
+    int32_t k = (int32_t)((u >> 23) & 0xFF) - 127;
+    uint32_t mu = (u & 0x7FFFFFu) | 0x3F800000u;
+    float mf; memcpy(&mf, &mu, 4);
+    double m = (double)mf;
+    if (m > 1.4142135623730951) { m *= 0.5; k += 1; }
+    const double f = (m - 1.0) / (m + 1.0), f2 = f * f;
+    double s = 1.0 / 17.0;
+    s = s * f2 + 1.0 / 15.0; s = s * f2 + 1.0 / 13.0; s = s * f2 + 1.0 / 11.0; s = s * f2 + 1.0 / 9.0;
+    s = s * f2 + 1.0 / 7.0; s = s * f2 + 1.0 / 5.0; s = s * f2 + 1.0 / 3.0; s = s * f2 + 1.0;
+    return (float)(2.0 * f * s + (double)k * 0.6931471805599453);
+}
 #endif
 
 static inline float dot8(const float* a, const float* b, int64_t d) {
@@ -85,11 +139,11 @@ static void ce_fwd(const T* __restrict x, const int64_t* __restrict t, float* __
         int64_t j = 0;
         for (; j + LANES <= v; j += LANES)
 #pragma omp simd
-            for (int l = 0; l < LANES; ++l) acc[l] += expf(ld(xr, j + l) - m);
+            for (int l = 0; l < LANES; ++l) acc[l] += cm_expf(ld(xr, j + l) - m);
         float s = 0.0f;
         for (int l = 0; l < LANES; ++l) s += acc[l];
-        for (; j < v; ++j) s += expf(ld(xr, j) - m);
-        const float z = m + logf(s);
+        for (; j < v; ++j) s += cm_expf(ld(xr, j) - m);
+        const float z = m + cm_logf(s);
         lse[i] = z;
         loss[i] = t[i] >= 0 ? z - ld(xr, t[i]) : 0.0f;
     }
@@ -103,8 +157,8 @@ static void ce_bwd(const T* __restrict x, const int64_t* __restrict t, const flo
         T* orow = out + i * v;
         const float gi = t[i] >= 0 ? g[i] : 0.0f, z = lse[i];
 #pragma omp simd
-        for (int64_t j = 0; j < v; ++j) st(orow, j, gi * expf(ld(xr, j) - z));
-        if (t[i] >= 0) st(orow, t[i], gi * (expf(ld(xr, t[i]) - z) - 1.0f));
+        for (int64_t j = 0; j < v; ++j) st(orow, j, gi * cm_expf(ld(xr, j) - z));
+        if (t[i] >= 0) st(orow, t[i], gi * (cm_expf(ld(xr, t[i]) - z) - 1.0f));
     }
 }
 
@@ -172,7 +226,7 @@ void cm_swiglu_fwd(const float* __restrict h, float* __restrict sig, float* __re
         float* orow = out + i * f;
 #pragma omp simd
         for (int64_t j = 0; j < f; ++j) {
-            const float s = 1.0f / (1.0f + expf(-a[j]));
+            const float s = 1.0f / (1.0f + cm_expf(-a[j]));
             sr[j] = s;
             orow[j] = a[j] * s * u[j];
         }
@@ -223,33 +277,33 @@ void cm_rope(const float* __restrict x, int64_t xb, int64_t xs, int64_t xh,
 }
 """
 
-_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd", "-shared", "-fPIC", "-std=c++17"]
-# first choice links glibc's vector math library; the second builds without it (scalar expf)
-_VARIANTS = (["-lmvec"], ["-DCM_NO_MVEC"])
+# Reproducible builds (the default, ``corpusmix.numerics``): no FMA contraction, no C library math, one
+# target per CPU level (x86-64-v3 where the CPU has it, else the x86-64 baseline); the results are the same
+# bits for both targets (tests/proxytrain/test_cpu_kernels_isa.py). Fast builds: -march=native, contraction
+# and glibc's expf (vector libmvec when it links): faster, other bits on other CPUs.
+_COMMON = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-shared", "-fPIC", "-std=c++17"]
+_TARGETS = {"x86-64-v3": ["-march=x86-64-v3", "-mtune=generic"], "x86-64": ["-march=x86-64", "-mtune=generic"]}
+_REPRO = ["-ffp-contract=off"]
+_FAST_VARIANTS = (["-march=native", "-ffp-contract=fast", "-DCM_FAST", "-lmvec"],
+                  ["-march=native", "-ffp-contract=fast", "-DCM_FAST", "-DCM_NO_MVEC"])
 _I64, _F32, _PTR = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
+_LOADED: dict[str, str] = {}
 
 
-def _cpu_model() -> str:
+def _cpu_id() -> str:
+    """This CPU as the fast (-march=native) build sees it: model name and the full flags line."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "flags")):
-                return line
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return "\n".join(next((ln for ln in lines if ln.startswith(k)), "") for k in ("model name", "flags"))
     except OSError:
-        pass
-    return os.uname().machine
+        return os.uname().machine
 
 
 @functools.cache
 def native_bf16() -> bool | None:
     """Whether this CPU computes bf16 dot products natively (avx512_bf16 or AMX); None where unknown."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:
-        pass
-    return None
+    flags = numerics.cpu_flags()
+    return None if flags is None else bool(flags & {"avx512_bf16", "amx_bf16"})
 
 
 @functools.cache
@@ -268,23 +322,56 @@ def _cache_dir() -> Path:
     return base
 
 
-def _build(compiler: str, extra: list[str]) -> Path:
-    flags = [*_FLAGS, *extra]
-    key = hashlib.sha256("\n".join([_SOURCE, compiler, *flags, _cpu_model()]).encode()).hexdigest()[:16]
+def reproducible_target(flags: frozenset[str] | None = None) -> str:
+    """The build target of the reproducible kernels on this CPU (same bits for every target)."""
+    flags = numerics.cpu_flags() if flags is None else flags
+    return "x86-64-v3" if flags is not None and numerics.REFERENCE_FLAGS <= flags else "x86-64"
+
+
+def build(compiler: str, flags: list[str], *, key_extra: str = "", needs: frozenset[str] = frozenset()) -> Path:
+    """Build (or find) the kernel library for these flags in the kernel cache; returns its path.
+
+    The file name hashes the source, the compiler, the flags and ``key_extra`` (the CPU, for native
+    builds). A sidecar ``.json`` records the CPU flags the build needs; a cached file whose needs this
+    CPU does not meet (a cache copied from another machine) is rebuilt, never loaded."""
+    key = hashlib.sha256("\n".join([_SOURCE, compiler, *flags, key_extra]).encode()).hexdigest()[:16]
     out = _cache_dir() / f"cm_kernels_{key}.so"
-    if out.exists():
-        return out
+    meta = out.with_suffix(".json")
+    have = numerics.cpu_flags()
+    if out.exists() and meta.exists():
+        try:
+            recorded = frozenset(json.loads(meta.read_text()).get("needs", []))
+        except (OSError, ValueError):
+            recorded = None
+        if recorded is not None and (have is None or recorded <= have):
+            return out
+        log.warning("cpu kernel cache built for another CPU; rebuilding", extra={"data": {
+            "path": str(out), "missing_flags": sorted((recorded or frozenset()) - (have or frozenset()))}})
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         src = Path(tmp) / "cm_kernels.cpp"
         src.write_text(_SOURCE)
         so = Path(tmp) / "cm_kernels.so"
-        subprocess.run([compiler, *_FLAGS, str(src), "-o", str(so), *extra], check=True, capture_output=True,
-                       text=True, timeout=300)
+        subprocess.run([compiler, *[f for f in flags if not f.startswith("-l")], str(src), "-o", str(so),
+                        *[f for f in flags if f.startswith("-l")]], check=True, capture_output=True, text=True,
+                       timeout=300)
+        (Path(tmp) / "meta.json").write_text(json.dumps({"flags": flags, "needs": sorted(needs)}))
+        os.replace(Path(tmp) / "meta.json", meta)
         os.replace(so, out)  # atomic: concurrent builders (ranks, workers) never see a partial file
     log.info("cpu kernels built", extra={"data": {"path": str(out), "build_s": round(time.perf_counter() - t0, 2)}})
     return out
+
+
+def _candidates() -> list[tuple[str, list[str], str, frozenset[str]]]:
+    """(name, flags, key_extra, needed CPU flags) to try in order, by the numerics mode."""
+    if numerics.mode() == "fast":
+        have = numerics.cpu_flags() or frozenset()
+        return [("native" + ("" if "-lmvec" in v else "-nomvec"), [*_COMMON, *v], _cpu_id(), have)
+                for v in _FAST_VARIANTS]
+    target = reproducible_target()
+    needs = numerics.REFERENCE_FLAGS if target == "x86-64-v3" else frozenset()
+    return [(target, [*_COMMON, *_TARGETS[target], *_REPRO], "", needs)]
 
 
 @functools.cache
@@ -292,22 +379,33 @@ def lib() -> ctypes.CDLL | None:
     """The loaded kernel library, built on first use; None (logged once) when it cannot be had."""
     if os.environ.get("CORPUSMIX_CPU_KERNELS", "1") == "0":
         log.info("cpu kernels disabled by CORPUSMIX_CPU_KERNELS=0; torch-op versions used")
+        numerics.record("kernels", "torch-ops (CORPUSMIX_CPU_KERNELS=0)")
         return None
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if compiler is None:
-        log.warning("no C++ compiler found; fused cpu kernels unavailable, torch-op versions used")
+        log.warning("no C++ compiler found; fused cpu kernels unavailable, torch-op versions used: numbers differ "
+                    "from runs with the kernels")
+        numerics.record("kernels", "torch-ops (no compiler)")
         return None
-    handle, error = None, ""
-    for extra in _VARIANTS:
+    handle, error, built = None, "", ""
+    for name, flags, key_extra, needs in _candidates():
         try:
-            handle = ctypes.CDLL(str(_build(compiler, extra)))
+            handle, built = ctypes.CDLL(str(build(compiler, flags, key_extra=key_extra, needs=needs))), name
             break
         except (OSError, subprocess.SubprocessError) as exc:
             detail = getattr(exc, "stderr", None) or str(exc)
             error = (str(detail).strip().splitlines() or [""])[-1]
     if handle is None:
-        log.warning("fused cpu kernels could not be built; torch-op versions used", extra={"data": {"error": error}})
+        log.warning("fused cpu kernels could not be built; torch-op versions used: numbers differ from runs with "
+                    "the kernels", extra={"data": {"error": error}})
+        numerics.record("kernels", "torch-ops (build failed)")
         return None
+    numerics.record("kernels", f"cm-{numerics.mode()}-{built}")
+    _declare(handle)
+    return handle
+
+
+def _declare(handle: ctypes.CDLL) -> None:
     handle.cm_rms_fwd.argtypes = [_PTR, _PTR, _PTR, _PTR, _I64, _I64, _F32]
     handle.cm_rms_bwd.argtypes = [_PTR, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _I64]
     handle.cm_rope.argtypes = [_PTR, _I64, _I64, _I64, _PTR, _I64, _I64, _I64, _PTR, _PTR,
@@ -321,7 +419,6 @@ def lib() -> ctypes.CDLL | None:
     for fn in (handle.cm_ce_fwd_f32, handle.cm_ce_fwd_bf16, handle.cm_ce_bwd_f32, handle.cm_ce_bwd_bf16,
                handle.cm_rms_fwd, handle.cm_rms_bwd, handle.cm_rope, handle.cm_swiglu_fwd, handle.cm_swiglu_bwd):
         fn.restype = None
-    return handle
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # not DTensor, FakeTensor or other subclasses

@@ -118,17 +118,24 @@ class EventLog:
             fh.write(json.dumps(rec) + "\n")
 
 
+# step-record fields measured in wall-clock time or on this machine: in train_timing.jsonl, not in
+# train_log.jsonl or dvclive (DVC outputs, the same bytes on every run); the in-memory history keeps them
+TIMING_FIELDS = frozenset({"tokens_per_s", "mfu", "step_s", "peak_mem_gb"})
+
+
 class RunLogger:
     """JSONL + dvclive + tqdm, on rank 0 only."""
 
     def __init__(self, cfg: Any, out: Path, start: int, rank: int, resumed: bool) -> None:
         self.on = rank == 0
-        self.fh = self.live = self.bar = None
+        self.fh = self.timing = self.live = self.bar = None
         self.events = EventLog(None)
         if not self.on:
             return
         out.mkdir(parents=True, exist_ok=True)
         self.fh = open(out / "train_log.jsonl", "a" if resumed else "w")
+        # wall-clock fields of each step beside the log: train_log.jsonl is a DVC output (results only)
+        self.timing = open(out / "train_timing.jsonl", "a" if resumed else "w")
         if not resumed:
             (out / "events.jsonl").unlink(missing_ok=True)
         self.events = EventLog(out / "events.jsonl")
@@ -144,11 +151,15 @@ class RunLogger:
     def record(self, rec: dict[str, Any]) -> None:
         if not self.on:
             return
-        self.fh.write(json.dumps(rec) + "\n")
+        self.fh.write(json.dumps({k: v for k, v in rec.items() if k not in TIMING_FIELDS}) + "\n")
         self.fh.flush()
+        self.timing.write(json.dumps({"step": rec["step"], **{k: rec[k] for k in TIMING_FIELDS if k in rec}}) + "\n")
+        self.timing.flush()
         if self.live is not None:
             self.live.step = rec["step"]
             for k, v in rec.items():
+                if k in TIMING_FIELDS:  # dvclive's files are DVC outputs: results only, timings stay in the log
+                    continue
                 if k != "step" and isinstance(v, int | float) and v is not None and math.isfinite(v):
                     self.live.log_metric(k.replace("/", "_"), v, plot=True)  # "loss" vs "loss/x" would clash
             self.live.next_step()
@@ -167,6 +178,7 @@ class RunLogger:
     def close(self) -> None:
         if self.fh:
             self.fh.close()
+            self.timing.close()
         if self.live is not None:
             self.live.end()
         if self.bar is not None:

@@ -11,7 +11,7 @@ Run as ``corpusmix report --output report.html --inputs out/ [more files or fold
 
 Sections, in order: the headline box (the pipeline's mixture: ``mix.method``, as written by
 ``corpusmix mix select``; ``report.chosen`` names another; the lowest-loss mixture only when no
-pipeline mixture is found), its average and worst-domain validation loss against the natural and
+pipeline mixture is found), its average and worst-domain evaluation loss against the natural and
 uniform mixtures, the difference in units of the seed spread and a plain
 verdict), the mixture ablation (per-domain loss table and heatmap, seed spread, loss curves), the
 mixture weights per method, the search diagnostics (DoReMi weight trajectory, RegMix fit quality),
@@ -37,7 +37,8 @@ import numpy as np
 
 from report import figures as figs
 from report.curation import funnel_section, quality_section, tidy_tables
-from report.inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation
+from report.environment import environment_section
+from report.inputs import MixtureRuns, ReportInputError, ReportInputs, normalise_ablation, small_eval_splits
 from report.inspection import inspection_section
 from report.render import Callout, Figure, Report, Section, Table, fmt, signed, write_report
 from report.scaling import scaling_section
@@ -59,6 +60,10 @@ class ReportConfig:
     baselines: list[str] = field(default_factory=lambda: ["natural", "uniform"],
                                  metadata={"help": "ablation mixtures the chosen one is compared to"})
     markdown: bool = field(default=True, metadata={"help": "also write <output>.md with PNGs next to it"})
+    summary: str = field(default="", metadata={
+        "help": "also write the headline figures to this JSON (the DVC metric; report/summary.py); empty: no"})
+    plots: str = field(default="", metadata={
+        "help": "also write the data of `dvc plots show` (CSVs) to this folder (report/plotdata.py); empty: no"})
 
 
 # ----------------------------------------------------------------------------- headline numerics
@@ -245,7 +250,7 @@ def headline_callout(hl: Headline) -> Callout:
     w = ", ".join(f"{d} {v:.3f}" for d, v in sorted(hl.weights.items(), key=lambda kv: -kv[1]))
     return Callout(
         title=hl.title,
-        summary=(f"Average validation loss {fmt(hl.avg)} (seeds {fmt(hl.avg_range[0])}–{fmt(hl.avg_range[1])}, "
+        summary=(f"Average evaluation loss {fmt(hl.avg)} (seeds {fmt(hl.avg_range[0])}–{fmt(hl.avg_range[1])}, "
                  f"n={hl.n_seeds}); worst domain {hl.worst_domain} at {fmt(hl.worst)}."),
         verdict=hl.verdict,
         table=Table("Chosen mixture against the baselines (Δ = baseline − chosen, per seed, then averaged; Δ > 0: "
@@ -258,7 +263,7 @@ def headline_callout(hl: Headline) -> Callout:
 
 def ablation_section(domains: list[str], avg_over: list[str], runs: list[MixtureRuns], hl: Headline,
                      label: str) -> Section:
-    sec = Section("ablation", "Mixture ablation: validation loss per mixture")
+    sec = Section("ablation", "Mixture ablation: evaluation loss per mixture")
     n = max(len(r.avg_per_seed) for r in runs)
     sec.blocks.append(
         f"The same proxy model trained on each candidate mixture ({label}), {n} seed(s) each. "
@@ -276,17 +281,17 @@ def ablation_section(domains: list[str], avg_over: list[str], runs: list[Mixture
                      float(np.ptp(r.avg_per_seed)), float(np.mean(r.worst_per_seed)),
                      max(r.mean_loss, key=lambda d: r.mean_loss[d]),
                      avg - float(np.mean(base.avg_per_seed)) if base else math.nan, len(r.avg_per_seed)])
-    sec.blocks.append(Table("Average and worst-domain validation loss, best first",
+    sec.blocks.append(Table("Average and worst-domain evaluation loss, best first",
                             ["mixture", "avg loss", "seed sd", "seed range", "worst-domain loss", "worst domain",
                              "avg − natural", "seeds"], rows))
-    sec.blocks.append(Table("Per-domain validation loss (mean ± seed sd)", ["mixture", *domains],
+    sec.blocks.append(Table("Per-domain evaluation loss (mean ± seed sd)", ["mixture", *domains],
                             [[r.name, *[_pm(r.mean_loss.get(d), r.std_loss.get(d)) for d in domains]]
                              for r in runs]))
     names = [r.name for r in runs]
     mat = np.array([[r.mean_loss.get(d, math.nan) for d in domains] for r in runs])
     center = mat[names.index("natural")] if "natural" in names else None
-    sec.blocks.append(Figure("loss_heatmap", "Per-domain validation loss per mixture", figs.heatmap(
-        names, domains, mat, title="validation loss per domain", center=center,
+    sec.blocks.append(Figure("loss_heatmap", "Per-domain evaluation loss per mixture", figs.heatmap(
+        names, domains, mat, title="evaluation loss per domain", center=center,
         cbar_label="loss − natural" if center is not None else "loss"),
         "Cells print the mean loss; colour is the difference to the natural mixture (blue = lower)."
         if center is not None else "Cells print the mean loss."))
@@ -298,7 +303,7 @@ def ablation_section(domains: list[str], avg_over: list[str], runs: list[Mixture
         sec.blocks.append(Figure("ablation_curves", "Training loss curves per mixture", figs.curves_figure(
             curves, title="training loss (mean over seeds, min–max band)", zoom=True),
             "Right: the last half of training, zoomed in. Training loss is measured on each mixture's own "
-            "batches, so it is not comparable across mixtures: compare the validation losses above."))
+            "batches, so it is not comparable across mixtures: compare the evaluation losses above."))
     return sec
 
 
@@ -479,18 +484,16 @@ def training_section(inputs: ReportInputs) -> Section | None:
         lossy = [r for r in recs if isinstance(r.get("loss"), (int, float))]
         if lossy:
             curves[label] = [[(float(r["step"]), float(r["loss"])) for r in lossy]]
-            tps = [r["tokens_per_s"] for r in lossy if isinstance(r.get("tokens_per_s"), (int, float))]
+            # no throughput here: the report is a DVC output, a pure function of the results (the log has it)
             summary.append([label, len(lossy), int(lossy[-1]["step"]),
-                            float(np.mean([r["loss"] for r in lossy[-10:]])),
-                            float(np.median(tps)) if tps else math.nan])
+                            float(np.mean([r["loss"] for r in lossy[-10:]]))])
         val = [r for r in recs if any(k.startswith("val_loss/") for k in r)]
         if val:
             last = val[-1]
             val_rows += [[label, int(last["step"]), k.split("/", 1)[1], float(last[k])]
                          for k in sorted(k for k in last if k.startswith("val_loss/"))]
     if summary:
-        sec.blocks.append(Table("Runs", ["run", "steps logged", "last step", "final loss (mean of last 10)",
-                                         "tokens/s (median)"], summary))
+        sec.blocks.append(Table("Runs", ["run", "steps logged", "last step", "final loss (mean of last 10)"], summary))
     if curves:
         sec.blocks.append(Figure("train_curves", "Training loss", figs.curves_figure(curves, title="training loss")))
     if val_rows:
@@ -579,6 +582,7 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
     sections: list[Section] = []
     callout = None
     runs: list[MixtureRuns] = []
+    hl: Headline | None = None
     if inputs.ablations:
         label, obj = next(iter(inputs.ablations.items()))
         inputs.skipped += [(lbl, "a second ablation file; the report uses the first one found")
@@ -586,10 +590,20 @@ def build_report(inputs: ReportInputs, cfg: ReportConfig) -> Report:
         domains, avg_over, runs = normalise_ablation(obj, where=label)
         hl, callout = headline_for(inputs, runs, cfg, avg_over)
         sections.append(ablation_section(domains, avg_over, runs, hl, label))
+        if small := small_eval_splits(inputs, domains):
+            sections[-1].blocks.insert(0, small)
     for sec in (weights_section(inputs, runs), search_section(inputs), training_section(inputs),
                 scaling_section(inputs.scaling), funnel_section(inputs), inspection_section(inputs),
-                quality_section(inputs)):
+                quality_section(inputs), environment_section(inputs)):
         if sec is not None:
             sections.append(sec)
     sections.append(inputs_section(inputs))
+    if cfg.summary:
+        from report.summary import summary_metrics, write_summary
+
+        write_summary(cfg.summary, summary_metrics(inputs, hl, runs, cfg.baselines))
+    if cfg.plots:
+        from report.plotdata import write_plot_data
+
+        write_plot_data(cfg.plots, inputs, runs)
     return Report(cfg.title, callout, sections)

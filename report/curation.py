@@ -34,11 +34,10 @@ def funnel_section(inputs: ReportInputs) -> Section | None:
             docs_in, kept = int(d.get("docs_in", 0)), int(d.get("kept", 0))
             rows.append([s, docs_in, kept, n_drop, f"{100.0 * n_drop / docs_in:.2f}%" if docs_in else "n/a",
                          int(d["bytes_in"]) if "bytes_in" in d else None,
-                         float(d["seconds"]) if "seconds" in d else None,
                          "ok" if docs_in == kept + n_drop else "docs_in ≠ kept + dropped"])
+        # no seconds column: stats.json holds none (they are in the untracked stats.timing.json)
         sec.blocks.append(Table(f"Documents per step ({label})",
-                                ["step", "docs in", "kept", "dropped", "dropped %", "bytes in", "seconds",
-                                 "check"], rows))
+                                ["step", "docs in", "kept", "dropped", "dropped %", "bytes in", "check"], rows))
         tot = st.get("totals")
         if isinstance(tot, Mapping):
             sec.blocks.append(Table(f"Totals ({label})", [str(k) for k in tot], [[_cell(v) for v in tot.values()]]))
@@ -239,6 +238,8 @@ def tidy_tables(obj: Any, title: str) -> list[Table]:
     """
     tables: list[Table] = []
     flat: list[list[Any]] = []
+    if isinstance(obj, Mapping) and "environment" in obj:  # shown in the report's Environment section
+        obj = {k: v for k, v in obj.items() if k != "environment"}
 
     def visit(prefix: str, node: Any) -> None:
         if isinstance(node, Mapping):

@@ -137,8 +137,8 @@ def spread_figure(names: Sequence[str], avg: Sequence[Sequence[float]], worst: S
     """Average and worst-domain loss per mixture: every seed as a dot, the mean as a bar, min-max whiskers."""
     fig = _figure(max(7.0, 1.3 * len(names) + 3), 3.8)
     axes = fig.subplots(1, 2)
-    for ax, data, title in ((axes[0], avg, "average validation loss"),
-                            (axes[1], worst, "worst-domain validation loss")):
+    for ax, data, title in ((axes[0], avg, "average evaluation loss"),
+                            (axes[1], worst, "worst-domain evaluation loss")):
         means = [float(np.mean(v)) for v in data]
         lo = [m - min(v) for m, v in zip(means, data, strict=True)]
         hi = [max(v) - m for m, v in zip(means, data, strict=True)]

@@ -71,6 +71,7 @@ class ReportInputs:
     ablations: dict[str, dict[str, Any]] = field(default_factory=dict)
     train_logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    eval_docs: dict[str, dict[str, int]] = field(default_factory=dict)  # pools.json: evaluation-split documents
     metrics: dict[str, Any] = field(default_factory=dict)
     scaling: dict[str, dict[str, Any]] = field(default_factory=dict)  # corpusmix scale fit/predict JSON
     inspections: dict[str, dict[str, Any]] = field(default_factory=dict)  # a curation run's inspect.json
@@ -107,6 +108,8 @@ def _walk(root: Path, skipped: list[tuple[str, str]]) -> Iterable[Path]:
                 skipped.append((f"{p}/", why))
                 continue
             yield from _walk(p, skipped)
+        elif p.name.endswith(".timing.json"):
+            skipped.append((str(p), "wall-clock timings of an output (not results)"))
         elif p.suffix in (".json", ".jsonl", ".parquet", ".csv"):
             yield p
 
@@ -212,6 +215,22 @@ def _read_jsonl(path: Path, label: str, out: ReportInputs) -> None:
         out.skipped.append((str(path), "jsonl without step/loss records (not a train log)"))
 
 
+# fewer evaluation documents than this in a domain: its loss rests on too little text to tell mixtures apart
+MIN_EVAL_DOCS = 20
+
+
+def small_eval_splits(inputs: ReportInputs, domains: Iterable[str]) -> str | None:
+    """A warning naming the domains whose evaluation split (in the pools) is too small to judge, or None."""
+    counts = next(iter(inputs.eval_docs.values()), {})
+    small = {d: counts[d] for d in domains if d in counts and counts[d] < MIN_EVAL_DOCS}
+    if not small:
+        return None
+    listed = ", ".join(f"{d} ({n} document{'s' * (n != 1)})" for d, n in sorted(small.items()))
+    return (f"Too small to judge: the evaluation split of {listed} holds fewer than {MIN_EVAL_DOCS} documents, so "
+            "the evaluation loss of that domain rests on too little text to tell the mixtures apart; read its "
+            "per-domain differences as noise, or add data (pools.eval_fraction).")
+
+
 def _read_csv(path: Path, label: str, out: ReportInputs) -> None:
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -290,6 +309,8 @@ def _read_json(path: Path, label: str, out: ReportInputs, *, explicit: bool = Fa
     if path.name == "pools.json" and isinstance(obj.get("domains"), Mapping):
         out.tokens[label] = {d: int(v.get("tokens", 0)) for d, v in obj["domains"].items()
                              if isinstance(v, Mapping)}
+        out.eval_docs[label] = {d: int(v["eval_docs"]) for d, v in obj["domains"].items()
+                                if isinstance(v, Mapping) and isinstance(v.get("eval_docs"), int)}
         return
     if isinstance(obj.get("tokens_per_domain"), Mapping):
         out.tokens[label] = {d: int(v) for d, v in obj["tokens_per_domain"].items()}

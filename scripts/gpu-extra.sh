@@ -22,8 +22,8 @@ PY
 torch_v=$("$py" -c "import torch; print(torch.__version__)")
 case "$state" in
   cpu-build)
-    echo "setup: FlashAttention is OFF: torch $torch_v is a CPU build (TORCH_SPEC). On a CUDA machine run" \
-         "'make clean-venv && make setup TORCH_SPEC=torch' (or a CUDA wheel spec) to get it." ;;
+    echo "setup: FlashAttention is OFF: torch $torch_v is a CPU build (no GPU at setup, or TORCH=cpu). On a CUDA" \
+         "machine run 'make clean-venv && make setup TORCH=cuda' to get it." ;;
   no-gpu)
     echo "setup: FlashAttention is OFF: torch $torch_v has CUDA but no GPU is visible here; rerun" \
          "'make setup' on the GPU machine to install the gpu extra." ;;
@@ -38,7 +38,7 @@ case "$state" in
     else
       echo "setup: WARNING: FlashAttention is OFF: installing flash-attn failed for torch $torch_v (no" \
            "prebuilt wheel for this torch/CUDA/Python and no working nvcc build). Training uses PyTorch SDPA." \
-           "Fix: pin TORCH_SPEC to a torch with a flash-attn wheel, or install the CUDA toolkit and rerun." >&2
+           "Fix: a torch with a flash-attn wheel (LOCK=FILE), or install the CUDA toolkit and rerun." >&2
     fi ;;
 esac
 exit 0

@@ -20,6 +20,7 @@ pytest.importorskip("pyspark")
 
 from datatrove.data import Document  # noqa: E402
 
+from corpusmix import timing  # noqa: E402
 from curate import docio as cio  # noqa: E402
 from curate.chain import EngineConfig  # noqa: E402
 from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
@@ -268,7 +269,9 @@ def test_same_decisions_as_datatrove_run(spark_run, raw: Path, model: Path, tmp_
     docs = pq.read_table(raw / "docs").to_pylist()
     want_kept, want_drops, want_counts = reference(docs, chain(model, tmp_path / "ref.log"))
     kept, drops, written = read_outputs(out)
-    assert written == json.loads(json.dumps(stats))
+    pure, timings = timing.split(stats)  # wall-clock values: stats.timing.json beside stats.json
+    assert written == json.loads(json.dumps(pure)) and timings["engine"]["seconds"] > 0
+    assert json.loads((out / "stats.timing.json").read_text()) == json.loads(json.dumps(timings))
     assert set(kept) == want_kept
     assert drops == want_drops
     assert 0 < len(kept) < len(docs) and len({s for s, _ in drops.values()}) >= 3

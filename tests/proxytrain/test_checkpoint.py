@@ -134,3 +134,17 @@ def test_world_size_mismatch(tmp_path):
     # allowed (a source with a global cursor): rank 0's JSON state, marked with the old world size
     extra = load_checkpoint(path, model, opt, any_world=True)
     assert extra["step"] == 5 and extra["resharded_from"] == 4
+
+
+def test_two_saves_of_the_same_state_are_the_same_bytes(tmp_path, monkeypatch):
+    """Every file of a checkpoint (a DVC output of the train stage) is a function of the state: DCP's
+    random save id is replaced by the step (``.metadata`` differed between otherwise identical runs)."""
+    monkeypatch.chdir(tmp_path)  # DCP records the checkpoint path as given: the same relative path twice
+    files = []
+    for run in ("a", "b"):
+        model = build_model(ModelConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=2, max_seq_len=16), seed=0)
+        path = save_checkpoint(Path("ck"), 5, model, make_optimizer(model, _cfg(tmp_path)), {"data": {"row": 3}})
+        files.append({p.name: p.read_bytes() for p in sorted(path.iterdir())})
+        os.rename("ck", f"ck-{run}")
+    assert set(files[0]) == set(files[1]) and ".metadata" in files[0]
+    assert [n for n in files[0] if files[0][n] != files[1][n]] == []

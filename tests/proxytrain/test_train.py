@@ -85,11 +85,13 @@ def test_log_records_have_the_contract_fields(tmp_path):
     train(cfg, source=SyntheticSource(vocab_size=64, seq_len=32), val_source=SyntheticSource(vocab_size=64,
                                                                                            seq_len=32))
     recs = [json.loads(x) for x in (tmp_path / "train_log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in recs] == [0, 1, 2]
-    for r in recs:
-        for k in ("loss", "lr", "grad_norm", "param_norm", "tokens_per_s", "mfu", "loss/a", "loss/b", "loss/c"):
+    timing = [json.loads(x) for x in (tmp_path / "train_timing.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in recs] == [0, 1, 2] == [r["step"] for r in timing]
+    for r, t in zip(recs, timing, strict=True):
+        for k in ("loss", "lr", "grad_norm", "param_norm", "loss/a", "loss/b", "loss/c"):
             assert isinstance(r[k], float) and math.isfinite(r[k]), k
-        assert r["tokens_per_s"] > 0 and 0 < r["mfu"] < 1
+        assert not {"tokens_per_s", "mfu", "step_s", "peak_mem_gb"} & set(r)  # wall-clock: beside the log
+        assert t["tokens_per_s"] > 0 and 0 < t["mfu"] < 1
     assert {"val_loss/a", "val_loss/b", "val_loss/c", "val_loss/all"} <= set(recs[-1])
     assert (tmp_path / "dvclive" / "metrics.json").exists()
     metrics = json.loads((tmp_path / "dvclive" / "metrics.json").read_text())

@@ -71,10 +71,9 @@ def _dvc(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def _outs(lock: Path) -> dict[str, dict[str, str]]:
-    """Output hashes per stage; stats.json (a metric holding timings) is compared without them."""
+    """Output hashes per stage (stats.json too: its timings are in the untracked stats.timing.json)."""
     stages = yaml.safe_load(lock.read_text())["stages"]
-    return {name: {o["path"]: o["md5"] for o in st.get("outs", []) if not o["path"].endswith("stats.json")}
-            for name, st in stages.items()}
+    return {name: {o["path"]: o["md5"] for o in st.get("outs", [])} for name, st in stages.items()}
 
 
 def _stats(root: Path) -> dict:
