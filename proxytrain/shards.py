@@ -66,6 +66,13 @@ def _batch_to_torch(b: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v) for k, v in b.items()}
 
 
+def _as_numpy(b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The DataLoader's collate for whole batches: keep numpy. Workers then send a batch through their
+    queue as one pickle instead of one shared-memory segment per tensor (the costlier path for
+    batches of this size); the main process wraps the arrays without a copy."""
+    return b
+
+
 def _dist_rank_world() -> tuple[int, int]:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
@@ -220,7 +227,7 @@ class _Batches(IterableDataset):
         n, B = self.ds.local_rows(self.start), self.batch_size
         while n is None or b * B < n:
             hi = (b + 1) * B if n is None else min((b + 1) * B, n)
-            yield _batch_to_torch(self.ds.batch(b * B, hi, self.start))
+            yield self.ds.batch(b * B, hi, self.start)
             b += step
 
 
@@ -246,10 +253,10 @@ class ShardLoader:
         ds.start = self.cursor
         ds.order.row(self.cursor)  # build the epoch's order here, once, not in every worker
         loader = DataLoader(_Batches(ds, ds.batch_size, self.cursor), batch_size=None,
-                            num_workers=self.num_workers, **self.kwargs)
+                            num_workers=self.num_workers, **{"collate_fn": _as_numpy, **self.kwargs})
         for batch in loader:
             self.cursor += len(batch["tokens"]) * ds.world_size
-            yield batch
+            yield _batch_to_torch(batch) if isinstance(batch["tokens"], np.ndarray) else batch
 
     def state_dict(self) -> dict[str, Any]:
         return {**self.dataset.state_dict(), "cursor": int(self.cursor),
@@ -291,9 +298,9 @@ class ShardBatchSource:
         if self._it is None or self._it_n != n:
             ds.order.row(ds.start)  # build the epoch's order here, once, not in every worker
             self._it = iter(DataLoader(_Batches(ds, n, ds.start), batch_size=None, num_workers=self.num_workers,
-                                       persistent_workers=False))
+                                       persistent_workers=False, collate_fn=_as_numpy))
             self._it_n = n
-        return next(self._it)
+        return _batch_to_torch(next(self._it))
 
     def next_batch(self, n: int) -> dict[str, torch.Tensor]:
         ds = self.dataset
