@@ -106,8 +106,14 @@ def run_case(name: str, texts: list[str], tmp: Path) -> dict:
                  "peak_rss_mb_max_over_children": round(max(before, peak_kb) / 1024, 1), "leaked_in_output": leaked}
     if proc.returncode == 0:
         table = pq.read_table(dst)
-        out["pii_counts"] = table.column("pii_counts").to_pylist()
-        text = "\n".join(table.column("text").to_pylist())
+        # no column when no row kept a detection (or no row was kept: the drops say why)
+        out["kept_rows"] = table.num_rows
+        out["pii_counts"] = table.column("pii_counts").to_pylist() if "pii_counts" in table.column_names else None
+        drops = tmp / f"{name}.out.parquet.drops.parquet"
+        if drops.exists():
+            dt = pq.read_table(drops)
+            out["drops"] = {c: dt.column(c).to_pylist() for c in dt.column_names if c in ("reason", "id")}
+        text = "\n".join(t for t in table.column("text").to_pylist() if t)
         out["planted_left_in_text"] = [v[:4] + "..." for v in (PASSWORD, TOKEN, AWS_SECRET) if v in text]
     else:
         out["error_tail"] = proc.stderr.strip().splitlines()[-1:]  # one line; checked for leaks above
