@@ -551,5 +551,7 @@ def test_reference_mixtures():
     np.testing.assert_allclose(reference_weights("uniform", tokens, None), [1 / 3] * 3)
     # targets: equal weights on the targets, none on junk (the reference never learns junk)
     np.testing.assert_allclose(reference_weights("targets", tokens, ["a", "b"]), [0.5, 0.0, 0.5])
+    # no targets named: every domain is one
+    np.testing.assert_allclose(reference_weights("targets", tokens, None), [1 / 3] * 3)
     with pytest.raises(ConfigError, match="needs the target domains"):
         reference_weights("targets", tokens, ["c"])
