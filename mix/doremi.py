@@ -218,8 +218,7 @@ def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_
 def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True,
                     targets: list[str] | None = None) -> dict:
     """Full DoReMi (optionally iterated) on a token-pools folder; resumable through ``cache_dir``.
-    ``targets``: the target domains (:mod:`mix.targets`) that ``reference_mixture: targets`` weights
-    equally (None: every domain, i.e. the uniform reference).
+    ``targets``: the target domains (:mod:`mix.targets`), needed by ``reference_mixture: targets``.
 
     Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
     seed (with ``group_size`` m > 1: the mean of the seed's m proxies; ``proxy_weights`` has every
