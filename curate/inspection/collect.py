@@ -52,6 +52,9 @@ class InspectConfig:
     top_clusters: int = field(default=20, metadata={"help": "largest dedup clusters listed"})
     cluster_cap: int = field(default=10_000, metadata={
         "help": "dedup clusters counted per task or partition (the largest kept beyond it)"})
+    mask_person_names: bool = field(default=True, metadata={
+        "help": "also replace person names (Census name lists, curate.steps.person_names) by <PERSON> in every "
+                "text shown: the PII step keeps names unless pii.entities holds PERSON"})
 
     def __post_init__(self) -> None:
         for name in ("samples_per_rule", "near_misses_per_rule", "max_chars", "max_rules_per_domain", "bins",

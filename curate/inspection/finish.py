@@ -33,15 +33,19 @@ TAIL_MARGIN = 512
 WITHHELD = "[text withheld: redaction failed]"
 
 
-def make_redact(pii_step: Any) -> Callable[[str, str], str] | None:
-    """``(id, text) -> redacted text`` with the run's PII step object, or None when it has none."""
-    if pii_step is None:
+def make_redact(pii_step: Any, mask_names: bool = False) -> Callable[[str, str], str] | None:
+    """``(id, text) -> redacted text`` with the run's PII step object, then (``mask_names``) with
+    person names masked (:func:`curate.steps.person_names.mask_persons`); None when neither applies."""
+    if pii_step is None and not mask_names:
         return None
+    from curate.steps.person_names import mask_persons
 
     def redact(doc_id: str, text: str) -> str:
-        doc = Document(text=text, id=doc_id, metadata={})
-        pii_step.annotate(doc)
-        return doc.text
+        if pii_step is not None:
+            doc = Document(text=text, id=doc_id, metadata={})
+            pii_step.annotate(doc)
+            text = doc.text
+        return mask_persons(text) if mask_names else text
 
     return redact
 
@@ -143,7 +147,7 @@ def inspection_document(states: list[dict[str, Any]], cfg: InspectConfig, *, ord
                         representatives: Callable[[list[str]], dict[str, str]] | None = None) -> dict[str, Any]:
     """The ``inspect.json`` document of a run from its units' states (see the module docstring)."""
     state = merge_states(states, cfg)
-    redact = make_redact(pii_step)
+    redact = make_redact(pii_step, cfg.mask_person_names)
     samples, near, withheld = _texts(state, cfg, redact)
     steps = [s for s in order if s in state["counts"]] + [s for s in state["counts"] if s not in order]
     hist: dict[str, dict[str, dict[str, Any]]] = {}
@@ -157,8 +161,10 @@ def inspection_document(states: list[dict[str, Any]], cfg: InspectConfig, *, ord
         decontam.setdefault(dom, {})[b] = {"flagged": flagged, "dropped": dropped}
     return {
         "inspect_version": VERSION, "engine": engine, "config": asdict(cfg),
-        "pii": ({"redacted": True, "note": "every text was redacted by the run's PII step before it was cut"}
-                if redact else {"redacted": False, "note": "the run has no PII step: texts as the run read them"}),
+        "pii": {"redacted": pii_step is not None, "person_names_masked": cfg.mask_person_names,
+                "note": ("every text was redacted by the run's PII step before it was cut" if pii_step is not None
+                         else "the run has no PII step: texts as the run read them")
+                + ("; person names (Census name lists) shown as <PERSON>" if cfg.mask_person_names else "")},
         "withheld": withheld,
         "budget": {"texts_per_domain": cfg.max_rules_per_domain * (cfg.samples_per_rule + cfg.near_misses_per_rule),
                    "chars_per_text": cfg.max_chars},

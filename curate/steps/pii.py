@@ -30,7 +30,9 @@ and agreement against presidio on whole texts with the same recognizers; ``docs/
 Offline: presidio's NLP engine is ``NoOpNlpEngine`` (nothing loaded); the e-mail recognizer's
 ``tldextract`` uses the suffix list snapshot shipped in the package (``suffix_list_urls=()``), so
 no network is touched. PERSON is optional: set ``person_model`` to an installed spaCy model
-(package name or folder) and the whole text also goes through spaCy NER for PERSON.
+(package name or folder) and the whole text also goes through spaCy NER for PERSON, or to
+``census-names`` for the name-list detector that ships with the repo
+(``curate.steps.person_names``: a Census given name followed by a Census surname).
 
 Run it through ``corpusmix curate pii --input docs.parquet --output out.parquet`` or chain the step
 in an engine; it is a datatrove ``PipelineStep`` like every curation step.
@@ -159,8 +161,9 @@ class PIIConfig:
     max_snap: int = field(default=128, metadata={"help": "max chars a window edge moves to reach whitespace"})
     phone_regions: list[str] = field(default_factory=lambda: ["US", "GB", "DE", "FR", "IL", "IN", "CA", "BR"],
                                      metadata={"help": "phone regions (presidio's default list)"})
-    person_model: str | None = field(default=None, metadata={"help": "installed spaCy model for PERSON "
-                                                                     "(name or folder); none = no PERSON"})
+    person_model: str | None = field(default=None, metadata={
+        "help": "PERSON detector: an installed spaCy model (name or folder), or census-names (the name lists "
+                "shipped in curate/models/names); none = no PERSON"})
     phone_context: list[str] = field(default_factory=lambda: list(PHONE_CONTEXT), metadata={
         "help": "words that make a 7-15 digit run before which they stand a phone number"})
     card_context: list[str] = field(default_factory=lambda: list(CARD_CONTEXT), metadata={
@@ -186,8 +189,8 @@ class PIIConfig:
         if self.context_chars < 0 or self.margin < 0:
             raise ConfigError("pii.context_chars and pii.margin must be >= 0")
         if "PERSON" in self.entities and not self.person_model:
-            raise ConfigError("pii.entities has PERSON but pii.person_model is not set; set it to an "
-                              "installed spaCy model (e.g. en_core_web_sm) or remove PERSON")
+            raise ConfigError("pii.entities has PERSON but pii.person_model is not set; set it to "
+                              "census-names, an installed spaCy model (e.g. en_core_web_sm), or remove PERSON")
 
 
 def resolve_overlaps(spans: list[tuple[int, int, str, float]]) -> list[tuple[int, int, str]]:

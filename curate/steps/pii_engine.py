@@ -93,8 +93,14 @@ def build_analyzer(cfg: PIIConfig, *, part: str = "all") -> Any:
 
 
 def build_person_analyzer(model: str, min_score: float) -> Any:
-    """An ``AnalyzerEngine`` that finds PERSON with an installed spaCy model (never downloads)."""
+    """An ``AnalyzerEngine`` that finds PERSON with an installed spaCy model (never downloads), or
+    the name-list detector for ``census-names`` (:mod:`curate.steps.person_names`)."""
     from pathlib import Path
+
+    from curate.steps.person_names import NAME_LISTS, NameListPersons
+
+    if model == NAME_LISTS:
+        return NameListPersons()
 
     import spacy
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry

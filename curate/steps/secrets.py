@@ -180,6 +180,32 @@ class SecretsDetector:
                 # one of the text's long tokens (few in prose)
                 self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("long_lower", gates),)))
             self._context = ContextSecrets()
+        # one search answers "does any gate literal occur?" (an alternation finds a match iff one of
+        # its words occurs); most texts hold none, and then no "lower" gate needs its own look
+        words = sorted({w for _, _, gate in self._plugins if gate for how, what in gate if how == "lower"
+                        for w in what}, key=len, reverse=True)
+        self._any_lower = re.compile("|".join(re.escape(w) for w in words)) if words else _NEVER
+        self._providers = [p for p in self._plugins if p[2] is not None and p[2][0][0] == "long_lower"]
+        others = [p for p in self._plugins if not (p[2] is not None and p[2][0][0] == "long_lower")]
+        # the plugins whose gates can hold, by (a gate literal occurs, the text has a long token):
+        # a "lower" alternative needs the first, a "long" one (or an "all" holding one) the second
+        def can_hold(gate: tuple[tuple[str, Any], ...] | None, lower: bool, long: bool) -> bool:
+            if gate is None:
+                return True
+            for how, what in gate:
+                needs = {how} if how != "all" else {h for h, _ in what}
+                if ("lower" not in needs or lower) and (not needs & {"long", "long_lower"} or long):
+                    return True
+            return False
+
+        self._candidates = {(lo, lg): [p for p in others if can_hold(p[2], lo, lg)]
+                            for lo in (False, True) for lg in (False, True)}
+        longs = [what for _, _, gate in others if gate for how, what in gate if how == "long"]
+        longs += [w for _, _, gate in others if gate for how, what in gate if how == "all" for h, w in what
+                  if h == "long"]
+        # one search answers "can any "long" gate hold?" (no: the long-gated plugins are skipped)
+        self._any_long = re.compile("|".join(f"(?{'i' if rx.flags & re.IGNORECASE else ''}:{rx.pattern})"
+                                             for rx in longs)) if longs else _NEVER
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
         from detect_secrets.filters import heuristic as h
@@ -224,29 +250,30 @@ class SecretsDetector:
         if len(low) != len(text):  # a few letters lower-case to two characters ("İ"): keep offsets
             low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
         long_tokens: list[str] = []  # filled on first use
+        lower_hit = self._any_lower.search(low) is not None
 
         def holds(how: str, what: Any) -> bool:
             if how == "lower":
-                return any(w in low for w in what)
+                return lower_hit and any(w in low for w in what)
             if how == "rx":
                 return what.search(text) is not None
             if how in ("long", "long_lower"):
                 if not long_tokens:
                     long_tokens.append(" ".join(t for t in text.split() if len(t) >= _LONG))
                     long_tokens.append(long_tokens[0].lower())
+                if not long_tokens[0]:
+                    return False
                 if how == "long_lower":
                     return any(w in long_tokens[1] for w in what)
                 return what.search(long_tokens[0]) is not None
             return all(holds(h, w) for h, w in what)  # "all"
 
-        providers = None  # do the long tokens hold any provider literal? (one scan; most text: no)
-        for plugin, kind, gate in self._plugins:
-            if gate is not None and gate[0][0] == "long_lower":
-                if providers is None:
-                    holds("long", _NEVER)
-                    providers = _PROVIDER_LITERALS.search(long_tokens[1]) is not None
-                if not providers:
-                    continue
+        holds("long", _NEVER)
+        has_long = bool(long_tokens[0]) and self._any_long.search(long_tokens[0]) is not None
+        plugins = self._candidates[(lower_hit, has_long)]
+        if long_tokens[0] and _PROVIDER_LITERALS.search(long_tokens[1]) is not None:
+            plugins = plugins + self._providers  # the long tokens hold a provider literal (most text: no)
+        for plugin, kind, gate in plugins:
             if gate is not None and not any(holds(how, what) for how, what in gate):
                 continue
             for v in plugin.analyze_string(text):

@@ -103,7 +103,8 @@ def test_demo_view_shows_no_planted_pii_and_fits_5mb(demo, tmp_path):
     page = tmp_path / "view.html"
     data = write_page(out, page)
     assert page.stat().st_size <= 5_000_000
-    entities = set(chain["pii"]["entities"])
+    # the PII step's types, and person names: the view masks those itself (mask_person_names)
+    entities = set(chain["pii"]["entities"]) | {"PERSON"}
     gt = pq.read_table(raw / "ground_truth.parquet").to_pylist()
     planted = {s["value"] for r in gt for s in (r["pii_spans"] or []) if s["type"] in entities}
     pii_docs = {r["id"] for r in gt if any(s["type"] in entities for s in (r["pii_spans"] or []))}
@@ -114,6 +115,9 @@ def test_demo_view_shows_no_planted_pii_and_fits_5mb(demo, tmp_path):
     # not vacuous: documents with planted PII are among the samples, shown with placeholders
     shown = [t for i, t in texts if i in pii_docs]
     assert len(shown) >= 5 and sum("<" in t and ">" in t for t in shown) >= 5
+    # person names: documents with a planted name are shown, the name masked
+    person_docs = {r["id"] for r in gt if any(s["type"] == "PERSON" for s in (r["pii_spans"] or []))}
+    assert data["pii"]["person_names_masked"] and sum("<PERSON>" in t for i, t in texts if i in person_docs) >= 3
 
 
 def _browser():
