@@ -180,11 +180,10 @@ class SecretsDetector:
                 # one of the text's long tokens (few in prose)
                 self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("long_lower", gates),)))
             self._context = ContextSecrets()
-        # one search answers "does any gate literal occur?" (an alternation finds a match iff one of
-        # its words occurs); most texts hold none, and then no "lower" gate needs its own look
+        # does any gate literal occur? (most texts: none, and then no "lower" gate needs its own look)
         words = sorted({w for _, _, gate in self._plugins if gate for how, what in gate if how == "lower"
                         for w in what}, key=len, reverse=True)
-        self._any_lower = re.compile("|".join(re.escape(w) for w in words)) if words else _NEVER
+        self._lower_words = tuple(words)
         self._providers = [p for p in self._plugins if p[2] is not None and p[2][0][0] == "long_lower"]
         others = [p for p in self._plugins if not (p[2] is not None and p[2][0][0] == "long_lower")]
         # the plugins whose gates can hold, by (a gate literal occurs, the text has a long token):
@@ -200,12 +199,6 @@ class SecretsDetector:
 
         self._candidates = {(lo, lg): [p for p in others if can_hold(p[2], lo, lg)]
                             for lo in (False, True) for lg in (False, True)}
-        longs = [what for _, _, gate in others if gate for how, what in gate if how == "long"]
-        longs += [w for _, _, gate in others if gate for how, what in gate if how == "all" for h, w in what
-                  if h == "long"]
-        # one search answers "can any "long" gate hold?" (no: the long-gated plugins are skipped)
-        self._any_long = re.compile("|".join(f"(?{'i' if rx.flags & re.IGNORECASE else ''}:{rx.pattern})"
-                                             for rx in longs)) if longs else _NEVER
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
         from detect_secrets.filters import heuristic as h
@@ -250,7 +243,7 @@ class SecretsDetector:
         if len(low) != len(text):  # a few letters lower-case to two characters ("İ"): keep offsets
             low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
         long_tokens: list[str] = []  # filled on first use
-        lower_hit = self._any_lower.search(low) is not None
+        lower_hit = any(w in low for w in self._lower_words)
 
         def holds(how: str, what: Any) -> bool:
             if how == "lower":
@@ -269,7 +262,7 @@ class SecretsDetector:
             return all(holds(h, w) for h, w in what)  # "all"
 
         holds("long", _NEVER)
-        has_long = bool(long_tokens[0]) and self._any_long.search(long_tokens[0]) is not None
+        has_long = bool(long_tokens[0])
         plugins = self._candidates[(lower_hit, has_long)]
         if long_tokens[0] and _PROVIDER_LITERALS.search(long_tokens[1]) is not None:
             plugins = plugins + self._providers  # the long tokens hold a provider literal (most text: no)
