@@ -17,7 +17,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 LOCK        ?= auto
 export TORCH TORCH_INDEX LOCK
 
-.PHONY: setup demo test lint system-deps lmplz clean-venv lock
+.PHONY: setup demo test test-fast lint system-deps lmplz clean-venv lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ demo: setup
 
 test: setup
 	. $(BIN)/activate && CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh python -m pytest -q --durations=30 tests
+
+# the tests not marked slow (no Spark cluster, torchrun, lmplz or end-to-end searches): a quick check
+test-fast: setup
+	. $(BIN)/activate && CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh python -m pytest -q -m "not slow" --durations=15 tests
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

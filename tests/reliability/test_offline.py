@@ -63,4 +63,5 @@ def test_no_namespace_is_an_error_unless_opted_out(tmp_path: Path) -> None:
     assert opted.returncode == 0 and opted.stdout.strip() == "ran" and "WARNING" in opted.stderr
     # the Makefile passes its opt-out variable through to the script
     make = (ROOT / "Makefile").read_text()
-    assert make.count("CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh") == 2
+    runs = [line for line in make.splitlines() if "scripts/offline.sh" in line and not line.startswith("#")]
+    assert len(runs) >= 2 and all("CORPUSMIX_ALLOW_NETWORK=$(ALLOW_NETWORK) scripts/offline.sh" in r for r in runs)
