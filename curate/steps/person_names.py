@@ -34,6 +34,7 @@ _NOT_NAMES = frozenset({
     "Their", "Then", "There", "They", "This", "To", "Up", "Us", "Was", "We", "Were", "What", "When", "Who", "Why",
     "Will", "With", "You", "Your", "Street", "City", "County", "House", "Avenue", "Road", "University",
 })
+_MAX_WORDS = 5  # a name is at most this many words (given names, initials, surname): bounded work per word
 _TITLES = r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Dame|Rev|Hon)\.?"
 _SUFFIX = re.compile(r",? (?:Jr\.?|Sr\.?|II|III|IV|V|MD|M\.D\.|DDS|DVM|PhD|Ph\.D\.|Esq\.?)(?![A-Za-z])")
 _WORD = r"[A-Z][a-z'’]*(?:[A-Z][a-z'’]+)?(?:-[A-Z][a-z'’]+)?"  # "Smith", "McDonald", "O'Brien", "Smith-Jones"
@@ -77,7 +78,7 @@ def person_spans(text: str) -> list[tuple[int, int]]:
             end = -1
             if words[i] not in _NOT_NAMES and _key(words[i]) in first:
                 j = i + 1
-                while j < len(words):
+                while j < min(len(words), i + _MAX_WORDS):
                     w = words[j]
                     if _surname(w, last) and w[0].isupper():
                         end = j

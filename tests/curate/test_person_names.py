@@ -54,3 +54,15 @@ def test_the_pii_step_takes_census_names_for_person():
     spans = r.detect("Mail Joseph Ramirez at joe@example.org now.")
     assert [(t, "Mail Joseph Ramirez at joe@example.org now."[s:e]) for s, e, t in spans] == [
         ("PERSON", "Joseph Ramirez"), ("EMAIL_ADDRESS", "joe@example.org")]
+
+
+def test_long_runs_of_names_take_linear_time():
+    import time
+
+    text = " ".join(["Mary"] * 200_000) + " Smith"
+    t0 = time.process_time()
+    spans = person_spans(text)
+    assert time.process_time() - t0 < 10
+    # "Mary" is a Census surname too: names of at most 5 words each, disjoint, in order
+    assert len(spans) >= 40_000 and all(text[s:e].count(" ") <= 4 for s, e in spans)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
