@@ -13,7 +13,8 @@ base/ours in every round. ``--mb`` takes the first documents of the input up to 
 text (a slice written once next to the outputs); 0 takes everything.
 
 Per run it records the CPU seconds of the process (user + system; with one worker, the core's
-time), the wall seconds, and each step's own seconds from ``stats.json``. It prints MB/s per core
+time), the wall seconds, and each step's own seconds from ``stats.json`` (or its timing side file
+``stats.timing.json``, where the tree writes one). It prints MB/s per core
 for the whole chain (input MB / CPU seconds) and for each step (the step's input MB / its
 seconds), the ratios ours/base, each step's share of the run's wall time (one process: under an
 even load, about its share of the CPU) and the share outside the steps (start-up, calibration,
@@ -100,6 +101,9 @@ def table_hash(path: Path, columns: list[str] | None = None) -> str:
 
 
 def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)  # a finished run left there would make this one a no-op
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-c", "from corpusmix.cli import main; import sys; sys.exit(main())",
            "curate", "run", "--input", str(inp), "--output", str(out), "--params", str(tree / "params.yaml"),
@@ -113,8 +117,14 @@ def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"curate run failed in {tree} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     stats = json.loads((out / "stats.json").read_text())
-    steps = {name: {"mb_in": s["bytes_in"] / 1e6, "seconds": s["seconds"]}
-             for name, s in stats["steps"].items() if s.get("seconds")}
+    # step seconds: in stats.json (older trees) or in its timing side file (stats.timing.json)
+    timing_file = out / "stats.timing.json"
+    timing = json.loads(timing_file.read_text()).get("steps", {}) if timing_file.exists() else {}
+    steps = {}
+    for name, s in stats["steps"].items():
+        secs = s.get("seconds") or timing.get(name, {}).get("seconds")
+        if secs:
+            steps[name] = {"mb_in": s["bytes_in"] / 1e6, "seconds": secs}
     return {"cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "wall": wall, "load": load,
             "steps": steps, "kept_hash": table_hash(out / "curated"),
             "drops_hash": table_hash(out / "drops.parquet", ["id", "step", "reason", "domain"]),
