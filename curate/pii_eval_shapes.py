@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 
-from curate.pii_eval import Doc, Values
+from curate.pii_eval_values import Doc, Values
 
 PROVIDER_KEYS = {
     "github": ["GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT"], "gitlab": ["GITLAB_TOKEN", "GL_TOKEN"],

@@ -1,8 +1,8 @@
 """Where proxy runs execute: parallel processes on this machine, or job files for a cluster.
 
 A *job* is one proxy run described as JSON (``kind``: ``proxy`` for a mixture proxy, ``reference``
-and ``doremi`` for DoReMi's reference and Group-DRO proxies; ``key`` names its result file
-``<cache>/<key>.json``, or ``.pt`` for a reference). :func:`run_jobs` skips finished keys and runs
+and ``doremi`` for DoReMi's reference and Group-DRO proxies; ``runner``: the ``module:function``
+that runs it; ``key`` names its result file ``<cache>/<key>.json``, or ``.pt`` for a reference). :func:`run_jobs` skips finished keys and runs
 the rest:
 
 - ``workers <= 1``: in this process (under torchrun: every rank of this process group, FSDP2);
@@ -64,18 +64,18 @@ def result_path(cache: Path, job: dict[str, Any]) -> Path:
 
 
 def run_job(job: dict[str, Any], cache: str | Path) -> None:
-    """Run one job in this process (every rank under torchrun); its result lands in the cache."""
-    cache = Path(cache)
-    if job["kind"] == "proxy":
-        from mix.proxy import run_proxy_job
+    """Run one job in this process (every rank under torchrun); its result lands in the cache.
 
-        run_proxy_job(job, cache)
-    elif job["kind"] in ("reference", "doremi"):
-        from mix.doremi import run_doremi_job
+    The job names its runner (``runner``: ``module:function``, set by the method that submits it),
+    so this module knows no method."""
+    import importlib
 
-        run_doremi_job(job, cache)
-    else:
-        raise ConfigError(f"unknown proxy job kind {job['kind']!r}")
+    runner = job.get("runner")
+    if not isinstance(runner, str) or ":" not in runner:
+        raise ConfigError(f"proxy job {job.get('key')!r} names no runner (a job file of an older version?); "
+                          "plan it again with `corpusmix mix plan`")
+    module, func = runner.split(":", 1)
+    getattr(importlib.import_module(module), func)(job, Path(cache))
 
 
 def _run_spawned(args: tuple[dict[str, Any], str]) -> None:

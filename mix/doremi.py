@@ -256,7 +256,8 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
         _log().info("doremi round", extra={"data": {"round": r, "reference": ref_w.tolist(), "seeds": seeds}})
         rcfg = _reference_cfg(pcfg, cfg)
         ref_seeds = seeds if cfg.paired_reference else [seed]
-        ref_jobs = [{"kind": "reference", "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
+        ref_jobs = [{"kind": "reference", "runner": "mix.doremi:run_doremi_job",
+                     "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
                      "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": rs, "cfg": dataclasses.asdict(rcfg)}
                     for rs in ref_seeds]
         ref_paths = run_jobs(ref_jobs, cache, workers=min(cfg.workers, len(ref_jobs)), progress=progress,
@@ -403,7 +404,8 @@ def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_
         tag += f" update={cfg.update} tau={cfg.temperature}"
     if cfg.excess_clip != "token":
         tag += f" clip={cfg.excess_clip}"
-    return {"kind": "doremi", "key": f"doremi-{proxy_key(fp, ref_w.tolist(), pcfg, s, tag)}", "pools": str(pools_dir),
+    return {"kind": "doremi", "runner": "mix.doremi:run_doremi_job",
+            "key": f"doremi-{proxy_key(fp, ref_w.tolist(), pcfg, s, tag)}", "pools": str(pools_dir),
             "seed": s, "round": r, "reference_weights": ref_w.tolist(), "reference": Path(ref_path).name,
             "cfg": dataclasses.asdict(pcfg), "reference_cfg": dataclasses.asdict(rcfg),
             "doremi": dataclasses.asdict(cfg)}

@@ -519,7 +519,8 @@ def train_proxies(pools_dir: str | Path, runs: Sequence[tuple[Sequence[float], i
     cache.mkdir(parents=True, exist_ok=True)
     fp = pools_fingerprint(pools_dir)
     tag = "" if eval_split == "val" else f"eval_split={eval_split}"
-    jobs = [{"kind": "proxy", "key": f"proxy-{proxy_key(fp, w, cfg, s, tag)}", "pools": str(pools_dir),
+    jobs = [{"kind": "proxy", "runner": "mix.proxy:run_proxy_job", "key": f"proxy-{proxy_key(fp, w, cfg, s, tag)}",
+             "pools": str(pools_dir),
              "weights": [float(x) for x in w], "seed": int(s), "cfg": asdict(cfg), "eval_split": eval_split}
             for w, s in runs]
     paths = run_jobs(jobs, cache, workers=workers, progress=progress, device=cfg.device)

@@ -19,40 +19,11 @@ import json
 import time
 from pathlib import Path
 
-from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.config import add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
+from curate.dedup.reader import read_docs
 
 log = get_logger("curate.dedup")
-
-
-def read_docs(path: str | Path):  # -> pa.Table
-    """A Parquet file, a folder of Parquet/JSONL files, or one JSONL(.gz/.zst) file."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-    import pyarrow.parquet as pq
-
-    p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"input {p} does not exist; pass a Parquet/JSONL file or a folder of them")
-    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    files = [f for f in files if f.name.endswith((".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst"))]
-    if not files:
-        raise ConfigError(f"no .parquet/.jsonl(.gz/.zst) files under {p}")
-    tables = []
-    for f in files:
-        if f.name.endswith(".parquet"):
-            tables.append(pq.read_table(f))
-        elif f.name.endswith(".zst"):
-            import io
-
-            import zstandard
-
-            with open(f, "rb") as fh:
-                data = zstandard.ZstdDecompressor().stream_reader(fh).read()
-            tables.append(pj.read_json(io.BytesIO(data)))
-        else:
-            tables.append(pj.read_json(f))
-    return pa.concat_tables(tables, promote_options="default")
 
 
 def _cfg(args: argparse.Namespace):

@@ -75,7 +75,7 @@ def evaluate(cfg: DedupConfig, *, labelled: str | None = None, ground_truth: str
             out["labelled/datasketch"] = {**scorer(datasketch_clusters(docs, cfg)),
                                           "seconds": round(time.time() - t0, 3)}
     if ground_truth:
-        from curate.dedup.cli import read_docs
+        from curate.dedup.reader import read_docs
 
         gt_dir = Path(ground_truth)
         docs = read_docs(gt_dir / "docs")

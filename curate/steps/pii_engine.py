@@ -12,12 +12,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from corpusmix.config import ConfigError
 
-if TYPE_CHECKING:
-    from curate.steps.pii import PIIConfig
+
+class EngineSettings(Protocol):
+    """What ``build_analyzer`` reads of the PII step's config (``curate.steps.pii.PIIConfig``)."""
+
+    @property
+    def entities(self) -> Sequence[str]: ...
+    @property
+    def card_context(self) -> Sequence[str]: ...
+    @property
+    def phone_context(self) -> Sequence[str]: ...
+    @property
+    def phone_regions(self) -> Sequence[str]: ...
+    @property
+    def context_chars(self) -> int: ...
+    @property
+    def min_score(self) -> float: ...
 
 
 def offline_email_recognizer() -> Any:
@@ -36,7 +51,7 @@ def offline_email_recognizer() -> Any:
     return OfflineEmailRecognizer()
 
 
-def build_analyzer(cfg: PIIConfig, *, part: str = "all") -> Any:
+def build_analyzer(cfg: EngineSettings, *, part: str = "all") -> Any:
     """An ``AnalyzerEngine`` with the recognizers of ``cfg.entities``; nothing downloaded.
 
     ``part``: ``all`` (every recognizer: the whole-text path and the benchmark's anchor),

@@ -89,7 +89,7 @@ def _doremi_jobs(pools: Path, cache: Path, pcfg: ProxyConfig, steps: int) -> dic
     rcfg = pcfg
     ref_w = np.array([0.4, 0.4, 0.2])
     fp = pools_fingerprint(pools)
-    ref_job = {"kind": "reference", "key": f"reference-{proxy_key(fp, ref_w, rcfg, 0, 'reference')}",
+    ref_job = {"kind": "reference", "runner": "mix.doremi:run_doremi_job", "key": f"reference-{proxy_key(fp, ref_w, rcfg, 0, 'reference')}",
                "pools": str(pools), "weights": ref_w.tolist(), "seed": 0, "cfg": asdict(rcfg)}
     cache.mkdir(parents=True, exist_ok=True)
     run_job(ref_job, cache)
