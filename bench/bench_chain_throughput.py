@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,8 +102,6 @@ def table_hash(path: Path, columns: list[str] | None = None) -> str:
 
 
 def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
-    import shutil
-
     shutil.rmtree(out, ignore_errors=True)  # a finished run left there would make this one a no-op
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-c", "from corpusmix.cli import main; import sys; sys.exit(main())",

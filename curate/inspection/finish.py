@@ -35,17 +35,19 @@ WITHHELD = "[text withheld: redaction failed]"
 
 def make_redact(pii_step: Any, mask_names: bool = False) -> Callable[[str, str], str] | None:
     """``(id, text) -> redacted text`` with the run's PII step object, then (``mask_names``) with
-    person names masked (:func:`curate.steps.person_names.mask_persons`); None when neither applies."""
+    the person names of :func:`curate.steps.person_names.person_spans` shown as ``<PERSON>``; None
+    when neither applies."""
     if pii_step is None and not mask_names:
         return None
-    from curate.steps.person_names import mask_persons
+    from curate.steps.person_names import person_spans
+    from curate.steps.pii import redact as replace_spans
 
     def redact(doc_id: str, text: str) -> str:
         if pii_step is not None:
             doc = Document(text=text, id=doc_id, metadata={})
             pii_step.annotate(doc)
             text = doc.text
-        return mask_persons(text) if mask_names else text
+        return replace_spans(text, [(s, e, "PERSON") for s, e in person_spans(text)]) if mask_names else text
 
     return redact
 

@@ -110,14 +110,3 @@ class NameListPersons:
         if entities is not None and "PERSON" not in entities:
             return []
         return [RecognizerResult("PERSON", s, e, self.score) for s, e in person_spans(text)]
-
-
-def mask_persons(text: str) -> str:
-    """``text`` with every person name the lists find replaced by ``<PERSON>``."""
-    out, pos = [], 0
-    for s, e in person_spans(text):
-        out.append(text[pos:s])
-        out.append("<PERSON>")
-        pos = e
-    out.append(text[pos:])
-    return "".join(out)

@@ -103,7 +103,6 @@ _QUOTE_SEMI = re.compile("[\'\"`];")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|PuTTY-Private-MAC: *[0-9a-fA-F]+")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
-_NEVER = re.compile(r"(?!)")
 
 
 def _provider_literals() -> re.Pattern[str]:
@@ -242,7 +241,9 @@ class SecretsDetector:
         low = text.lower()
         if len(low) != len(text):  # a few letters lower-case to two characters ("İ"): keep offsets
             low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        long_tokens: list[str] = []  # filled on first use
+        # the whitespace-free tokens of >= 20 characters (a "long" secret lies in one; few in prose)
+        long_text = " ".join(t for t in text.split() if len(t) >= _LONG)
+        long_low = long_text.lower()
         lower_hit = any(w in low for w in self._lower_words)
 
         def holds(how: str, what: Any) -> bool:
@@ -250,21 +251,14 @@ class SecretsDetector:
                 return lower_hit and any(w in low for w in what)
             if how == "rx":
                 return what.search(text) is not None
-            if how in ("long", "long_lower"):
-                if not long_tokens:
-                    long_tokens.append(" ".join(t for t in text.split() if len(t) >= _LONG))
-                    long_tokens.append(long_tokens[0].lower())
-                if not long_tokens[0]:
-                    return False
-                if how == "long_lower":
-                    return any(w in long_tokens[1] for w in what)
-                return what.search(long_tokens[0]) is not None
+            if how == "long":
+                return bool(long_text) and what.search(long_text) is not None
+            if how == "long_lower":
+                return any(w in long_low for w in what)
             return all(holds(h, w) for h, w in what)  # "all"
 
-        holds("long", _NEVER)
-        has_long = bool(long_tokens[0])
-        plugins = self._candidates[(lower_hit, has_long)]
-        if long_tokens[0] and _PROVIDER_LITERALS.search(long_tokens[1]) is not None:
+        plugins = self._candidates[(lower_hit, bool(long_text))]
+        if long_text and _PROVIDER_LITERALS.search(long_low) is not None:
             plugins = plugins + self._providers  # the long tokens hold a provider literal (most text: no)
         for plugin, kind, gate in plugins:
             if gate is not None and not any(holds(how, what) for how, what in gate):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from corpusmix.config import ConfigError
-from curate.steps.person_names import mask_persons, name_lists, person_spans
+from curate.steps.person_names import name_lists, person_spans
 from curate.steps.pii import PIIConfig, PIIRedactor
 
 
@@ -43,8 +43,12 @@ def test_no_name_no_span(text):
     assert _found(text) == []
 
 
-def test_mask_keeps_the_rest_of_the_text():
-    assert mask_persons("Ask Susan Miller or Mr. Nguyen today.") == "Ask <PERSON> or <PERSON> today."
+def test_the_view_masks_names_and_keeps_the_rest_of_the_text():
+    from curate.inspection.finish import make_redact
+
+    redact = make_redact(None, mask_names=True)
+    assert redact is not None and make_redact(None, mask_names=False) is None
+    assert redact("d", "Ask Susan Miller or Mr. Nguyen today.") == "Ask <PERSON> or <PERSON> today."
 
 
 def test_the_pii_step_takes_census_names_for_person():
