@@ -44,7 +44,7 @@ from mix.dro import (  # noqa: F401  (re-exported: the DRO step and its objectiv
 
 # the reference model's mixture (mix.doremi.reference_mixture)
 REFERENCES = ("natural", "uniform", "targets")
-SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md; report/build.py)
+SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md; report/search.py)
 MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
 
 

@@ -23,9 +23,10 @@ from scipy import stats
 from corpusmix.cli import main
 from mix.ablation import compare
 from mix.cli import write_trajectory
-from report.build import ReportConfig, build_report, headline, headline_for, tidy_tables, write_report
-from report.curation import domain_funnel
+from report.build import ReportConfig, build_report, headline_for, write_report
+from report.curation import domain_funnel, tidy_tables
 from report.figures import group_reasons
+from report.headline import headline
 from report.inputs import ReportInputError, collect_inputs, normalise_ablation
 
 DOMAINS = ["code", "legal", "literature", "news", "reference"]
@@ -351,7 +352,7 @@ def test_funnel_and_metric_tables_hold_the_input_numbers(outputs: Path, full_rep
 
 
 def test_doremi_spread_of_a_malformed_file_shows_blanks_not_a_crash():
-    from report.build import doremi_spread_table
+    from report.search import doremi_spread_table
 
     weights = {"a": 0.6, "b": 0.4}
     assert doremi_spread_table("x", {"weights": weights, "provenance": "oops"}) is None
@@ -562,8 +563,8 @@ def test_inspection_section_from_inspect_json(tmp_path: Path):
 
 
 def test_search_cost_is_a_share_of_the_final_runs_flops():
-    from report.build import cost_table
     from report.inputs import ReportInputs
+    from report.search import cost_table
 
     inputs = ReportInputs()
     inputs.mixtures["mix/regmix.json"] = {"method": "regmix", "weights": {"a": 1.0},
