@@ -4,10 +4,9 @@ A step module calls :func:`register` (or decorates its step class with :func:`st
 time with the step's name, config type, ``params.yaml`` section, stage and order, and how its
 objects are built. ``curate.chain`` builds the chain from :func:`specs`, which imports once every
 module of ``curate.steps`` that imports this one, so adding a step is adding a module there (and
-its params section).
-Calibration hooks are methods of the built objects (``fit``, ``set_calibration``,
-``calibration_key``), defined in the step's module; ``curate.calibrate`` finds them there.
-See docs/curation.md ("Adding a step").
+its params section). Calibration hooks are methods of the step's classes (``fit``,
+``set_calibration``, ``calibration_key``), defined in its module; ``curate.calibrate`` calls them
+on the built steps. See docs/curation.md ("Adding a step").
 """
 
 from __future__ import annotations
