@@ -11,7 +11,8 @@ The result is one readable JSON document (``OUT/calibration.json``, a DVC output
 document count, language, the thresholds chosen and whether it fell back to global thresholds.
 ``curate.calibrate.file`` pins a reviewed calibration instead (nothing is recomputed).
 
-``corpusmix curate calibrate --input RAW --output FILE`` writes the same file without curating.
+``corpusmix curate calibrate --input RAW --output FILE`` (``curate.calibrate_cli``) writes the same
+file without curating.
 
 The guard (``guard_report``): after a run, every (domain, step, reason) that removed more than
 ``guard_share`` of the domain's documents is logged as a warning and listed in ``stats.json``
@@ -20,13 +21,11 @@ The guard (``guard_report``): after a run, every (domain, step, reason) that rem
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import heapq
 import json
-import statistics
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 
 from datatrove.data import Document
 
-from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
 
 log = get_logger("curate.calibrate")
@@ -223,96 +222,6 @@ def calibrate_steps(steps: list[Any], *, inputs: list[str], read_cfg: Any,
     return doc
 
 
-# -- the auto filter profile's calibration ----------------------------------------------------
-
-def _robust(values: list[float], direction: str, k: float, floor: float) -> tuple[float | None, float | None]:
-    med = statistics.median(values)
-    spread = max(1.4826 * statistics.median(abs(v - med) for v in values), floor)
-    lo = round(med - k * spread, 4) if direction in ("low", "both") else None
-    hi = round(med + k * spread, 4) if direction in ("high", "both") else None
-    return lo, hi
-
-
-def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
-    """Word-order model over all sampled documents + robust outlier thresholds per domain."""
-    from curate.steps.garbage import CalibratedFilter, to_scale
-    from curate.textstats import STYLE_STATS, WordOrderModel, segments
-
-    everything = [d.text for dom in sorted(docs_by_domain) for d in docs_by_domain[dom]]
-    order = WordOrderModel.fit(everything, k=cfg.word_order_vocab)
-    df: dict[str, int] = defaultdict(int)
-    for t in everything:
-        for seg in set(segments(t)):
-            df[seg] += 1
-    min_df = max(cfg.boilerplate_min_docs, int(0.001 * len(everything)))
-    frequent = sorted((s for s, n in df.items() if n >= min_df), key=lambda s: (-df[s], s))[:5000]
-    probe = CalibratedFilter(cfg)  # the decision code itself, so calibration and run never disagree
-    probe.set_calibration({"word_order": order.to_dict(), "frequent_segments": frequent, "domains": {}})
-    domains: dict[str, Any] = {}
-    for dom in sorted(docs_by_domain):
-        docs = docs_by_domain[dom]
-        lang_counts: dict[str, int] = defaultdict(int)
-        for d in docs:
-            if d.metadata.get("lang"):
-                lang_counts[d.metadata["lang"]] += 1
-        language = min(lang_counts.items(), key=lambda x: (-x[1], x[0]))[0] if lang_counts else cfg.language
-        entry: dict[str, Any] = {"docs": len(docs), "language": language}
-        probe.domains = {dom: {"language": language}}
-        stats = [probe.measure(d, probe.domains[dom]) for d in docs]
-        # thresholds from the documents that are not garbage: a domain's garbage must not widen them
-        reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
-        clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]
-        entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
-        entry.update(domain_verdict(reasons, cfg))
-        if len(clean) < cfg.min_domain_docs:
-            entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
-                                 f"{cfg.min_domain_docs}; garbage rules only")
-            entry["thresholds"] = {}
-        else:
-            entry["fallback"] = None
-            th = {}
-            for stat, direction in STYLE_STATS.items():
-                vals = [to_scale(stat, s[stat]) for s in clean if s.get(stat) is not None]
-                if len(vals) >= cfg.min_domain_docs:
-                    th[stat] = list(_robust(vals, direction, cfg.outlier_k, cfg.outlier_min_spread))
-            entry["thresholds"] = th
-        domains[dom] = entry
-    garbage_domains = sorted(d for d, e in domains.items() if e["verdict"] == "garbage")
-    if garbage_domains:
-        log.warning("domains judged mostly garbage", extra={"data": {
-            "domains": {d: domains[d]["junk_share"] for d in garbage_domains}}})
-    return {"profile": "auto", "garbage_domains": garbage_domains, "garbage": {
-        "min_dict_share": cfg.garbage_min_dict_share, "min_vocab_richness": cfg.garbage_min_vocab_richness,
-        "max_compress_ratio": cfg.garbage_max_compress_ratio,
-        "min_words_per_line": cfg.garbage_min_words_per_line, "min_word_order": cfg.garbage_min_word_order,
-        "min_word_order_long": [cfg.garbage_min_word_order_long, cfg.word_order_long_pairs],
-        "max_boilerplate_share": cfg.garbage_max_boilerplate_share},
-        "scale": "log for words_per_line, mean_word_len, compress_ratio; linear for shares",
-        "domains": domains, "frequent_segments": frequent, "word_order": order.to_dict()}
-
-
-def domain_verdict(reasons: list[str | None], cfg: Any) -> dict[str, Any]:
-    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents.
-
-    The detectors' thresholds are fixed (what natural-language text of any register meets), not
-    fitted on the domain, so the score compares the domain with that reference, not with itself.
-    ``verdict``: ``garbage`` (junk share >= ``domain_max_junk_share``), ``ok``, or ``unknown`` with
-    fewer than ``verdict_min_docs`` sampled documents; ``why`` says which."""
-    n = len(reasons)
-    junk = sum(r is not None for r in reasons)
-    share = round(junk / n, 4) if n else 0.0
-    top = sorted(Counter(r for r in reasons if r).items(), key=lambda x: (-x[1], x[0]))[:3]
-    kinds = ", ".join(f"{r} {c}" for r, c in top)
-    if n < cfg.verdict_min_docs:
-        return {"junk_share": share, "verdict": "unknown",
-                "why": f"{n} sampled documents < verdict_min_docs {cfg.verdict_min_docs}"}
-    if share >= cfg.domain_max_junk_share:
-        return {"junk_share": share, "verdict": "garbage",
-                "why": f"{junk} of {n} sampled documents fail the garbage detectors ({kinds})"}
-    return {"junk_share": share, "verdict": "ok",
-            "why": f"{junk} of {n} sampled documents fail the garbage detectors" + (f" ({kinds})" if kinds else "")}
-
-
 def verdicts_of(calibration: dict[str, Any] | None) -> dict[str, Any]:
     """``{"domain_verdicts": {domain: {junk_share, verdict, why}}, "garbage_domains": [...]}`` of a
     calibration document (empty without the ``auto`` filter profile)."""
@@ -379,36 +288,3 @@ def local_guard(out: Path, calibration: dict[str, Any] | None, share: float) -> 
             counts[(dom or "unknown", step, reason)] += 1
     docs = dict((calibration or {}).get("domain_docs") or {})
     return guard_report([(*k, n) for k, n in sorted(counts.items())], docs, share=share)
-
-
-# -- the command --------------------------------------------------------------------------------
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("calibrate", help="choose per-domain thresholds on the input and write them (JSON)",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", required=True, help="Parquet/JSONL file or folder (the raw input of `curate run`)")
-    p.add_argument("--output", required=True, help="calibration JSON to write")
-    p.add_argument("--params", default="params.yaml", help="params file (sections curate.*)")
-    add_config_args(p, CalibrateConfig)
-
-    def _cmd(args: argparse.Namespace) -> int:
-        from curate.chain import ChainConfig, build_steps, section
-
-        params = load_params(args.params)  # read once, here
-        cfg = config_from(CalibrateConfig, params=section(params, "curate.calibrate"), args=args,
-                          where="curate.calibrate")
-        cfg.file = ""  # this command always calibrates
-        chain = ChainConfig.from_params(params, params_path=str(args.params))
-        doc = calibrate_steps(build_steps(chain, stage="a"), inputs=[args.input], read_cfg=chain.read, cfg=cfg,
-                              workers=chain.engine.workers)
-        if doc is None:
-            raise ConfigError("no step of curate.engine.steps needs a calibration (profile web, per_domain off)")
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
-        tmp.replace(out)
-        print(json.dumps({"output": str(out), "domains": doc["domain_docs"]}))
-        return 0
-
-    p.set_defaults(func=_cmd)

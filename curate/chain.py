@@ -2,7 +2,8 @@
 
 ``params.yaml`` is read once, at the command's edge, into a :class:`ChainConfig` (one typed config
 per section the chain needs); :func:`build_steps` turns it into the step objects of stage ``a``
-(before the global dedup) or ``b`` (after it). Both engines (``curate.engine_local`` with datatrove,
+(before the global dedup) or ``b`` (after it). The steps, their configs and order come from the
+registry (``curate.steps.registry``): each step module declares its own. Both engines (``curate.engine_local`` with datatrove,
 ``curate.engine_spark`` with Spark) and ``corpusmix curate calibrate`` build their steps here, so they
 run the same objects::
 
@@ -24,11 +25,15 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError, config_from, load_params
 from curate.docio import ReadConfig
+from curate.steps import registry
 from curate.steps.base import CurationStep
 
-ALL_STEPS = ("normalize", "decontam", "langid", "filters", "toxicity", "quality", "dedup", "pii")
-#: params.yaml sections that decide a run's output (the local engine's resume fingerprint)
-CHAIN_SECTIONS = ("curate", "dedup", "pii", "quality", "toxicity", "decontam")
+#: the registered steps, in chain order
+ALL_STEPS = registry.names()
+#: params.yaml sections that decide a run's output (the local engine's resume fingerprint): ``curate``
+#: and the top-level sections of the registered steps
+CHAIN_SECTIONS = ("curate", *dict.fromkeys(s.section.split(".")[0] for s in registry.specs()
+                                           if not s.section.startswith("curate.")))
 
 
 @dataclass
@@ -43,9 +48,14 @@ class EngineConfig:
     keep_work: bool = field(default=True, metadata={"help": "keep OUT/work after a finished run"})
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.steps if s not in ALL_STEPS]
+        valid = registry.names()
+        bad = [s for s in self.steps if s not in valid]
+        for step in bad:
+            if step in registry.BROKEN:
+                raise ConfigError(f"step {step!r} is enabled but curate.steps.{step} cannot be imported "
+                                  f"({registry.BROKEN[step]}); remove it from curate.engine.steps")
         if bad:
-            raise ConfigError(f"curate.engine.steps: unknown step(s) {bad}; valid: {list(ALL_STEPS)}")
+            raise ConfigError(f"curate.engine.steps: unknown step(s) {bad}; valid: {list(valid)}")
         if self.tasks < 1 or self.workers < 1 or self.batch_docs < 1:
             raise ConfigError("curate.engine.tasks, workers and batch_docs must be >= 1")
 
@@ -65,15 +75,9 @@ class ChainConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     read: ReadConfig = field(default_factory=ReadConfig)
     calibrate: Any = None  # curate.calibrate.CalibrateConfig
-    normalize: Any = None
-    decontam: Any = None
-    langid: Any = None
-    filters: Any = None
-    toxicity: Any = None
-    quality: Any = None
-    pii: Any = None
-    dedup: Any = None  # curate.dedup.DedupConfig when "dedup" is a step
     inspect: Any = None  # curate.inspection.collect.InspectConfig: what OUT/inspect.json records
+    #: step name -> its typed config, for the enabled steps (``chain.<step>`` reads it, ``None`` if off)
+    configs: dict[str, Any] = field(default_factory=dict)
     #: the params sections of CHAIN_SECTIONS as read (what a resumable run is fingerprinted by)
     params: dict[str, Any] = field(default_factory=dict)
     #: the file they were read from ("" when built from a mapping)
@@ -109,88 +113,29 @@ class ChainConfig:
                   calibrate=typed(CalibrateConfig, "curate.calibrate"),
                   inspect=typed(InspectConfig, "curate.inspect"),
                   params={k: params.get(k) or {} for k in CHAIN_SECTIONS}, params_path=params_path)
-        if "normalize" in on:
-            from curate.steps.normalize import NormalizeConfig
-
-            cfg.normalize = typed(NormalizeConfig, "curate.normalize")
-        if "decontam" in on:
-            from curate.steps.decontam import DecontamConfig
-
-            cfg.decontam = typed(DecontamConfig, "decontam")
-        if "langid" in on:
-            from curate.steps.langid import LangIdConfig
-
-            cfg.langid = typed(LangIdConfig, "curate.langid")
-        if "filters" in on:
-            from curate.steps.filters import FilterConfig
-
-            cfg.filters = typed(FilterConfig, "curate.filters")
-        if "toxicity" in on:
-            from curate.steps.toxicity import ToxicityConfig
-
-            cfg.toxicity = typed(ToxicityConfig, "toxicity")
-        if "quality" in on and engine.quality_models_dir:
-            cfg.quality = typed(_step_config("quality", "QualityConfig"), "quality")
-        if "pii" in on:
-            cfg.pii = typed(_step_config("pii", "PIIConfig"), "pii")
-        if "dedup" in on:
-            from curate.dedup import DedupConfig
-
-            cfg.dedup = typed(DedupConfig, "dedup")
+        # in chain order, the global dedup's section last
+        for spec in sorted(registry.specs(), key=lambda sp: sp.stage == "dedup"):
+            if spec.name in on and (spec.enabled is None or spec.enabled(engine)):
+                cfg.configs[spec.name] = typed(spec.config, spec.section)
         return cfg
 
-
-def _step_config(step: str, name: str) -> type:
-    """The config class ``name`` of ``curate.steps.<step>``, whose import needs optional packages
-    (fastText/KenLM, presidio): a clear error naming the step when they are missing."""
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(f"curate.steps.{step}"), name)
-    except ImportError as exc:
-        raise ConfigError(f"step {step!r} is enabled but curate.steps.{step} cannot be imported ({exc}); "
-                          "remove it from curate.engine.steps") from exc
+    def __getattr__(self, name: str) -> Any:
+        """``chain.<step>``: the step's config, ``None`` when the step is off (registered steps only)."""
+        configs = self.__dict__.get("configs")
+        if configs is None or name.startswith("_") or name not in registry.STEPS:
+            raise AttributeError(name)
+        return configs.get(name)
 
 
 def build_steps(chain: ChainConfig, *, stage: str = "a") -> list[CurationStep]:
-    """The per-document steps of stage ``a`` (before dedup) or ``b`` (after dedup)."""
+    """The per-document steps of stage ``a`` (before dedup) or ``b`` (after dedup), in chain order."""
     if stage not in ("a", "b"):
         raise ValueError(f"stage must be 'a' or 'b', got {stage!r}")
     steps: list[CurationStep] = []
-    if stage == "b":
-        if chain.pii is not None:
-            from curate.steps.pii import PIIRedactor
-
-            steps.append(PIIRedactor(chain.pii))
-        return steps
-    if chain.normalize is not None:
-        from curate.steps.normalize import Normalizer
-
-        steps.append(Normalizer(chain.normalize))
-    if chain.decontam is not None:  # right after normalisation: every planted copy is judged, before other drops
-        from curate.steps.decontam import Decontaminator
-
-        steps.append(Decontaminator(chain.decontam))
-    if chain.langid is not None:
-        from curate.steps.langid import LanguageFilter, LanguageID
-
-        steps += [LanguageID(chain.langid), LanguageFilter(chain.langid)]
-    if chain.filters is not None:
-        from curate.steps.filters import make_filter
-
-        steps.append(make_filter(chain.filters))
-    if chain.toxicity is not None:
-        from curate.steps.toxicity import toxicity_steps
-
-        steps += toxicity_steps(chain.toxicity)
-    if chain.quality is not None:
-        from curate.steps.quality import quality_filters, quality_scorers
-
-        models = chain.engine.quality_models_dir
-        if not Path(models).is_dir():
-            raise ConfigError(f"curate.engine.quality_models_dir {models!r} does not exist; "
-                              "train the models first or set it to ''")
-        steps += quality_scorers(models, chain.quality) + quality_filters(chain.quality)
+    for spec in registry.specs():
+        cfg = chain.configs.get(spec.name)
+        if spec.stage == stage and cfg is not None and spec.build is not None:
+            steps += spec.build(cfg, chain)
     return steps
 
 

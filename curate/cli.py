@@ -12,7 +12,7 @@ import importlib
 CURATE_MODULES: list[str] = [
     "curate.engine_local",  # run (--engine local|spark)
     "curate.steps_cli",  # normalize, langid, filter, toxicity, decontam
-    "curate.calibrate",
+    "curate.calibrate_cli",
     "curate.metrics",
     "curate.dedup.cli",
     "curate.quality_cli",

@@ -219,12 +219,8 @@ def _module_cycles() -> list[list[str]]:
 
 
 # Module cycles that remain, each with why it is still there; any other cycle fails, and an entry
-# whose cycle is gone fails too (remove it).
-PENDING_CYCLES: dict[tuple[str, ...], str] = {
-    ("curate.calibrate", "curate.chain", "curate.inspection.collect", "curate.inspection.probes",
-     "curate.steps.filters", "curate.steps.garbage"):
-        "the garbage step's fit lives in the calibration framework, which builds the chain's steps",
-}
+# whose cycle is gone fails too (remove it). None remains: any cycle fails.
+PENDING_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 def test_no_import_cycle_between_modules() -> None:

@@ -28,6 +28,7 @@ from datatrove.data import Document
 from corpusmix.config import ConfigError
 from curate.steps import ngram_index as ngi
 from curate.steps.base import CurationStep
+from curate.steps.registry import step
 
 MODES = ("drop", "remove")
 
@@ -63,6 +64,8 @@ class DecontamConfig:
             raise ConfigError("decontam.columns is empty; name the text columns of the benchmark items")
 
 
+# right after normalisation: every planted copy is judged, before other drops
+@step("decontam", config=DecontamConfig, section="decontam", order=20)
 class Decontaminator(CurationStep):
     """Drops (or cuts) documents that share an n-gram with an evaluation set; see the module docstring."""
 

@@ -36,6 +36,7 @@ from datatrove.utils.text import PUNCTUATION_SET, TERMINAL_PUNCTUATION
 
 from corpusmix.config import ConfigError, from_dict
 from curate.steps.base import CurationStep
+from curate.steps.registry import StepSpec, register
 from curate.steps.wordsplit import WordSplitter
 
 _PARA = re.compile(r"\n{2,}")
@@ -428,3 +429,7 @@ def datatrove_chain(cfg: FilterConfig | None = None) -> list:
             char_duplicates_ratio=c.fineweb_char_duplicates_ratio, new_line_ratio=c.fineweb_new_line_ratio,
             language=c.language))
     return chain
+
+
+register(StepSpec(name="filters", config=FilterConfig, section="curate.filters", stage="a", order=40,
+                  build=lambda cfg, chain: [make_filter(cfg)], module=__name__))

@@ -11,13 +11,14 @@
    many documents of the corpus (``garbage:boilerplate``: menus, share buttons, footers). Real text of any register passes these, so a domain made
    only of garbage is dropped even though it is "normal" for itself.
 2. **Outliers** (``outlier:<stat>_<low|high>``): a statistic far outside its own domain's robust
-   range (median +- ``outlier_k`` scaled MADs, thresholds chosen by ``curate.calibrate``). A domain
+   range (median +- ``outlier_k`` scaled MADs, thresholds chosen by ``fit_filter_calibration``). A domain
    of dictionary entries keeps its short lines, a code domain its symbols; a prose document with
    one word per line inside a prose domain is an outlier. Domains with fewer than
    ``min_domain_docs`` documents have no outlier rules (stage 1 only), and the calibration file says so.
 
-The thresholds come from the calibration (``set_calibration``), computed once over the whole input
-by the engine before any task starts, so every engine and every task uses the same numbers.
+The thresholds come from the calibration (``fit`` -> ``fit_filter_calibration``, then
+``set_calibration``; ``curate.calibrate`` runs both), computed once over the whole input by the
+engine before any task starts, so every engine and every task uses the same numbers.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import statistics
+from collections import Counter, defaultdict
 from typing import Any
 
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError
+from corpusmix.logging import get_logger
 from curate.steps.base import CurationStep
-from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, text_key
+from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, segments, text_key
+
+_log = get_logger("curate.calibrate")  # the calibration's log, where the fit's warnings belong
 
 #: doc_stats by (text digest, language, calibration digest), shared by the calibration's probe
 #: filter and the run's filter in one process
@@ -63,8 +69,6 @@ class CalibratedFilter(CurationStep):
 
     # -- calibration protocol (curate.calibrate) ---------------------------------------------
     def fit(self, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
-        from curate.calibrate import fit_filter_calibration
-
         return fit_filter_calibration(self.cfg, docs_by_domain)
 
     def set_calibration(self, section: dict[str, Any]) -> None:
@@ -181,3 +185,90 @@ class CalibratedFilter(CurationStep):
 
 
 __all__ = ["CalibratedFilter", "STYLE_STATS", "to_scale"]
+
+
+# -- the calibration's fit (curate.calibrate.fit_steps calls CalibratedFilter.fit) ------------
+
+def _robust(values: list[float], direction: str, k: float, floor: float) -> tuple[float | None, float | None]:
+    med = statistics.median(values)
+    spread = max(1.4826 * statistics.median(abs(v - med) for v in values), floor)
+    lo = round(med - k * spread, 4) if direction in ("low", "both") else None
+    hi = round(med + k * spread, 4) if direction in ("high", "both") else None
+    return lo, hi
+
+
+def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
+    """Word-order model over all sampled documents + robust outlier thresholds per domain."""
+    everything = [d.text for dom in sorted(docs_by_domain) for d in docs_by_domain[dom]]
+    order = WordOrderModel.fit(everything, k=cfg.word_order_vocab)
+    df: dict[str, int] = defaultdict(int)
+    for t in everything:
+        for seg in set(segments(t)):
+            df[seg] += 1
+    min_df = max(cfg.boilerplate_min_docs, int(0.001 * len(everything)))
+    frequent = sorted((s for s, n in df.items() if n >= min_df), key=lambda s: (-df[s], s))[:5000]
+    probe = CalibratedFilter(cfg)  # the decision code itself, so calibration and run never disagree
+    probe.set_calibration({"word_order": order.to_dict(), "frequent_segments": frequent, "domains": {}})
+    domains: dict[str, Any] = {}
+    for dom in sorted(docs_by_domain):
+        docs = docs_by_domain[dom]
+        lang_counts: dict[str, int] = defaultdict(int)
+        for d in docs:
+            if d.metadata.get("lang"):
+                lang_counts[d.metadata["lang"]] += 1
+        language = min(lang_counts.items(), key=lambda x: (-x[1], x[0]))[0] if lang_counts else cfg.language
+        entry: dict[str, Any] = {"docs": len(docs), "language": language}
+        probe.domains = {dom: {"language": language}}
+        stats = [probe.measure(d, probe.domains[dom]) for d in docs]
+        # thresholds from the documents that are not garbage: a domain's garbage must not widen them
+        reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
+        clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]
+        entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
+        entry.update(domain_verdict(reasons, cfg))
+        if len(clean) < cfg.min_domain_docs:
+            entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
+                                 f"{cfg.min_domain_docs}; garbage rules only")
+            entry["thresholds"] = {}
+        else:
+            entry["fallback"] = None
+            th = {}
+            for stat, direction in STYLE_STATS.items():
+                vals = [to_scale(stat, s[stat]) for s in clean if s.get(stat) is not None]
+                if len(vals) >= cfg.min_domain_docs:
+                    th[stat] = list(_robust(vals, direction, cfg.outlier_k, cfg.outlier_min_spread))
+            entry["thresholds"] = th
+        domains[dom] = entry
+    garbage_domains = sorted(d for d, e in domains.items() if e["verdict"] == "garbage")
+    if garbage_domains:
+        _log.warning("domains judged mostly garbage", extra={"data": {
+            "domains": {d: domains[d]["junk_share"] for d in garbage_domains}}})
+    return {"profile": "auto", "garbage_domains": garbage_domains, "garbage": {
+        "min_dict_share": cfg.garbage_min_dict_share, "min_vocab_richness": cfg.garbage_min_vocab_richness,
+        "max_compress_ratio": cfg.garbage_max_compress_ratio,
+        "min_words_per_line": cfg.garbage_min_words_per_line, "min_word_order": cfg.garbage_min_word_order,
+        "min_word_order_long": [cfg.garbage_min_word_order_long, cfg.word_order_long_pairs],
+        "max_boilerplate_share": cfg.garbage_max_boilerplate_share},
+        "scale": "log for words_per_line, mean_word_len, compress_ratio; linear for shares",
+        "domains": domains, "frequent_segments": frequent, "word_order": order.to_dict()}
+
+
+def domain_verdict(reasons: list[str | None], cfg: Any) -> dict[str, Any]:
+    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents.
+
+    The detectors' thresholds are fixed (what natural-language text of any register meets), not
+    fitted on the domain, so the score compares the domain with that reference, not with itself.
+    ``verdict``: ``garbage`` (junk share >= ``domain_max_junk_share``), ``ok``, or ``unknown`` with
+    fewer than ``verdict_min_docs`` sampled documents; ``why`` says which."""
+    n = len(reasons)
+    junk = sum(r is not None for r in reasons)
+    share = round(junk / n, 4) if n else 0.0
+    top = sorted(Counter(r for r in reasons if r).items(), key=lambda x: (-x[1], x[0]))[:3]
+    kinds = ", ".join(f"{r} {c}" for r, c in top)
+    if n < cfg.verdict_min_docs:
+        return {"junk_share": share, "verdict": "unknown",
+                "why": f"{n} sampled documents < verdict_min_docs {cfg.verdict_min_docs}"}
+    if share >= cfg.domain_max_junk_share:
+        return {"junk_share": share, "verdict": "garbage",
+                "why": f"{junk} of {n} sampled documents fail the garbage detectors ({kinds})"}
+    return {"junk_share": share, "verdict": "ok",
+            "why": f"{junk} of {n} sampled documents fail the garbage detectors" + (f" ({kinds})" if kinds else "")}

@@ -28,6 +28,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from curate.steps.base import Annotator, CurationStep
+from curate.steps.registry import StepSpec, register
 from curate.textstats import Memo, text_key
 
 PACKAGED_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
@@ -164,3 +165,7 @@ class LanguageFilter(CurationStep):
         if (doc.metadata.get("lang_score") or 0.0) < self.thresholds.get(domain, self.cfg.threshold):
             return False, "lang_score_below_threshold"
         return True
+
+
+register(StepSpec(name="langid", config=LangIdConfig, section="curate.langid", stage="a", order=30,
+                  build=lambda cfg, chain: [LanguageID(cfg), LanguageFilter(cfg)], module=__name__))

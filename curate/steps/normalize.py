@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datatrove.data import Document
 
 from curate.steps.base import Annotator
+from curate.steps.registry import step
 
 # every C0/C1 control except \t \n \r (handled by newline normalisation)
 _CONTROL = {c: None for c in list(range(0x00, 0x20)) + list(range(0x7F, 0xA0)) if c not in (9, 10, 13)}
@@ -67,6 +68,7 @@ def normalize_text(text: str, cfg: NormalizeConfig) -> str:
     return text
 
 
+@step("normalize", config=NormalizeConfig, section="curate.normalize", order=10)
 class Normalizer(Annotator):
     """Rewrites ``doc.text``; an empty result is a drop (``empty_after_normalize``)."""
 

@@ -54,6 +54,7 @@ from corpusmix.config import ConfigError
 from curate.steps.base import Annotator
 from curate.steps.pii_context import CARD_CONTEXT, PHONE_CONTEXT, SSN_CONTEXT
 from curate.steps.pii_engine import build_analyzer, build_person_analyzer, offline_email_recognizer
+from curate.steps.registry import step
 
 __all__ = ["ALL_TYPES", "PATTERN_TYPES", "PIIConfig", "PIIRedactor", "build_analyzer", "build_person_analyzer",
            "offline_email_recognizer", "redact", "resolve_overlaps"]
@@ -237,6 +238,7 @@ def _gaps(text: str, span: tuple[int, int], covered: list[tuple[int, int]]) -> l
 _STRUCTURAL = frozenset(LABELS)
 
 
+@step("pii", config=PIIConfig, section="pii", order=80, stage="b")
 class PIIRedactor(Annotator):
     """Redact PII in ``doc.text``; add ``pii_spans`` (original offsets) and ``pii_counts``."""
 

@@ -38,6 +38,7 @@ from datatrove.data import Document
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
 from curate.steps.base import Annotator, ThresholdFilter
+from curate.steps.registry import StepSpec, register
 
 log = get_logger("curate.quality")
 
@@ -388,3 +389,17 @@ def train_quality_models(*, reference_texts: Sequence[str], raw_texts: Sequence[
                                                        "fasttext_seconds": round(t1 - t0, 2),
                                                        "kenlm_seconds": round(time.time() - t1, 2)}})
     return manifest
+
+
+def chain_steps(cfg: QualityConfig, chain: Any) -> list[Annotator | ThresholdFilter]:
+    """The quality step of the chain: scorers then filters, from ``curate.engine.quality_models_dir``."""
+    models = chain.engine.quality_models_dir
+    if not Path(models).is_dir():
+        raise ConfigError(f"curate.engine.quality_models_dir {models!r} does not exist; "
+                          "train the models first or set it to ''")
+    return quality_scorers(models, cfg) + quality_filters(cfg)
+
+
+# configured only when the engine names a models folder (curate.engine.quality_models_dir)
+register(StepSpec(name="quality", config=QualityConfig, section="quality", stage="a", order=60, build=chain_steps,
+                  enabled=lambda engine: bool(engine.quality_models_dir), module=__name__))

@@ -33,6 +33,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError, from_dict
 from curate.steps.base import Annotator, CurationStep, error_drop
+from curate.steps.registry import StepSpec, register
 from curate.steps.toxicity_linear import LinearWindowModel, UnsupportedModel, load_packaged
 
 BADWORDS_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords"
@@ -358,3 +359,7 @@ class ToxicityFilter(CurationStep):
 def toxicity_steps(cfg: ToxicityConfig) -> list[CurationStep]:
     """The chain's toxicity part: scorer, then filter."""
     return [ToxicityScorer(cfg), ToxicityFilter(cfg)]
+
+
+register(StepSpec(name="toxicity", config=ToxicityConfig, section="toxicity", stage="a", order=50,
+                  build=lambda cfg, chain: toxicity_steps(cfg), module=__name__))

@@ -14,11 +14,11 @@ from datatrove.data import Document
 
 from corpusmix.paths import DEMO, ROOT
 from curate import docio as cio
-from curate.calibrate import CalibrateConfig, calibrate_steps, fit_filter_calibration, guard_report
+from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report
 from curate.chain import ChainConfig, EngineConfig, build_steps
 from curate.engine_local import run_local
 from curate.steps.filters import FilterConfig, make_filter
-from curate.steps.garbage import CalibratedFilter
+from curate.steps.garbage import CalibratedFilter, fit_filter_calibration
 
 PARAMS = str(ROOT / "params.yaml")
 

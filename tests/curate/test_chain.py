@@ -35,6 +35,69 @@ def test_engine_flags_override_the_params_section() -> None:
     assert chain.filters is None and [s.step_name for s in build_steps(chain)] == ["normalize"]
 
 
+SHOUT_MODULE = """
+from dataclasses import dataclass
+
+from curate.steps.base import Annotator
+from curate.steps.registry import step
+
+
+@dataclass
+class ShoutConfig:
+    loud: bool = True
+
+
+@step("shout", config=ShoutConfig, section="curate.shout", order=35)
+class Shout(Annotator):
+    step_name = "shout"
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+
+    def annotate(self, doc):
+        doc.text = doc.text.upper() if self.cfg.loud else doc.text
+"""
+
+
+def test_a_step_registered_in_its_own_module_joins_the_chain_only_when_enabled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from curate.steps import registry
+
+    registry.specs()  # the built-in steps, registered before the copy below
+    monkeypatch.setattr(registry, "STEPS", dict(registry.STEPS))  # the temporary step leaves with the test
+    (tmp_path / "shout_step.py").write_text(SHOUT_MODULE)
+    spec = importlib.util.spec_from_file_location("shout_step", tmp_path / "shout_step.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # importing the module registers its step
+    assert registry.names() == ("normalize", "decontam", "langid", "shout", "filters", "toxicity", "quality",
+                                "dedup", "pii")
+    on = ChainConfig.from_params({"curate": {"engine": {"steps": ["normalize", "langid", "shout", "filters"]},
+                                             "shout": {"loud": False}}})
+    assert on.shout == mod.ShoutConfig(loud=False)
+    assert [s.step_name for s in build_steps(on)] == ["normalize", "langid", "langid_filter", "shout", "filters"]
+    assert build_steps(on, stage="b") == []
+    off = ChainConfig.from_params({"curate": {"engine": {"steps": ["normalize", "filters"]}}})
+    assert off.shout is None and [s.step_name for s in build_steps(off)] == ["normalize", "filters"]
+    with pytest.raises(ConfigError, match="loudness"):  # its params section is checked like any step's
+        ChainConfig.from_params({"curate": {"engine": {"steps": ["shout"]}, "shout": {"loudness": 3}}})
+
+
+def test_registered_steps_are_the_chain_in_order() -> None:
+    from curate.chain import ALL_STEPS, CHAIN_SECTIONS
+    from curate.steps import registry
+
+    assert ALL_STEPS == ("normalize", "decontam", "langid", "filters", "toxicity", "quality", "dedup", "pii")
+    assert sorted(CHAIN_SECTIONS) == ["curate", "decontam", "dedup", "pii", "quality", "toxicity"]
+    assert {s.name: s.stage for s in registry.specs()}["pii"] == "b" and not registry.BROKEN
+    with pytest.raises(ValueError, match="registered by"):
+        registry.register(registry.StepSpec(name="pii", config=dict, section="pii", stage="b", order=1,
+                                            module="elsewhere"))
+
+
 def test_dedup_engine_in_params_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="dedup.engine is not read by `corpusmix curate run`"):
         ChainConfig.from_params({"dedup": {"engine": "spark"}})
