@@ -1,4 +1,4 @@
-"""A joint law L(N, D) over every swept (N, D): the fit and the prediction the Hoffmann and Kaplan forms share.
+"""A joint law L(N, D) over every swept (N, D): the fit and prediction the Hoffmann and Kaplan forms share.
 
 A form subclasses :class:`JointForm` with its start grid, bounds, objective and closed-form pieces; the
 fit scores every grid point, runs L-BFGS-B from the best ones (:mod:`proxytrain.scaling_fit.optimise`),

@@ -109,9 +109,9 @@ class Kaplan(JointForm):
         share_n = np.exp(t_n - np.logaddexp(t_n, t_d))
         for name, share, what in (("N", share_n, "model size"), ("D", 1.0 - share_n, "tokens")):
             if share.max() < 0.01:
-                raise FitError(f"the fitted {name} term is < 1 % of the bracket at every run (max {share.max():.2g}): "
-                               f"loss does not fall with {what} in these runs; check for undertrained or diverged runs "
-                               "and widen the size/token range")
+                raise FitError(f"the fitted {name} term is < 1 % of the bracket at every run "
+                               f"(max {share.max():.2g}): loss does not fall with {what} in these runs; check for "
+                               "undertrained or diverged runs and widen the size/token range")
 
 
 KAPLAN = Kaplan()

@@ -1,7 +1,7 @@
 """The fitting machinery the joint L(N, D) forms share: Huber loss on the log residuals, the start grid's
 scores, L-BFGS-B from the best starts through a delta continuation, and the bootstrap refits.
 
-Why the continuation and one BLAS thread: docs/scaling.md ("How the fit works")."""
+Why the continuation and one BLAS thread: docs/scaling.md ("How the joint forms are fitted")."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def fit_theta(pts: np.ndarray, delta: float, starts: int, extra: np.ndarray | No
 
 
 def one_blas_thread() -> Any:
-    """L-BFGS-B's small dense steps call BLAS; a multi-threaded BLAS on a loaded machine spins in them
-    (measured: 13 ms per L-BFGS-B iteration on the shared 2 cores, vs < 1 ms with one thread)."""
+    """One BLAS thread while it is held: L-BFGS-B's small dense steps call BLAS, and a multi-threaded BLAS
+    on a loaded machine spins in them (docs/scaling.md)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # optional: without it BLAS keeps its own thread count
