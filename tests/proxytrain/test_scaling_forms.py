@@ -143,3 +143,14 @@ def test_report_section_names_the_form_and_draws_the_kaplan_frontier():
     sec = scaling_section({"fit.json": fit, "prediction.json": predict(fit, flops=1e13)})
     assert "Law form: kaplan." in [b for b in sec.blocks if isinstance(b, str)]
     assert all(b.png.startswith(b"\x89PNG") for b in sec.blocks if isinstance(b, Figure))
+
+
+def test_every_form_is_registered_behind_one_interface():
+    from proxytrain.scaling_fit.config import FORMS
+    from proxytrain.scaling_fit.forms import REGISTRY, form_of
+
+    assert tuple(REGISTRY) == FORMS  # the order auto breaks ties in
+    for name, form in REGISTRY.items():
+        assert form.name == name
+        assert form.text.startswith(("L(N,D)", "L(N|D)"))  # how the report recognises a fit.json
+    assert [form_of(c) for c in (HOFFMANN, KAPLAN, {"slices": {}})] == ["hoffmann", "kaplan", "per_d"]
