@@ -40,16 +40,12 @@ from pathlib import Path
 
 import numpy as np
 
-from proxytrain.scaling_fit import (
-    FitConfig,
-    _constants,
-    _fit_theta,
-    compare_forms,
-    fit_scaling,
-    law,
-    predict,
-    usable_points,
-)
+from proxytrain.scaling_fit.auto import compare_forms
+from proxytrain.scaling_fit.config import FitConfig
+from proxytrain.scaling_fit.fit import fit_scaling, predict
+from proxytrain.scaling_fit.forms import get_form, law
+from proxytrain.scaling_fit.optimise import fit_theta
+from proxytrain.scaling_fit.points import usable_points
 from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, model_params, run_one, run_sweep
 
 SIZES = ["8x2", "16x2", "24x2", "32x2", "48x2"]
@@ -98,10 +94,11 @@ def stability(runs: list[dict], min_tokens: int, heldout: tuple[int, int] | None
     if form == "per_d":
         return []
     pts, _ = usable_points(runs, min_tokens)
+    joint = get_form(form)
     out = []
     for seed in (1, 2, 3):
         rng = np.random.default_rng(seed)
-        c = _constants(_fit_theta(pts[rng.integers(0, len(pts), len(pts))], 1e-3, 8, form=form)[0], form)
+        c = joint.constants(fit_theta(pts[rng.integers(0, len(pts), len(pts))], 1e-3, 8, form=joint)[0])
         if heldout is not None:
             c["pred_heldout"] = float(law(c, *heldout))
         out.append({"seed": seed, **c})

@@ -40,7 +40,7 @@ class PredictConfig:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from proxytrain.scaling_fit import FitConfig
+    from proxytrain.scaling_fit.config import FitConfig
     from proxytrain.scaling_sweep import SweepConfig
 
     p = sub.add_parser("scale", help="scaling laws from small runs: sweep, fit, predict the big run",
@@ -93,7 +93,8 @@ def read_runs(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def run_fit_cmd(args: argparse.Namespace) -> int:
-    from proxytrain.scaling_fit import FitConfig, FitError, fit_scaling
+    from proxytrain.scaling_fit.config import FitConfig, FitError
+    from proxytrain.scaling_fit.fit import fit_scaling
 
     cfg = config_from(FitConfig, params=load_params(args.params, "scale.fit"), args=args, where="scale.fit")
     runs = read_runs(args.sweep)
@@ -116,7 +117,9 @@ def run_fit_cmd(args: argparse.Namespace) -> int:
 
 
 def run_check_cmd(args: argparse.Namespace) -> int:
-    from proxytrain.scaling_fit import FitConfig, FitError, compare_forms, design_checks
+    from proxytrain.scaling_fit.auto import compare_forms
+    from proxytrain.scaling_fit.checks import design_checks
+    from proxytrain.scaling_fit.config import FitConfig, FitError
 
     cfg = config_from(FitConfig, params=load_params(args.params, "scale.fit"), args=args, where="scale.fit")
     try:
@@ -152,7 +155,8 @@ def _check_summary(checks: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_predict_cmd(args: argparse.Namespace) -> int:
-    from proxytrain.scaling_fit import FitError, predict
+    from proxytrain.scaling_fit.config import FitError
+    from proxytrain.scaling_fit.fit import predict
 
     cfg = config_from(PredictConfig, params=load_params(args.params_file, "scale.predict"), args=args,
                       where="scale.predict")

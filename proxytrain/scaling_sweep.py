@@ -10,7 +10,7 @@ Library module behind ``corpusmix scale sweep`` (:mod:`proxytrain.scale_cli`)::
 Two phases. 1: every size trains at ``lr_tokens`` tokens (and at each of ``lr_sweep_tokens``) with
 lr = ``lr`` x each of ``lr_factors``; while a size's best lr is at the edge of what was tried, one more
 point beyond it is added (at most ``lr_extend`` times), so the optimum is bracketed. 2: every size
-trains at each remaining token count with its best lr (see :func:`proxytrain.scaling_fit.lr_optima`),
+trains at each remaining token count with its best lr (see :func:`proxytrain.scaling_fit.lr_law.lr_optima`),
 interpolated in log lr vs log D between the swept token counts (held constant outside them), and
 between two swept counts also at the shorter one's optimum (:func:`phase2_lrs`): the best lr falls with
 the training horizon, so one lr sweep at a short D over-states the lr of long runs.
@@ -262,7 +262,7 @@ def phase2_lrs(best: dict[int, float], d: int, default: float) -> list[float]:
 
 def run_sweep(cfg: SweepConfig) -> dict[str, Any]:
     """Both phases; returns (and writes to ``out/sweep.json``) every run's result and the sweep's cost."""
-    from proxytrain.scaling_fit import lr_optima
+    from proxytrain.scaling_fit.lr_law import lr_optima
 
     cfg.validate()
     vocab = int(json.loads((Path(cfg.data) / "pools.json").read_text())["vocab_size"])

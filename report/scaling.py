@@ -27,7 +27,7 @@ def scaling_kind(obj: Mapping[str, Any]) -> str | None:
 
 
 def _loss_vs_compute(fit: Mapping[str, Any], preds: list[Mapping[str, Any]]) -> bytes:
-    from proxytrain.scaling_fit import frontier, law
+    from proxytrain.scaling_fit.forms import frontier, law
     from report.figures import _figure, _png, color
 
     c = fit["constants"]

@@ -12,19 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusmix.cli import main
-from proxytrain.scaling_fit import (
-    FitConfig,
-    FitError,
-    FitWarning,
-    _objective,
-    fit_lr_law,
-    fit_scaling,
-    frontier,
-    law,
-    lr_optima,
-    predict,
-    usable_points,
-)
+from proxytrain.scaling_fit.config import FitConfig, FitError, FitWarning
+from proxytrain.scaling_fit.fit import fit_scaling, predict
+from proxytrain.scaling_fit.forms import frontier, law
+from proxytrain.scaling_fit.hoffmann import objective as hoffmann_objective
+from proxytrain.scaling_fit.lr_law import fit_lr_law, lr_optima
+from proxytrain.scaling_fit.points import usable_points
 from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, non_embedding_params, parse_size, run_one
 
 # real results of `bench/bench_scaling.py`'s sweep (corpusmix train runs on the demo text; docs/scaling.md)
@@ -49,10 +42,10 @@ def test_objective_gradient_matches_finite_differences():
     logl = np.log(rng.uniform(3, 5, 9))
     for delta in (1e-3, 1e-1):  # linear and quadratic parts of the Huber loss
         theta = np.array([6.0, 7.0, 1.0, 0.4, 0.3])
-        _, g = _objective(theta, logn, logd, logl, delta)
+        _, g = hoffmann_objective(theta, logn, logd, logl, delta)
         eps = 1e-6
-        num = [(_objective(theta + eps * e, logn, logd, logl, delta)[0]
-                - _objective(theta - eps * e, logn, logd, logl, delta)[0]) / (2 * eps) for e in np.eye(5)]
+        num = [(hoffmann_objective(theta + eps * e, logn, logd, logl, delta)[0]
+                - hoffmann_objective(theta - eps * e, logn, logd, logl, delta)[0]) / (2 * eps) for e in np.eye(5)]
         np.testing.assert_allclose(g, num, rtol=1e-4, atol=1e-3)
 
 
@@ -124,9 +117,9 @@ def test_diverged_and_nan_runs_are_dropped_with_a_count(runs):
 
 
 def test_fit_one_domain_loss(runs):
-    from proxytrain.scaling_fit import _retarget
+    from proxytrain.scaling_fit.points import retarget
 
-    pts, _ = usable_points(_retarget(runs, "code"))
+    pts, _ = usable_points(retarget(runs, "code"))
     best = min(r["val"]["code"] for r in runs if (r["N"], r["D"]) == (pts[0][0], pts[0][1]))
     assert pts[0][2] == pytest.approx(best)
     with pytest.raises(FitError, match="must be all or one of"):
@@ -322,7 +315,7 @@ def test_lr_law_with_a_token_exponent_recovers_k_and_m():
               for n in (6e3, 2e4, 8e4) for d in (3e5, 1e6)]
     law_ = fit_lr_law(optima)
     assert law_["k"] == pytest.approx(k) and law_["m"] == pytest.approx(m) and law_["token_counts"] == 2
-    from proxytrain.scaling_fit import lr_for
+    from proxytrain.scaling_fit.lr_law import lr_for
 
     assert lr_for(law_, 4e5, 1e6) == pytest.approx(c * 4e5 ** k * 1e6 ** m)
     # one token count: no D term, and lr_for ignores D
@@ -349,7 +342,7 @@ def test_phase2_lr_is_interpolated_between_swept_token_counts(tmp_path):
 
 
 def test_design_checks_on_a_known_law():
-    from proxytrain.scaling_fit import design_checks
+    from proxytrain.scaling_fit.checks import design_checks
 
     sizes = (6184, 16464, 43168, 80112)  # every fold keeps >= 3 sizes and 3 token counts: E, A, alpha identifiable
     runs = [{**r, "N_total": r["N"], "N_non_embedding": r["N"] // 2} for r in _synthetic(0.0) if r["N"] in sizes]

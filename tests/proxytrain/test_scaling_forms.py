@@ -9,17 +9,12 @@ import numpy as np
 import pytest
 
 from corpusmix.cli import main
-from proxytrain.scaling_fit import (
-    FitConfig,
-    FitError,
-    _objective_kaplan,
-    compare_forms,
-    design_checks,
-    fit_scaling,
-    frontier,
-    law,
-    predict,
-)
+from proxytrain.scaling_fit.auto import compare_forms
+from proxytrain.scaling_fit.checks import design_checks
+from proxytrain.scaling_fit.config import FitConfig, FitError
+from proxytrain.scaling_fit.fit import fit_scaling, predict
+from proxytrain.scaling_fit.forms import frontier, law
+from proxytrain.scaling_fit.kaplan import objective as kaplan_objective
 
 # made up, in the range of the benchmark's losses; both terms of the bracket matter over the design
 KAPLAN = {"E": 2.5, "N_c": 2e4, "D_c": 2e5, "alpha_N": 0.45, "alpha_D": 0.3}
@@ -49,10 +44,10 @@ def test_kaplan_objective_gradient_matches_finite_differences():
     logl = np.log(rng.uniform(3, 5, 9))
     for delta in (1e-3, 1e-1):
         theta = np.array([12.0, 14.0, 1.3, 0.3, 0.5])
-        _, g = _objective_kaplan(theta, logn, logd, logl, delta)
+        _, g = kaplan_objective(theta, logn, logd, logl, delta)
         eps = 1e-6
-        num = [(_objective_kaplan(theta + eps * e, logn, logd, logl, delta)[0]
-                - _objective_kaplan(theta - eps * e, logn, logd, logl, delta)[0]) / (2 * eps) for e in np.eye(5)]
+        num = [(kaplan_objective(theta + eps * e, logn, logd, logl, delta)[0]
+                - kaplan_objective(theta - eps * e, logn, logd, logl, delta)[0]) / (2 * eps) for e in np.eye(5)]
         np.testing.assert_allclose(g, num, rtol=1e-4, atol=1e-3)
 
 
@@ -148,3 +143,14 @@ def test_report_section_names_the_form_and_draws_the_kaplan_frontier():
     sec = scaling_section({"fit.json": fit, "prediction.json": predict(fit, flops=1e13)})
     assert "Law form: kaplan." in [b for b in sec.blocks if isinstance(b, str)]
     assert all(b.png.startswith(b"\x89PNG") for b in sec.blocks if isinstance(b, Figure))
+
+
+def test_every_form_is_registered_behind_one_interface():
+    from proxytrain.scaling_fit.config import FORMS
+    from proxytrain.scaling_fit.forms import REGISTRY, form_of
+
+    assert tuple(REGISTRY) == FORMS  # the order auto breaks ties in
+    for name, form in REGISTRY.items():
+        assert form.name == name
+        assert form.text.startswith(("L(N,D)", "L(N|D)"))  # how the report recognises a fit.json
+    assert [form_of(c) for c in (HOFFMANN, KAPLAN, {"slices": {}})] == ["hoffmann", "kaplan", "per_d"]

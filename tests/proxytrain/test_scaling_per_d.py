@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from corpusmix.cli import main
-from proxytrain.scaling_fit import FitConfig, FitError, FitWarning, compare_forms, fit_scaling, predict
+from proxytrain.scaling_fit.auto import compare_forms
+from proxytrain.scaling_fit.config import FitConfig, FitError, FitWarning
+from proxytrain.scaling_fit.fit import fit_scaling, predict
 
 SIZES = (6184, 16464, 26232, 43168, 80112)
 # made up, in the range of the benchmark's losses: the size effect grows with D (alpha_D and A_D grow), which
