@@ -33,7 +33,9 @@ import torch  # noqa: E402
 
 from mix.presets import PRESETS  # noqa: E402
 from proxytrain import cpu_kernels  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss  # noqa: E402
+from proxytrain.loss import per_token_loss  # noqa: E402
+from proxytrain.model import ModelConfig, build_model  # noqa: E402
+from proxytrain.optim import make_optimizer  # noqa: E402
 from proxytrain.train import TrainConfig  # noqa: E402
 
 VOCAB = 4096

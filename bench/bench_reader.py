@@ -39,7 +39,7 @@ def reader_tokens_per_s(shards: Path, *, rows: int, batch_size: int, workers: in
 
 def trainer_tokens_per_s(batch: dict[str, torch.Tensor], model: torch.nn.Module, opt: torch.optim.Optimizer,
                          steps: int) -> float:
-    from proxytrain.model import per_token_loss
+    from proxytrain.loss import per_token_loss
 
     t0 = time.perf_counter()
     for _ in range(steps):

@@ -36,7 +36,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxytrain import cpu_kernels  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss  # noqa: E402
+from proxytrain.loss import per_token_loss  # noqa: E402
+from proxytrain.model import ModelConfig, build_model  # noqa: E402
+from proxytrain.optim import make_optimizer  # noqa: E402
 from proxytrain.train import TrainConfig  # noqa: E402
 from proxytrain.train_cli import SyntheticSource  # noqa: E402
 

@@ -26,7 +26,9 @@ import torch.distributed as dist
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxytrain.attention import resolve_backend  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss, target_mask  # noqa: E402
+from proxytrain.loss import per_token_loss, target_mask  # noqa: E402
+from proxytrain.model import ModelConfig, build_model  # noqa: E402
+from proxytrain.optim import make_optimizer  # noqa: E402
 from proxytrain.parallel import parallelize  # noqa: E402
 from proxytrain.train_cli import SyntheticSource  # noqa: E402
 

@@ -30,7 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_trainer_cpu import RefGPT, _ref_opt  # noqa: E402
 
 from proxytrain.attention import prepare_attention  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss  # noqa: E402
+from proxytrain.loss import per_token_loss  # noqa: E402
+from proxytrain.model import ModelConfig, build_model  # noqa: E402
+from proxytrain.optim import make_optimizer  # noqa: E402
 from proxytrain.train import TrainConfig  # noqa: E402
 from proxytrain.train_cli import SyntheticSource  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Llama-style decoder for proxy and full training runs, plus the in-process training API.
+"""Llama-style decoder for proxy and full training runs.
 
 The model is RMSNorm + RoPE + SwiGLU with optional grouped-query attention and tied or untied
 embeddings. It is built on the meta device and then materialised and initialised deterministically:
@@ -6,12 +6,15 @@ every parameter's initial value depends only on ``seed`` and the parameter's nam
 is sharded before it is materialised (FSDP2) holds exactly the values of an unsharded one.
 
 The model knows nothing about parallelism; ``proxytrain.parallel.parallelize`` wraps it from the
-outside. Mixture search (DoReMi, RegMix) uses the small API at the bottom of this module directly::
+outside. Mixture search (DoReMi, RegMix) uses the model with the loss, optimizer and schedule modules
+directly::
 
     model = build_model(ModelConfig.preset("tiny", vocab_size=4096), "cpu", seed=0)
-    opt = make_optimizer(model, cfg)            # cfg: a TrainConfig (or anything with its fields)
-    losses, mask = per_token_loss(model(tokens, segment_ids), tokens, segment_ids)
-    evaluate(model, batches, domains)           # -> {domain: mean loss per target token}
+    opt = make_optimizer(model, cfg)            # proxytrain.optim; cfg: a TrainConfig (or its fields)
+    losses, mask = per_token_loss(model(tokens, segment_ids), tokens, segment_ids)  # proxytrain.loss
+    evaluate(model, batches, domains)           # proxytrain.loss -> {domain: mean loss per target token}
+
+``per_token_loss`` and ``evaluate`` are also importable from here (the mixture searches' entry points).
 """
 
 from __future__ import annotations
@@ -19,17 +22,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from proxytrain.attention import attend, prepare_attention
+from proxytrain.loss import evaluate, per_token_loss  # noqa: F401  (public names of the mixture searches)
 from proxytrain.ops import (
-    cross_entropy,
     rms_norm,
     rope_attention,
     rope_attention_supported,
@@ -275,104 +277,3 @@ def build_model(cfg: ModelConfig, device: str | torch.device = "cpu", *, seed: i
         model.to_empty(device=device)
         model.init_weights(seed)
     return model
-
-
-# --------------------------------------------------------------------------- losses and evaluation
-
-
-def target_mask(segment_ids: torch.Tensor) -> torch.Tensor:
-    """[B, S-1] bool: position t predicts t+1 only when both lie in the same (non-pad) document."""
-    return (segment_ids[:, 1:] == segment_ids[:, :-1]) & (segment_ids[:, :-1] >= 0)
-
-
-def per_token_loss(logits: torch.Tensor, tokens: torch.Tensor,
-                   segment_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token cross-entropy [B, S-1] (fp32, zero where masked) and the target mask [B, S-1]."""
-    mask = target_mask(segment_ids)
-    b, s, v = logits.shape
-    # targets aligned with every position (the last one ignored), so the loss reads the logits in
-    # place: slicing logits[:, :-1] would copy [B, S, V] forward and zero-fill it again backward
-    targets = torch.full_like(tokens, -1)
-    targets[:, :-1] = tokens[:, 1:].masked_fill(~mask, -1)  # ignored targets give exactly 0 loss
-    loss = cross_entropy(logits.reshape(b * s, v), targets.reshape(-1)).view(b, s)[:, :-1]
-    return loss, mask
-
-
-def domain_sums(loss: torch.Tensor, mask: torch.Tensor, domain_id: torch.Tensor,
-                n_domains: int) -> torch.Tensor:
-    """[2, n_domains] fp64: per-domain loss sum and target-token count (rows are one domain each)."""
-    out = torch.zeros(2, n_domains, dtype=torch.float64, device=loss.device)
-    out[0].index_add_(0, domain_id, loss.detach().double().sum(1))
-    out[1].index_add_(0, domain_id, mask.double().sum(1))
-    return out
-
-
-@torch.no_grad()
-def evaluate(model: nn.Module, batches: Iterable[dict[str, torch.Tensor]],
-             domains: list[str] | None = None, *, reduce: Any = None) -> dict[str, float]:
-    """Mean loss per target token, per domain (and ``"all"``), over ``batches`` (dicts of [B, S]).
-
-    ``reduce`` is an optional callable that sums a tensor over ranks in place (data parallel).
-    """
-    was_training = model.training
-    model.eval()
-    sums = None
-    device = next(model.parameters()).device
-    for batch in batches:
-        tokens = batch["tokens"].to(device)
-        seg = batch["segment_ids"].to(device)
-        dom = batch["domain_id"].to(device)
-        n = len(domains) if domains else int(dom.max()) + 1
-        loss, mask = per_token_loss(model(tokens, seg), tokens, seg)
-        part = domain_sums(loss, mask, dom, n)
-        if sums is None:
-            sums = part
-        else:
-            if part.shape[1] > sums.shape[1]:
-                sums = F.pad(sums, (0, part.shape[1] - sums.shape[1]))
-            sums[:, : part.shape[1]] += part
-    model.train(was_training)
-    if sums is None:
-        return {}
-    if reduce is not None:
-        reduce(sums)
-    names = domains or [str(i) for i in range(sums.shape[1])]
-    out = {names[i]: float(sums[0, i] / sums[1, i]) for i in range(sums.shape[1]) if sums[1, i] > 0}
-    out["all"] = float(sums[0].sum() / sums[1].sum().clamp_min(1))
-    return out
-
-
-# --------------------------------------------------------------------------- optimisation
-
-
-class OptimFields(Protocol):
-    lr: float
-    min_lr: float
-    warmup_steps: int
-    steps: int
-    weight_decay: float
-    beta1: float
-    beta2: float
-
-
-def make_optimizer(model: nn.Module, cfg: OptimFields) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices only, fused (one kernel per step for all parameters).
-
-    torch has fused AdamW kernels for CUDA and CPU; on CPU the per-parameter loop torch defaults to
-    costs ~10 small kernels per tensor, which is a visible share of a proxy's step.
-    """
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    fused = all(p.device.type in ("cuda", "cpu") for p in model.parameters())
-    return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=1e-8, fused=fused or None)
-
-
-def lr_at(step: int, cfg: OptimFields) -> float:
-    """Linear warmup to ``lr`` over ``warmup_steps``, then cosine down to ``min_lr`` at ``steps``."""
-    if cfg.warmup_steps > 0 and step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    span = max(1, cfg.steps - cfg.warmup_steps)
-    progress = min(1.0, (step - cfg.warmup_steps) / span)
-    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1.0 + math.cos(math.pi * progress))

@@ -17,13 +17,9 @@ Two orders, both functions of the shard set and a seed only:
   gets the key ``(c_j + s_j / 2) / D_d`` (``D_d``: the domain's tokens in the shard set), and the
   epoch is all rows sorted by key (ties: domain index, then stream order).
 
-Guarantee of ``mixed`` (by construction, for every prefix of every epoch): with ``T`` document
-tokens consumed, ``C_d`` of them from domain ``d``, ``w_d = D_d / sum(D)`` the pack's effective
-mixture, ``K`` domains with rows and ``S`` the most document tokens in one row,
-``|C_d - w_d T| <= S/2 * (1 + (K - 2) w_d)``. Proof: a prefix ends at some key ``tau``; the rows of
-``d`` in it are those with key ``<= tau``, so ``|C_d - tau D_d| <= S/2`` for every domain, and
-``C_d - w_d T = (1 - w_d)(C_d - tau D_d) - w_d sum_{e != d}(C_e - tau D_e)``. The relative gap
-``|C_d - w_d T| / (w_d T)`` is therefore below 0.1 % once ``w_d T >= 500 S (1 + (K - 2) w_d)``.
+Guarantee of ``mixed`` (by construction, for every prefix of every epoch): each domain's consumed
+tokens stay within ``S/2 * (1 + (K - 2) w_d)`` of its share ``w_d`` of the total (``S``: the most
+document tokens in one row, ``K``: domains with rows; proof: docs/formats.md, Reading shards).
 Each domain's rows are consumed in stream order, so all domains advance through the same shards
 together and a few decoded shards serve the reader (``ShardReader(cache_shards=...)``).
 

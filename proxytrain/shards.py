@@ -5,18 +5,11 @@ Every row is turned into the trainer-batch dict: ``tokens`` (int64 ``[seq_len]``
 index into the manifest's ``domains``) and ``row`` (int64, the manifest row it came from).
 Reading the files: ``proxytrain.shard_reader`` (local paths, pyarrow and fsspec URIs).
 
-The stream and its cursor. The rows form one global stream ``g = 0, 1, 2, ...`` in a
-deterministic order (``proxytrain.order``: ``mixed``, the default, seeded and with the pack's
-per-domain token shares in every prefix; or ``manifest``, the file order), repeated ``epochs``
-times (``None``: forever). Rank ``r`` of ``world_size`` reads ``g = start + r, start + r +
-world_size, ...``: no overlap, no gap, per-rank row counts differ by at most one. The cursor is
-global: the position ``start`` plus ``world_size`` times the rows this rank consumed. A checkpoint
-taken when all ranks consumed the same number of rows (the trainer's, after every step) resumes
-exactly with any world size and any number of workers: positions already consumed are never read
-again, none is skipped, and the stream is the same, so a run that keeps its global batch size sees
-the same rows at every step. The state also carries the per-domain token accounting (consumed
-and planned by the mixture) and the identity of the shard set, mixture and order; loading a
-state of another shard set, mixture, order or seed is refused with one line.
+The stream and its cursor: the rows form one global stream ``g = 0, 1, 2, ...`` in a deterministic
+order (``proxytrain.order``), repeated ``epochs`` times (``None``: forever); rank ``r`` of
+``world_size`` reads ``g = start + r, start + r + world_size, ...``. The cursor is global, so a
+checkpoint resumes exactly with any world size and number of workers; what the state holds and
+checks: docs/formats.md (Reading shards).
 
 Dataloader workers get whole batches: with ``batch_size=B`` and ``W`` workers, worker ``w`` makes
 local batches ``w, w + W, ...``; ``torch.utils.data.DataLoader`` takes batches from workers round-robin,
@@ -32,7 +25,7 @@ count continues exactly. Use it as::
 
 ``ShardBatchSource(path, *, rank, world_size, expect_tokenizer_sha256, order, seed, num_workers)``
 offers the same stream as ``next_batch(n)`` / ``eval_batches(n, count)`` / ``state_dict()`` for
-``proxytrain.train``.
+the trainer (``proxytrain.trainer``).
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def _bool_flags_as_switches(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from proxytrain.train import TrainConfig
+    from proxytrain.train_config import TrainConfig
 
     p = sub.add_parser("train", help="train a Llama-style model (FSDP2 under torchrun)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -241,7 +241,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def torchrun_argv(args: argparse.Namespace, nproc: int) -> list[str]:
     """The torchrun command line that reruns this command with ``nproc`` ranks (a list, no shell)."""
-    from proxytrain.train import TrainConfig
+    from proxytrain.train_config import TrainConfig
 
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
             "-m", "corpusmix.cli", "train", "--params", str(args.params)]
@@ -273,7 +273,8 @@ def preflight(cfg: Any, nproc: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from proxytrain.checkpoint import CheckpointError
-    from proxytrain.train import TrainConfig, TrainingAborted, train
+    from proxytrain.spike_guard import TrainingAborted
+    from proxytrain.train import TrainConfig, train
 
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
         preflight(config_from(TrainConfig, params=load_params(args.params, "train"), args=args, where="train"),

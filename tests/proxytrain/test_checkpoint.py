@@ -18,7 +18,8 @@ from proxytrain.checkpoint import (
     save_checkpoint,
     verify_checkpoint,
 )
-from proxytrain.model import ModelConfig, build_model, make_optimizer
+from proxytrain.model import ModelConfig, build_model
+from proxytrain.optim import make_optimizer
 from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import SyntheticSource
 

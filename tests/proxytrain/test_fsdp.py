@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from proxytrain.model import ModelConfig, build_model, per_token_loss, target_mask
+from proxytrain.loss import per_token_loss, target_mask
+from proxytrain.model import ModelConfig, build_model
 from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import SyntheticSource
 
@@ -25,7 +26,8 @@ WORKER = textwrap.dedent('''
     import json, sys
     from types import SimpleNamespace
     import torch
-    from proxytrain.model import ModelConfig, build_model, per_token_loss, target_mask
+    from proxytrain.loss import per_token_loss, target_mask
+    from proxytrain.model import ModelConfig, build_model
     from proxytrain.parallel import all_reduce_sum, parallelize, setup_distributed
     from proxytrain.train import TrainConfig, train
     from proxytrain.train_cli import SyntheticSource

@@ -10,16 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from proxytrain.flops import flops_per_token, mfu
-from proxytrain.model import (
-    ModelConfig,
-    build_model,
-    count_params,
-    evaluate,
-    lr_at,
-    make_optimizer,
-    per_token_loss,
-    target_mask,
-)
+from proxytrain.loss import evaluate, per_token_loss, target_mask
+from proxytrain.lr_schedule import lr_at
+from proxytrain.model import ModelConfig, build_model, count_params
+from proxytrain.optim import make_optimizer
 
 CFG = ModelConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=32)
 
@@ -173,7 +167,7 @@ def test_blocks_trace_as_one_graph_under_compile():
 def test_head_dtype_is_validated_and_keys_bf16_proxies_apart():
     from corpusmix.config import ConfigError
     from mix.proxy import ProxyConfig, proxy_key
-    from proxytrain.train import TrainConfig, model_config
+    from proxytrain.train_config import TrainConfig, model_config
 
     with pytest.raises(ConfigError, match="head_dtype must be fp32 or bf16"):
         model_config(TrainConfig(head_dtype="fp16"), 64)

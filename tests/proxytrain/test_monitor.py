@@ -8,7 +8,8 @@ import json
 import pytest
 import torch
 
-from proxytrain.model import ModelConfig, build_model, per_token_loss
+from proxytrain.loss import per_token_loss
+from proxytrain.model import ModelConfig, build_model
 from proxytrain.monitor import EventLog, LayerMonitor, peak_memory_gb
 from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import SyntheticSource
@@ -69,16 +70,16 @@ def test_trainer_logs_layer_stats_at_the_interval_and_spike_events(tmp_path):
 
 
 def test_bf16_evaluation_runs_under_autocast(tmp_path, monkeypatch):
-    import proxytrain.train as train_mod
+    import proxytrain.trainer as trainer_mod
 
     seen = []
-    real = train_mod.evaluate
+    real = trainer_mod.evaluate
 
     def spy(*args, **kw):
         seen.append(torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16)
         return real(*args, **kw)
 
-    monkeypatch.setattr(train_mod, "evaluate", spy)
+    monkeypatch.setattr(trainer_mod, "evaluate", spy)
     cfg = TrainConfig(**{**SMALL, "out_dir": str(tmp_path), "steps": 2, "dtype": "bf16", "eval_every": 2,
                          "eval_batches": 1, "monitor_every": 0})
     res = train(cfg, source=SyntheticSource(vocab_size=64, seq_len=32),

@@ -11,7 +11,8 @@ import torch
 
 from corpusmix.cli import main
 from corpusmix.config import ConfigError
-from proxytrain.train import SpikeGuard, TrainConfig, TrainingAborted, train
+from proxytrain.spike_guard import SpikeGuard, TrainingAborted
+from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import SyntheticSource, open_source, torchrun_argv
 
 SMALL = dict(model="tiny", d_model=32, n_layers=2, n_heads=2, seq_len=32, micro_batch_size=4, dvclive=False,
