@@ -53,6 +53,7 @@ from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
 from corpusmix.stats import write_stats as write_task_stats
 from curate import docio as cio
+from curate import docwrite
 from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps, section
 from curate.inspection.collect import Collector, InspectConfig
 from curate.inspection.finish import write_local as write_inspection
@@ -103,7 +104,7 @@ class ChainTask(PipelineStep):
         for old in out_dir.glob(f"{rank:05d}-*.parquet"):
             old.unlink()  # leftovers of a killed attempt of this task
         drops: list[tuple[str, str, str, str]] = []  # flushed every batch_docs rows: memory per task is bounded
-        drop_writer = cio.AtomicParquetWriter(work / "drops" / f"{rank:05d}.parquet", cio.DROP_SCHEMA)
+        drop_writer = docwrite.AtomicParquetWriter(work / "drops" / f"{rank:05d}.parquet", docwrite.DROP_SCHEMA)
         stats: dict[str, StepStats] = {}
         t0 = time.perf_counter()
         read_name = cio.READ_STEP if self.stage == "a" else "reread"
@@ -123,23 +124,23 @@ class ChainTask(PipelineStep):
                 if not res.kept:
                     drops.append(drop_row(res))
                     if len(drops) >= self.batch_docs:
-                        drop_writer.write_table(cio.drops_table(drops))
+                        drop_writer.write_table(docwrite.drops_table(drops))
                         drops = []
                     continue
                 batch.append(res.doc)
                 if len(batch) >= self.batch_docs:
-                    cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+                    docwrite.atomic_write_table(docwrite.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
                     part += 1
                     batch = []
             if batch:
-                cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+                docwrite.atomic_write_table(docwrite.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
             stats[read_name].seconds = max(0.0, time.perf_counter() - t0 - sum(
                 s.seconds for k, s in stats.items() if k != read_name))
             for name, s in stats.items():
                 s.check(name)
             if read_name == "reread":
                 stats.pop(read_name)
-            drop_writer.write_table(cio.drops_table(drops))
+            drop_writer.write_table(docwrite.drops_table(drops))
             drop_writer.close()
         except BaseException:
             drop_writer.abort()  # no half-written drops file under a temporary name
@@ -192,26 +193,26 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
               calibration: dict[str, Any] | None = None, guard_share: float = 0.3) -> dict[str, Any]:
     """Per-domain curated Parquet, drops.parquet, stats.json (streamed part by part)."""
     parts = _parts(work, last_stage)
-    schema = cio.unified_schema(parts)
+    schema = docwrite.unified_schema(parts)
     curated = out / "curated"
     if curated.exists():
         shutil.rmtree(curated)
-    writers: dict[str, cio.AtomicParquetWriter] = {}
+    writers: dict[str, docwrite.AtomicParquetWriter] = {}
     kept = 0
     for p in parts:
-        t = cio.conform(pq.read_table(p), schema)
+        t = docwrite.conform(pq.read_table(p), schema)
         kept += t.num_rows
         doms = t.column("domain").to_pylist()
         for dom in dict.fromkeys(doms):
             name = _SAFE.sub("_", dom or "unknown")
             w = writers.get(name)
             if w is None:
-                w = writers[name] = cio.AtomicParquetWriter(curated / f"{name}.parquet", schema)
+                w = writers[name] = docwrite.AtomicParquetWriter(curated / f"{name}.parquet", schema)
             w.write_table(t.filter(pa.array([d == dom for d in doms])))
     for w in writers.values():
         w.close()
     drop_files = sorted((work / "a" / "drops").glob("*.parquet")) + sorted((work / "b" / "drops").glob("*.parquet"))
-    with cio.AtomicParquetWriter(out / "drops.parquet", cio.DROP_SCHEMA) as dw:
+    with docwrite.AtomicParquetWriter(out / "drops.parquet", docwrite.DROP_SCHEMA) as dw:
         for f in drop_files:
             for b in pq.ParquetFile(f).iter_batches(batch_size=65_536):
                 dw.write_table(pa.Table.from_batches([b]))

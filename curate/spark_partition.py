@@ -20,7 +20,8 @@ import pyarrow as pa
 from datatrove.data import Document
 
 from corpusmix.stats import StepStats
-from curate.docio import ANNOTATION_TYPES, Drop, RecordReader
+from curate.docio import Drop, RecordReader
+from curate.docwrite import ANNOTATION_TYPES
 from curate.runner import run_steps
 from curate.spark_lines import OVERSIZE_COL
 from curate.spark_models import process_steps
