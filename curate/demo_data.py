@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,9 +285,6 @@ def _read_source(source_dir: Path) -> tuple[dict[str, list[dict]], dict[str, lis
 
 def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
     """Write the raw demo documents and the ground truth; return counts per defect type."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     rng = random.Random(cfg.seed)
     pii = PIIFactory(cfg.seed)
     en, foreign = _read_source(Path(cfg.source_dir))
@@ -322,6 +320,31 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
         else:
             add(r["id"], r["text"], d, r["source"], defects=[])
 
+    _plant_copies(add, originals, exact_src, near_src, rng, vocab, cfg)
+    _plant_defects(add, foreign, rng, vocab, word_bag, cfg)
+
+    # toxic and contaminated documents: their own random stream, so everything above stays byte-identical
+    from curate.demo_safety import plant_safety
+
+    plant_safety(add, originals, EN_DOMAINS, seed=cfg.seed, toxic_docs=cfg.toxic_docs,
+                 contaminated_docs=cfg.contaminated_docs, eval_dir=Path(cfg.eval_dir))
+
+    out = Path(cfg.output)
+    rows = _write_demo(docs, truth, out, cfg)
+    counts: dict[str, int] = {"docs": len(docs)}
+    for r in rows:
+        for dft in r["defects"]:
+            key = dft.split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+    counts["pii_values"] = sum(len(r["pii_spans"]) for r in rows)
+    log.info("demo data written", extra={"data": {"output": str(out), **counts}})
+    return counts
+
+
+def _plant_copies(add: Callable[..., None], originals: list[tuple[str, dict[str, Any]]], exact_src: list[int],
+                  near_src: list[int], rng: random.Random, vocab: list[str], cfg: DemoDataConfig) -> None:
+    """Exact copies (some case/whitespace variants) and near copies (word edits) of originals."""
+
     def copy_domain(d: str) -> str:
         return rng.choice([x for x in EN_DOMAINS if x != d]) if rng.random() < cfg.cross_domain_frac else d
 
@@ -338,6 +361,10 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
         add(f"dup/near/{k:05d}", text, copy_domain(d), r["source"], defects=["near_dup"], cluster=r["id"],
             edit_rate=rate, jac=round(jaccard(r["text"], text), 6))
 
+
+def _plant_defects(add: Callable[..., None], foreign: dict[str, list[dict[str, Any]]], rng: random.Random,
+                   vocab: list[str], word_bag: list[str], cfg: DemoDataConfig) -> None:
+    """Junk documents, foreign-language documents in English domains, and the pure-noise domain."""
     for k in range(cfg.junk_docs):
         kind = JUNK_KINDS[k % len(JUNK_KINDS)]
         add(f"junk/{kind}/{k:05d}", make_junk(kind, rng, vocab), rng.choice(EN_DOMAINS), "planted-junk",
@@ -351,15 +378,15 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
     for k in range(cfg.noise_docs):
         add(f"noise/{k:05d}", make_noise(rng, word_bag), cfg.noise_domain, "planted-noise", defects=["noise"])
 
-    # toxic and contaminated documents: their own random stream, so everything above stays byte-identical
-    from curate.demo_safety import plant_safety
 
-    plant_safety(add, originals, EN_DOMAINS, seed=cfg.seed, toxic_docs=cfg.toxic_docs,
-                 contaminated_docs=cfg.contaminated_docs, eval_dir=Path(cfg.eval_dir))
+def _write_demo(docs: list[dict[str, Any]], truth: dict[str, dict[str, Any]], out: Path,
+                cfg: DemoDataConfig) -> list[dict[str, Any]]:
+    """The raw Parquet parts (deterministic shuffle) and the ground truth; returns the truth rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     # deterministic shuffle into parts
     docs.sort(key=lambda x: hashlib.sha1(f"{cfg.seed}:{x['id']}".encode()).hexdigest())
-    out = Path(cfg.output)
     (out / "docs").mkdir(parents=True, exist_ok=True)
     for old in (out / "docs").glob("part-*.parquet"):
         old.unlink()
@@ -374,15 +401,7 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
                            ("pii_spans", pa.list_(span_t)), ("lang", pa.string())])
     rows = [truth[d["id"]] for d in docs]
     pq.write_table(pa.Table.from_pylist(rows, schema=gt_schema), out / "ground_truth.parquet", compression="zstd")
-
-    counts: dict[str, int] = {"docs": len(docs)}
-    for r in rows:
-        for dft in r["defects"]:
-            key = dft.split(":")[0]
-            counts[key] = counts.get(key, 0) + 1
-    counts["pii_values"] = sum(len(r["pii_spans"]) for r in rows)
-    log.info("demo data written", extra={"data": {"output": str(out), **counts}})
-    return counts
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
