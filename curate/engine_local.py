@@ -1,7 +1,7 @@
-"""``corpusmix curate run``: the local curation engine on datatrove's ``LocalPipelineExecutor``.
+"""The local curation engine on datatrove's ``LocalPipelineExecutor`` (``corpusmix curate run``).
 
-The command reads ``params.yaml`` once into a ``curate.chain.ChainConfig`` and dispatches on
-``--engine``: ``local`` (this module) or ``spark`` (``curate.spark_cli``, same chain). Chain (built
+The command (``curate.run_cli``) reads ``params.yaml`` once into a ``curate.chain.ChainConfig`` and
+runs :func:`run_local` here, or the Spark engine with the same chain. Chain (built
 by ``curate.chain.build_steps``; each part switchable in ``params.yaml`` ``curate.engine.steps``)::
 
     read -> normalize -> decontam -> langid (+ keep/threshold) -> filters -> toxicity -> quality
@@ -28,7 +28,6 @@ global stages; that path is not wired or tested (docs/full-scale.md).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -46,7 +45,7 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
 from corpusmix import timing
-from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.config import ConfigError, config_from, load_params
 from corpusmix.environment import environment
 from corpusmix.holds import hold
 from corpusmix.logging import get_logger
@@ -54,7 +53,7 @@ from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
 from corpusmix.stats import write_stats as write_task_stats
 from curate import docio as cio
 from curate import docwrite
-from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps, section
+from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps
 from curate.inspection.collect import Collector, InspectConfig
 from curate.inspection.finish import write_local as write_inspection
 from curate.inspection.finish import write_state
@@ -63,8 +62,6 @@ from curate.stats import count_read, drop_row
 from curate.steps.base import CurationStep
 
 log = get_logger("curate.engine_local")
-
-ENGINES = ("local", "spark")
 
 
 # -- one datatrove task --------------------------------------------------------------------------
@@ -360,33 +357,3 @@ def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadC
         tmp.replace(target)
     (out / "work" / ".calibrated").touch()
     return doc
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    """``curate run``: params read once here; ``--engine`` picks the engine that runs the chain."""
-    params = load_params(args.params)
-    engine = config_from(EngineConfig, params=section(params, "curate.engine"), args=args, where="curate.engine")
-    chain = ChainConfig.from_params(params, engine=engine, params_path=str(args.params))
-    if args.engine == "spark":
-        from curate.spark_cli import run_with_spark
-
-        doc = run_with_spark(args, chain=chain, params=params)
-    else:
-        doc = run_local(inputs=args.input, output=args.output, chain=chain)
-    print(json.dumps(doc["totals"]))
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the configured curation chain (datatrove locally, or Spark)",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", required=True, help="Parquet/JSONL(.gz/.zst) file or folder (any Spark URI with --engine spark)")
-    p.add_argument("--output", required=True, help="output folder (curated/, drops.parquet, stats.json)")
-    p.add_argument("--params", default="params.yaml", help="params file (sections curate.*, dedup, pii, quality)")
-    p.add_argument("--engine", choices=ENGINES, default="local",
-                   help="local: datatrove on this machine; spark: Spark (see docs/spark.md)")
-    p.add_argument("--master", default=None,
-                   help="Spark master for --engine spark: local[*], local[N,F], spark://HOST:PORT, yarn, k8s://... "
-                        "(default: params.yaml spark.master)")
-    add_config_args(p, EngineConfig)
-    p.set_defaults(func=_cmd)
