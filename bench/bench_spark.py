@@ -170,8 +170,8 @@ def executor_peaks(spark: Any, standalone: bool) -> dict[str, float]:
 
 
 def spark_session(master: str, tmp: Path, args: argparse.Namespace) -> Any:
-    from curate.spark.engine import SparkConfig, get_session
     from curate.spark.cluster import free_port
+    from curate.spark.engine import SparkConfig, get_session
 
     conf = {"spark.ui.enabled": "true", "spark.ui.port": str(free_port()), "spark.ui.retainedStages": "100000",
             "spark.ui.retainedJobs": "100000", "spark.sql.ui.retainedExecutions": "100000",

@@ -13,7 +13,7 @@ CURATE_MODULES: list[str] = [
     "curate.run_cli",  # run (--engine local|spark)
     "curate.steps_cli",  # normalize, langid, filter, toxicity, decontam
     "curate.calibrate",
-    "curate.metrics",
+    "curate.evaluation.metrics",
     "curate.dedup.cli",
     "curate.quality_cli",
 ]

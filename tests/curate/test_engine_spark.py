@@ -23,7 +23,7 @@ from datatrove.data import Document  # noqa: E402
 from corpusmix import timing  # noqa: E402
 from curate import docio as cio  # noqa: E402
 from curate.chain import EngineConfig  # noqa: E402
-from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
+from curate.demo.data import DemoDataConfig, build_demo_data  # noqa: E402
 from curate.engine_local import run_local  # noqa: E402
 from curate.runner import run_steps  # noqa: E402
 from curate.spark.engine import SparkConfig, get_session, run_spark  # noqa: E402
