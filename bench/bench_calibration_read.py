@@ -7,7 +7,7 @@ Before any task, ``curate.calibrate`` reads every record of the input for its pe
 read, and only it (``curate.calibrate.sample_input``; the fit on the sample is bounded by the
 sample and not timed): with one reader (what every engine did), with N processes
 (``workers=N``: the local engine's), and, with ``--spark``, on the executors of a Spark session
-(``curate.engine_spark.sample_on_executors``, two passes). Each result is checked against the
+(``curate.spark.engine.sample_on_executors``, two passes). Each result is checked against the
 one-reader sample (same documents in the same order, same counts). Rounds alternate the ways.
 Prints wall and CPU seconds, MB/s of text and the ratio to one reader.
 """
@@ -54,7 +54,8 @@ def main() -> int:
                                       for n in (int(x) for x in args.workers.split(","))]
     spark = df = None
     if args.spark:
-        from curate.engine_spark import SparkConfig, get_session, read_documents, sample_on_executors
+        from curate.spark.engine import SparkConfig, get_session, sample_on_executors
+        from curate.spark.read import read_documents
 
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         spark = get_session(SparkConfig(master=args.spark, conf={"spark.ui.enabled": "false"}))

@@ -12,7 +12,7 @@ seconds and drops; ``--base-tree`` runs the same child on another checkout (the
 anchor: e.g. a ``git worktree`` of the commit before the bounded reader) in the same run.
 ``--chain`` also runs ``corpusmix curate run`` (the default chain of ``params.yaml``, 1 task, 1
 worker) on the JSONL file and checks conservation: documents in = kept + dropped-with-reason.
-``--spark`` reads the JSONL file with the Spark engine's reader (``curate.engine_spark.read_documents``,
+``--spark`` reads the JSONL file with the Spark engine's reader (``curate.spark.read.read_documents``,
 ``local[2]``, default driver memory) and turns the rows into documents and drops in the partitions
 as ``run_spark`` does; its peak is the summed RSS of the child's whole process tree (the driver's
 JVM and the Python workers), sampled every 0.2 s.
@@ -54,8 +54,9 @@ CHILD_SPARK = """
 import json, os, shutil, sys, tempfile, time
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from curate.docio import Drop, RecordReader
-from curate.engine_spark import SparkConfig, get_session, read_documents
-from curate.spark_partition import records_to_docs
+from curate.spark.engine import SparkConfig, get_session
+from curate.spark.read import read_documents
+from curate.spark.partition import records_to_docs
 t0 = time.perf_counter()
 spark = get_session(SparkConfig(master="local[2]", conf={"spark.ui.enabled": "false"}))
 

@@ -7,7 +7,7 @@ Data (real text, nothing from the project's own PII planter):
 * ``prose``: the demo's literature, news, legal, reference and quotes documents (``data/demo/en``)
   and ``code``: its code and techdocs documents, about ``--mb`` MB each, plus the same domains of
   the shared corpora when present (``--shared-mb``);
-* planted values from ``curate.pii_metrics.IndependentPIISet``: Faker's phone_number()/msisdn()
+* planted values from ``curate.evaluation.planters.IndependentPIISet``: Faker's phone_number()/msisdn()
   of 14 locales (the 10 most populous countries' locales and four large European ones), phone
   formats written from national numbering plans, every Faker card type and spec issuer prefixes
   of 12-19 digits (plain, space- or dash-grouped), e-mails, IBANs, SSNs, IPs; 75 % of phones and
@@ -46,7 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from corpusmix.paths import SHARED_CORPORA  # noqa: E402
-from curate.pii_metrics import IndependentPIISet, SecretPlanter, score_pii  # noqa: E402
+from curate.evaluation.pii_metrics import score_pii  # noqa: E402
+from curate.evaluation.planters import IndependentPIISet, SecretPlanter  # noqa: E402
 from curate.steps.pii import PATTERN_TYPES, PIIConfig, PIIRedactor, resolve_overlaps  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -6,7 +6,7 @@ docs/pii.md, "Evaluation on real file shapes".
 
 Data, three parts, none of it used to write the detector's rules:
 
-1. ``curate.pii_eval.documents``: 13 file shapes (``.env``, docker-compose, Kubernetes, INI,
+1. ``curate.evaluation.pii_eval.documents``: 13 file shapes (``.env``, docker-compose, Kubernetes, INI,
    TOML/JSON, bash/zsh history, code in six languages, logs, changelogs, CSV order tables,
    bibliographies, records, issue threads) with values from Faker and the providers' published
    token formats; ``--split dev`` (seed 0) is the development draw, ``--split heldout``
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from pii_workers import Worker, export_revision  # noqa: E402
 
 from corpusmix.paths import SHARED_CORPORA  # noqa: E402
-from curate.pii_eval import documents, score  # noqa: E402
+from curate.evaluation.pii_eval import documents, score  # noqa: E402
 
 # heldout2: drawn after a change that bench_pii.py's independent set prompted (cards after "ref.",
 # single groups of punctuated phone numbers), which the first held-out draw had already scored

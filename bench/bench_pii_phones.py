@@ -1,7 +1,7 @@
 """Phones and cards in prose, this tree against a git revision in the same run, split by context.
 
 Run: ``python bench/bench_pii_phones.py [--baseline main] [--mb 0.6] [--seed 5]``. Plants one to
-three values of ``curate.pii_metrics.IndependentPIISet`` (Faker's phone_number()/msisdn() of 14
+three values of ``curate.evaluation.planters.IndependentPIISet`` (Faker's phone_number()/msisdn() of 14
 locales, numbering-plan formats, every card type; 75 % next to a word saying what they are) into
 every demo prose document and scores both revisions' ``detect`` (secrets off) on the same texts:
 recall per type, and for phones and cards with and without a context word.
@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_pii import SETS, load, split_scores  # noqa: E402
 from pii_workers import Worker, export_revision  # noqa: E402
 
-from curate.pii_metrics import IndependentPIISet, score_pii  # noqa: E402
+from curate.evaluation.pii_metrics import score_pii  # noqa: E402
+from curate.evaluation.planters import IndependentPIISet  # noqa: E402
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ given), the ``docs/`` of a ``bench/gen_corpus.py`` corpus. Every engine runs the
 ``params.yaml`` (normalize, decontam, langid, filters, toxicity, dedup, pii; quality when its
 models are configured). Per size and round the engines alternate: local engine (2 workers), Spark
 ``local[2]``, and with ``--standalone`` Spark on a standalone master + 2 workers of 1 core each
-(``curate.spark_cluster``, started once, always torn down). Each Spark run gets a fresh session
+(``curate.spark.cluster``, started once, always torn down). Each Spark run gets a fresh session
 (its start is timed apart from the run's wall time: it is paid once per ``spark-submit``), so the
 driver UI's REST API (``/api/v1/applications/<id>/stages``, ``/allexecutors``) describes that run
 alone.
@@ -170,8 +170,8 @@ def executor_peaks(spark: Any, standalone: bool) -> dict[str, float]:
 
 
 def spark_session(master: str, tmp: Path, args: argparse.Namespace) -> Any:
-    from curate.engine_spark import SparkConfig, get_session
-    from curate.spark_cluster import free_port
+    from curate.spark.cluster import free_port
+    from curate.spark.engine import SparkConfig, get_session
 
     conf = {"spark.ui.enabled": "true", "spark.ui.port": str(free_port()), "spark.ui.retainedStages": "100000",
             "spark.ui.retainedJobs": "100000", "spark.sql.ui.retainedExecutions": "100000",
@@ -219,7 +219,7 @@ def run_local_engine(inp: Path, out: Path, args: argparse.Namespace, ecfg: Any) 
 
 def run_spark_engine(name: str, master: str, inp: Path, out: Path, args: argparse.Namespace, chain: tuple,
                      tmp: Path, roots: list[int]) -> dict[str, Any]:
-    from curate.engine_spark import run_spark
+    from curate.spark.engine import run_spark
 
     steps, dedup, after = chain
     rec: dict[str, Any] = {"engine": name, "load_start": loadavg()}
@@ -340,8 +340,8 @@ def main() -> int:
 
     from corpusmix.config import config_from, load_params
     from curate.engine_local import EngineConfig
-    from curate.spark_cluster import standalone_cluster
-    from curate.spark_submit import chain_from_params
+    from curate.spark.cluster import standalone_cluster
+    from curate.spark.submit import chain_from_params
 
     if args.work_dir:
         Path(args.work_dir).mkdir(parents=True, exist_ok=True)

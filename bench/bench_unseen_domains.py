@@ -116,7 +116,7 @@ def real_domains(per_domain: int, rng: random.Random) -> dict[str, list[tuple[st
     return out
 
 
-# -- garbage generators (independent of curate/demo_data.py) -----------------------------------
+# -- garbage generators (independent of curate/demo/data.py) -----------------------------------
 
 def _lines(words: list[str], rng: random.Random, per_line: tuple[int, int]) -> str:
     out, i = [], 0

@@ -20,7 +20,7 @@ from corpusmix.config import UserError
 from corpusmix.logging import configure
 
 COMMAND_MODULES: list[str] = [
-    "curate.demo_data",
+    "curate.demo.data",
     "curate.cli",
     "curate.inspection.cli",
     "proxytrain.cli",

@@ -3,8 +3,9 @@
 ``params.yaml`` is read once, at the command's edge, into a :class:`ChainConfig` (one typed config
 per section the chain needs); :func:`build_steps` turns it into the step objects of stage ``a``
 (before the global dedup) or ``b`` (after it). The steps, their configs and order come from the
-registry (``curate.steps.registry``): each step module declares its own. Both engines (``curate.engine_local`` with datatrove,
-``curate.engine_spark`` with Spark) and ``corpusmix curate calibrate`` build their steps here, so they
+registry (``curate.steps.registry``): each step module declares its own. Both engines
+(``curate.engine_local`` with datatrove, ``curate.spark.engine`` with Spark) and
+``corpusmix curate calibrate`` build their steps here, so they
 run the same objects::
 
     read -> normalize -> decontam -> langid -> filters -> toxicity -> quality

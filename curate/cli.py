@@ -10,10 +10,10 @@ import argparse
 import importlib
 
 CURATE_MODULES: list[str] = [
-    "curate.engine_local",  # run (--engine local|spark)
+    "curate.run_cli",  # run (--engine local|spark)
     "curate.steps_cli",  # normalize, langid, filter, toxicity, decontam
     "curate.calibrate_cli",
-    "curate.metrics",
+    "curate.evaluation.metrics",
     "curate.dedup.cli",
     "curate.quality_cli",
 ]

@@ -1,7 +1,7 @@
-"""``corpusmix curate run``: the local curation engine on datatrove's ``LocalPipelineExecutor``.
+"""The local curation engine on datatrove's ``LocalPipelineExecutor`` (``corpusmix curate run``).
 
-The command reads ``params.yaml`` once into a ``curate.chain.ChainConfig`` and dispatches on
-``--engine``: ``local`` (this module) or ``spark`` (``curate.spark_cli``, same chain). Chain (built
+The command (``curate.run_cli``) reads ``params.yaml`` once into a ``curate.chain.ChainConfig`` and
+runs :func:`run_local` here, or the Spark engine with the same chain. Chain (built
 by ``curate.chain.build_steps``; each part switchable in ``params.yaml`` ``curate.engine.steps``)::
 
     read -> normalize -> decontam -> langid (+ keep/threshold) -> filters -> toxicity -> quality
@@ -28,7 +28,6 @@ global stages; that path is not wired or tested (docs/full-scale.md).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -46,14 +45,15 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
 from corpusmix import timing
-from corpusmix.config import ConfigError, add_config_args, config_from, load_params
+from corpusmix.config import ConfigError, config_from, load_params
 from corpusmix.environment import environment
 from corpusmix.holds import hold
 from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
 from corpusmix.stats import write_stats as write_task_stats
 from curate import docio as cio
-from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps, section
+from curate import docwrite
+from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps
 from curate.inspection.collect import Collector, InspectConfig
 from curate.inspection.finish import write_local as write_inspection
 from curate.inspection.finish import write_state
@@ -62,8 +62,6 @@ from curate.stats import count_read, drop_row
 from curate.steps.base import CurationStep
 
 log = get_logger("curate.engine_local")
-
-ENGINES = ("local", "spark")
 
 
 # -- one datatrove task --------------------------------------------------------------------------
@@ -103,7 +101,7 @@ class ChainTask(PipelineStep):
         for old in out_dir.glob(f"{rank:05d}-*.parquet"):
             old.unlink()  # leftovers of a killed attempt of this task
         drops: list[tuple[str, str, str, str]] = []  # flushed every batch_docs rows: memory per task is bounded
-        drop_writer = cio.AtomicParquetWriter(work / "drops" / f"{rank:05d}.parquet", cio.DROP_SCHEMA)
+        drop_writer = docwrite.AtomicParquetWriter(work / "drops" / f"{rank:05d}.parquet", docwrite.DROP_SCHEMA)
         stats: dict[str, StepStats] = {}
         t0 = time.perf_counter()
         read_name = cio.READ_STEP if self.stage == "a" else "reread"
@@ -123,23 +121,23 @@ class ChainTask(PipelineStep):
                 if not res.kept:
                     drops.append(drop_row(res))
                     if len(drops) >= self.batch_docs:
-                        drop_writer.write_table(cio.drops_table(drops))
+                        drop_writer.write_table(docwrite.drops_table(drops))
                         drops = []
                     continue
                 batch.append(res.doc)
                 if len(batch) >= self.batch_docs:
-                    cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+                    docwrite.atomic_write_table(docwrite.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
                     part += 1
                     batch = []
             if batch:
-                cio.atomic_write_table(cio.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
+                docwrite.atomic_write_table(docwrite.docs_to_table(batch), out_dir / f"{rank:05d}-{part:05d}.parquet")
             stats[read_name].seconds = max(0.0, time.perf_counter() - t0 - sum(
                 s.seconds for k, s in stats.items() if k != read_name))
             for name, s in stats.items():
                 s.check(name)
             if read_name == "reread":
                 stats.pop(read_name)
-            drop_writer.write_table(cio.drops_table(drops))
+            drop_writer.write_table(docwrite.drops_table(drops))
             drop_writer.close()
         except BaseException:
             drop_writer.abort()  # no half-written drops file under a temporary name
@@ -192,26 +190,26 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
               calibration: dict[str, Any] | None = None, guard_share: float = 0.3) -> dict[str, Any]:
     """Per-domain curated Parquet, drops.parquet, stats.json (streamed part by part)."""
     parts = _parts(work, last_stage)
-    schema = cio.unified_schema(parts)
+    schema = docwrite.unified_schema(parts)
     curated = out / "curated"
     if curated.exists():
         shutil.rmtree(curated)
-    writers: dict[str, cio.AtomicParquetWriter] = {}
+    writers: dict[str, docwrite.AtomicParquetWriter] = {}
     kept = 0
     for p in parts:
-        t = cio.conform(pq.read_table(p), schema)
+        t = docwrite.conform(pq.read_table(p), schema)
         kept += t.num_rows
         doms = t.column("domain").to_pylist()
         for dom in dict.fromkeys(doms):
             name = _SAFE.sub("_", dom or "unknown")
             w = writers.get(name)
             if w is None:
-                w = writers[name] = cio.AtomicParquetWriter(curated / f"{name}.parquet", schema)
+                w = writers[name] = docwrite.AtomicParquetWriter(curated / f"{name}.parquet", schema)
             w.write_table(t.filter(pa.array([d == dom for d in doms])))
     for w in writers.values():
         w.close()
     drop_files = sorted((work / "a" / "drops").glob("*.parquet")) + sorted((work / "b" / "drops").glob("*.parquet"))
-    with cio.AtomicParquetWriter(out / "drops.parquet", cio.DROP_SCHEMA) as dw:
+    with docwrite.AtomicParquetWriter(out / "drops.parquet", docwrite.DROP_SCHEMA) as dw:
         for f in drop_files:
             for b in pq.ParquetFile(f).iter_batches(batch_size=65_536):
                 dw.write_table(pa.Table.from_batches([b]))
@@ -359,33 +357,3 @@ def _calibrate(steps: list[CurationStep], files: list[Path], read_cfg: cio.ReadC
         tmp.replace(target)
     (out / "work" / ".calibrated").touch()
     return doc
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    """``curate run``: params read once here; ``--engine`` picks the engine that runs the chain."""
-    params = load_params(args.params)
-    engine = config_from(EngineConfig, params=section(params, "curate.engine"), args=args, where="curate.engine")
-    chain = ChainConfig.from_params(params, engine=engine, params_path=str(args.params))
-    if args.engine == "spark":
-        from curate.spark_cli import run_with_spark
-
-        doc = run_with_spark(args, chain=chain, params=params)
-    else:
-        doc = run_local(inputs=args.input, output=args.output, chain=chain)
-    print(json.dumps(doc["totals"]))
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the configured curation chain (datatrove locally, or Spark)",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", required=True, help="Parquet/JSONL(.gz/.zst) file or folder (any Spark URI with --engine spark)")
-    p.add_argument("--output", required=True, help="output folder (curated/, drops.parquet, stats.json)")
-    p.add_argument("--params", default="params.yaml", help="params file (sections curate.*, dedup, pii, quality)")
-    p.add_argument("--engine", choices=ENGINES, default="local",
-                   help="local: datatrove on this machine; spark: Spark (see docs/spark.md)")
-    p.add_argument("--master", default=None,
-                   help="Spark master for --engine spark: local[*], local[N,F], spark://HOST:PORT, yarn, k8s://... "
-                        "(default: params.yaml spark.master)")
-    add_config_args(p, EngineConfig)
-    p.set_defaults(func=_cmd)

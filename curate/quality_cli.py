@@ -36,7 +36,8 @@ def _run_steps(args: argparse.Namespace, steps: list[Any], step_label: str) -> i
     from tqdm import tqdm
 
     from corpusmix.stats import StepStats
-    from curate.docio import atomic_write_table, docs_to_table, drops_table, read_documents
+    from curate.docio import read_documents
+    from curate.docwrite import atomic_write_table, docs_to_table, drops_table
     from curate.runner import run_steps
     from curate.stats import count_read, drop_row
 

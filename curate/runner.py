@@ -6,7 +6,7 @@ dropped by exactly one ``(step, reason)``; per-step :class:`~corpusmix.stats.Ste
 on the way. Callers:
 
 * the local engine (``curate.engine_local.ChainTask``): a datatrove task's whole input, streamed;
-* the Spark engine's partition runner (``curate.spark_partition``): one Arrow batch at a time;
+* the Spark engine's partition runner (``curate.spark.partition``): one Arrow batch at a time;
 * the single-step commands (``curate.steps_cli``: ``normalize``, ``langid``, ``filter``,
   ``toxicity``, ``decontam``), with ``mark_only=True``: every step sees every document and a
   failed document keeps its first ``(step, reason)`` instead of leaving the chain.

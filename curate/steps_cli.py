@@ -30,7 +30,7 @@ from datatrove.data import Document
 from corpusmix.config import add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats
-from curate import docio
+from curate import docio, docwrite
 from curate.chain import section
 from curate.runner import Outcome, run_steps
 from curate.stats import count_read, drop_row
@@ -121,7 +121,7 @@ def run_step(name: str, *, inputs: str | Path, output: str | Path, cfg: Any) -> 
         for rec in docio.read_documents(inputs):
             yield count_read(stats[docio.READ_STEP], rec)
 
-    with docio.AtomicParquetWriter(out) as w:
+    with docwrite.AtomicParquetWriter(out) as w:
         batch: list[Document] = []
         for res in run_steps(steps, records(), stats=stats, mark_only=command.mark):
             if res.step == docio.READ_STEP:
@@ -143,7 +143,7 @@ def run_step(name: str, *, inputs: str | Path, output: str | Path, cfg: Any) -> 
                 batch = []
         if batch or w.rows == 0:
             w.write_table(_table(batch))
-    docio.atomic_write_table(docio.drops_table(drops),
+    docwrite.atomic_write_table(docwrite.drops_table(drops),
                              out.with_name(out.name.removesuffix(".parquet") + ".drops.parquet"))
     log.info("step command done", extra={"data": {"command": name, **counts,
                                                   "steps": {k: v.to_dict() for k, v in stats.items()}}})
@@ -154,11 +154,11 @@ def _table(batch: list[Document]) -> pa.Table:
     """The batch's rows; all-null columns keep their contract types (``*_reason``: string)."""
     if not batch:
         return pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
-    t = docio.docs_to_table(batch)
+    t = docwrite.docs_to_table(batch)
     for i, col in enumerate(t.column_names):
-        want = docio.ANNOTATION_TYPES.get(col, pa.string() if col.endswith("_reason") else None)
+        want = docwrite.ANNOTATION_TYPES.get(col, pa.string() if col.endswith("_reason") else None)
         if want is not None and t.column(i).type != want and (pa.types.is_null(t.column(i).type)
-                                                               or col in docio.ANNOTATION_TYPES):
+                                                               or col in docwrite.ANNOTATION_TYPES):
             t = t.set_column(i, col, t.column(i).cast(want))
     return t
 

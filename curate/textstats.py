@@ -397,6 +397,23 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
                    stuffing=None, rep_ngram_share=None, stamped_share=None,
                    line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None)
         return out
+    lows, size, total = _token_stats(out, tokens, lang, lines)
+    distinct = _repetition_stats(out, lines, lows, size, total)
+    # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
+    # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)
+    out["vocab_richness"] = distinct / math.sqrt(n) if n >= 30 else None
+    out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
+    if frequent_segments is not None:
+        out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)
+        out["n_segments"] = float(n_seg)
+    return out
+
+
+def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | None,
+                 lines: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Token-table statistics of a document with words, into ``out``; returns its lower-cased token ids,
+    token lengths and their total."""
+    n = len(tokens)
     ids = _TABLE.ids(tokens)
     size = _TABLE.size[ids]
     total = int(size.sum())
@@ -421,6 +438,12 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     out["rep_ngram_share"] = js.rep_ngram_share(lows)
     out["stamped_share"] = js.stamped_share(lines)
     out["line_start_variety"] = js.line_start_variety(lines)
+    return lows, size, total
+
+
+def _repetition_stats(out: dict[str, float | None], lines: list[str], lows: np.ndarray, size: np.ndarray,
+                      total: int) -> int:
+    """Duplicate-line and top-word shares into ``out``; returns the number of distinct lower-cased tokens."""
     distinct = len(np.unique(lows))
     # lower-cased tokens of 3+ characters (the original token's length) and their counts
     uniq, counts = np.unique(lows[size > 2], return_counts=True)
@@ -442,11 +465,4 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         out["top_word_share"] = c * len(w) / max(1, total)
     else:
         out["top_word_share"] = 0.0
-    # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
-    # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)
-    out["vocab_richness"] = distinct / math.sqrt(n) if n >= 30 else None
-    out["word_order"], out["word_pairs"] = order.score_pairs(text) if order is not None else (None, 0)
-    if frequent_segments is not None:
-        out["boilerplate_share"], n_seg = boilerplate_share(text, frequent_segments)
-        out["n_segments"] = float(n_seg)
-    return out
+    return distinct

@@ -90,6 +90,42 @@ def dedup_against_index(table: pa.Table, folder: str | Path, cfg: DedupConfig, *
                         stats: dict[str, Any] | None = None) -> pa.Table:
     """Every row of the new batch plus dup columns, deduplicated within itself and against the index."""
     folder = Path(folder)
+    old = _open_index(table, folder, cfg)
+    new = dedup_table(table, cfg, stats=stats)  # within the new batch
+    n, n_old = new.num_rows, old.num_rows
+    texts = new.column("text").to_pylist()
+    is_dup = np.asarray(new.column("is_duplicate").to_numpy(zero_copy_only=False), dtype=bool)
+    exact, n_sh, n_words, keys = _hash_batch(texts, cfg, n)
+    ex_pairs = _exact_pairs(old, exact, n_words, cfg)
+    # near candidates: representatives of the new batch with shingles, band by band
+    probe = np.flatnonzero(~is_dup & (n_sh > 0))
+    cand = [np.zeros((0, 2), np.int64)]
+    for j in range(keys.shape[0]):
+        ok_, od = np.load(folder / f"band-{j:03d}.keys.npy"), np.load(folder / f"band-{j:03d}.docs.npy")
+        p = _probe(ok_, od, keys[j, probe], cfg.max_bucket_pairs)
+        p[:, 0] = probe[p[:, 0]]
+        cand.append(p)
+    near = np.unique(np.concatenate(cand), axis=0)
+    n_cand = len(near)
+    if cfg.near is False:
+        near = near[:0]
+    if cfg.verify and len(near):
+        near = _verify_near(near, texts, folder, cfg, n, n_old)
+    cluster, kinds, matched = _join_old(new, old, ex_pairs, near)
+    dup = np.array([c != x for c, x in zip(cluster, new.column("id").to_pylist(), strict=True)])
+    out = new.drop_columns(["dup_cluster", "is_duplicate", "dup_kind"])
+    kinds = [k if d else None for k, d in zip(kinds, dup, strict=True)]
+    assert all(k in DUP_KINDS for k in kinds)
+    if stats is not None:
+        stats.update({"against_index": str(folder), "old_docs": n_old, "old_candidate_pairs": int(n_cand),
+                      "old_exact_matches": int(len(ex_pairs)), "matched_old": matched})
+    return (out.append_column("dup_cluster", pa.array(cluster, pa.string()))
+            .append_column("is_duplicate", pa.array(dup, pa.bool_()))
+            .append_column("dup_kind", pa.array(kinds, pa.string())))
+
+
+def _open_index(table: pa.Table, folder: Path, cfg: DedupConfig) -> pa.Table:
+    """The index's documents table, after checking its hashing parameters and that no id is reused."""
     meta_p = folder / "meta.json"
     if not meta_p.exists():
         raise ConfigError(f"{folder} is not a dedup index (no meta.json); build one with --index-dir")
@@ -103,10 +139,12 @@ def dedup_against_index(table: pa.Table, folder: str | Path, cfg: DedupConfig, *
     if pc.any(clash).as_py():
         sample = table.filter(clash).column("id")[:5].to_pylist()
         raise ConfigError(f"new batch reuses ids of the indexed corpus, e.g. {sample}; ids must be unique")
-    new = dedup_table(table, cfg, stats=stats)  # within the new batch
-    n, n_old = new.num_rows, old.num_rows
-    texts = new.column("text").to_pylist()
-    is_dup = np.asarray(new.column("is_duplicate").to_numpy(zero_copy_only=False), dtype=bool)
+    return old
+
+
+def _hash_batch(texts: list[str | None], cfg: DedupConfig,
+                n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Exact hashes, shingle counts, word counts and band keys (bands x n) of the new batch."""
     bands, _ = cfg.bands_rows()
     exact = np.zeros((n, 2), np.uint64)
     n_sh = np.zeros(n, np.int64)
@@ -116,44 +154,46 @@ def dedup_against_index(table: pa.Table, folder: str | Path, cfg: DedupConfig, *
         e = s + out["exact"].shape[0]
         exact[s:e], n_sh[s:e], keys[:, s:e] = out["exact"], out["n_shingles"], out["keys"]
         n_words[s:e] = out["n_words"]
-    # exact matches against old documents (sorted-hash join)
+    return exact, n_sh, n_words, keys
+
+
+def _exact_pairs(old: pa.Table, exact: np.ndarray, n_words: np.ndarray, cfg: DedupConfig) -> np.ndarray:
+    """(new row, old row) pairs whose exact hashes are equal (a sorted-hash join); none when exact is off."""
     old_h = np.stack((old.column("h0").to_numpy(), old.column("h1").to_numpy()), axis=1).view(np.uint64)
     old_code = old_h[:, 0] ^ (old_h[:, 1] * np.uint64(0x9E3779B97F4A7C15))
     new_code = exact[:, 0] ^ (exact[:, 1] * np.uint64(0x9E3779B97F4A7C15))
     o_order = np.argsort(old_code, kind="stable")
     ex_pairs = _probe(old_code[o_order], o_order, new_code, 1)
     ok = np.all(old_h[ex_pairs[:, 1]] == exact[ex_pairs[:, 0]], axis=1) & (n_words[ex_pairs[:, 0]] > 0)
-    ex_pairs = ex_pairs[ok] if cfg.exact else ex_pairs[:0]
-    # near candidates: representatives of the new batch with shingles, band by band
-    probe = np.flatnonzero(~is_dup & (n_sh > 0))
-    cand = [np.zeros((0, 2), np.int64)]
-    for j in range(bands):
-        ok_, od = np.load(folder / f"band-{j:03d}.keys.npy"), np.load(folder / f"band-{j:03d}.docs.npy")
-        p = _probe(ok_, od, keys[j, probe], cfg.max_bucket_pairs)
-        p[:, 0] = probe[p[:, 0]]
-        cand.append(p)
-    near = np.unique(np.concatenate(cand), axis=0)
-    n_cand = len(near)
-    if cfg.near is False:
-        near = near[:0]
-    if cfg.verify and len(near):
-        new_docs = np.unique(near[:, 0])
-        nf, no = shingle_sets([texts[i] or "" for i in new_docs], cfg.ngram)
-        of = np.load(folder / "shingles.npy", mmap_mode="r")
-        oo = np.load(folder / "shingle_offsets.npy")
-        old_docs = np.unique(near[:, 1])
-        parts = [np.asarray(of[oo[d]:oo[d + 1]]) for d in old_docs]
-        sizes = np.array([nf.size] + [x.size for x in parts])
-        flat = np.concatenate([nf] + parts)
-        offsets = np.concatenate((no, no[-1] + np.cumsum(sizes[1:])))
-        slot_new = np.full(n, -1, np.int64)
-        slot_new[new_docs] = np.arange(new_docs.size)
-        slot_old = np.full(n_old, -1, np.int64)
-        slot_old[old_docs] = new_docs.size + np.arange(old_docs.size)
-        # pair_jaccard takes one slot array: give old docs node numbers n.. in a joint space
-        joint = np.concatenate((slot_new, slot_old))
-        jp = np.stack((near[:, 0], n + near[:, 1]), axis=1)
-        near = near[pair_jaccard(jp, flat, offsets, joint) >= cfg.threshold]
+    return ex_pairs[ok] if cfg.exact else ex_pairs[:0]
+
+
+def _verify_near(near: np.ndarray, texts: list[str | None], folder: Path, cfg: DedupConfig, n: int,
+                 n_old: int) -> np.ndarray:
+    """The (new row, old row) candidate pairs whose shingle Jaccard is at least the threshold."""
+    new_docs = np.unique(near[:, 0])
+    nf, no = shingle_sets([texts[i] or "" for i in new_docs], cfg.ngram)
+    of = np.load(folder / "shingles.npy", mmap_mode="r")
+    oo = np.load(folder / "shingle_offsets.npy")
+    old_docs = np.unique(near[:, 1])
+    parts = [np.asarray(of[oo[d]:oo[d + 1]]) for d in old_docs]
+    sizes = np.array([nf.size] + [x.size for x in parts])
+    flat = np.concatenate([nf] + parts)
+    offsets = np.concatenate((no, no[-1] + np.cumsum(sizes[1:])))
+    slot_new = np.full(n, -1, np.int64)
+    slot_new[new_docs] = np.arange(new_docs.size)
+    slot_old = np.full(n_old, -1, np.int64)
+    slot_old[old_docs] = new_docs.size + np.arange(old_docs.size)
+    # pair_jaccard takes one slot array: give old docs node numbers n.. in a joint space
+    joint = np.concatenate((slot_new, slot_old))
+    jp = np.stack((near[:, 0], n + near[:, 1]), axis=1)
+    return near[pair_jaccard(jp, flat, offsets, joint) >= cfg.threshold]
+
+
+def _join_old(new: pa.Table, old: pa.Table, ex_pairs: np.ndarray,
+              near: np.ndarray) -> tuple[list[str], list[str | None], int]:
+    """Clusters and kinds of the new rows after joining them to old documents, and how many joined."""
+    n, n_old = new.num_rows, old.num_rows
     # components over new docs (0..n-1) and old docs (n..n+n_old-1): old nodes are taken last in
     # numbering, so pick the old member explicitly below
     within = np.array([[i, r] for i, r in enumerate(_root_rows(new))], np.int64).reshape(-1, 2)
@@ -174,16 +214,7 @@ def dedup_against_index(table: pa.Table, folder: str | Path, cfg: DedupConfig, *
             matched += 1
             cluster[i] = old_cluster[r]
             kinds[i] = "exact" if i in exact_old else "near"
-    dup = np.array([c != x for c, x in zip(cluster, new.column("id").to_pylist(), strict=True)])
-    out = new.drop_columns(["dup_cluster", "is_duplicate", "dup_kind"])
-    kinds = [k if d else None for k, d in zip(kinds, dup, strict=True)]
-    assert all(k in DUP_KINDS for k in kinds)
-    if stats is not None:
-        stats.update({"against_index": str(folder), "old_docs": n_old, "old_candidate_pairs": int(n_cand),
-                      "old_exact_matches": int(len(ex_pairs)), "matched_old": matched})
-    return (out.append_column("dup_cluster", pa.array(cluster, pa.string()))
-            .append_column("is_duplicate", pa.array(dup, pa.bool_()))
-            .append_column("dup_kind", pa.array(kinds, pa.string())))
+    return cluster, kinds, matched
 
 
 def _root_rows(t: pa.Table) -> list[int]:

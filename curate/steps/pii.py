@@ -1,38 +1,14 @@
 """PII and secret redaction with presidio-analyzer, offline, behind a cheap candidate prefilter.
 
 ``PIIRedactor`` replaces every detected e-mail address, phone number, card number, IBAN, US SSN,
-IP address and (``pii.secrets``) secret (``curate.steps.secrets``: API keys, tokens, private keys,
-passwords) with a typed placeholder (``<EMAIL_ADDRESS>``, ``<SECRET_AWS_KEY>``, ...), in ``text``
-and in the other string columns (``pii.other_columns``; labels such as ``domain`` are kept), and
-adds ``pii_spans`` (list of ``{start, end, type}`` on the ORIGINAL text) and ``pii_counts`` (JSON
-``{type: n}``). Detected values never reach the logs: only types and counts are logged.
-Recognizers: presidio's for e-mail, IBAN, SSN, IP and libphonenumber phones, plus the card and
-context-phone recognizers of ``curate.steps.pii_recognizers``, all in one presidio registry.
-Numbers that are something else (dates, timestamps, versions, ISBNs, order ids, port ranges,
-hashes; ``curate.steps.pii_numbers``) are never redacted as phones or cards, and a run of digits
-without separators is a phone only next to a phone word; SSNs, cards and phones named by a word or
-a table column header come from ``curate.steps.pii_tables``.
-
-How it is fast without replacing presidio: a few compiled regexes scan the text for *candidates*
-(an ``@`` before a domain character, clusters of >= 7 digits joined by phone punctuation, dotted
-quads, colon groups, an IBAN head). Documents without candidates never reach presidio. Otherwise
-each candidate is widened (digit clusters by ``context_chars`` to the left, for context words)
-and snapped outwards to whitespace; the windows are joined and given to presidio's
-``AnalyzerEngine`` in one call, asking only for the types the candidates can hold.
-libphonenumber's matcher, which costs most, then sees only the parts of digit clusters that no
-stronger detection (card, IBAN, IP, SSN, context phone) already covers. Result offsets are mapped
-back to the original text. Every pattern matches inside one whitespace-free token or a run of
-digits and phone punctuation, so a window holding the whole token sees what presidio sees on the
-full text; by design phone numbers of fewer than 7 digits are not looked for (presidio's German
-region accepts 4-6 digit numbers such as ``1649`` in prose). ``bench/bench_pii.py`` measures speed
-and agreement against presidio on whole texts with the same recognizers; ``docs/pii.md``.
-
-Offline: presidio's NLP engine is ``NoOpNlpEngine`` (nothing loaded); the e-mail recognizer's
-``tldextract`` uses the suffix list snapshot shipped in the package (``suffix_list_urls=()``), so
-no network is touched. PERSON is optional: set ``person_model`` to an installed spaCy model
-(package name or folder) and the whole text also goes through spaCy NER for PERSON, or to
-``census-names`` for the name-list detector that ships with the repo
-(``curate.steps.person_names``: a Census given name followed by a Census surname).
+IP address, optional PERSON and (``pii.secrets``) secret (``curate.steps.secrets``) with a typed
+placeholder (``<EMAIL_ADDRESS>``, ``<SECRET_AWS_KEY>``, ...), in ``text`` and in the other string
+columns (``pii.other_columns``), and adds ``pii_spans`` (``{start, end, type}`` on the ORIGINAL
+text) and ``pii_counts`` (JSON ``{type: n}``). Detected values never reach the logs. Recognizers:
+presidio's plus those of ``curate.steps.pii_recognizers``, ``pii_numbers`` and ``pii_tables``, in
+one registry (``curate.steps.pii_engine``). Documents without candidates (compiled regexes) never
+reach presidio; otherwise presidio sees windows around the candidates, and offsets are mapped back.
+What is detected, the prefilter and the PERSON options: docs/pii.md.
 
 Run it through ``corpusmix curate pii --input docs.parquet --output out.parquet`` or chain the step
 in an engine; it is a datatrove ``PipelineStep`` like every curation step.

@@ -1,33 +1,12 @@
 """Secrets found by their context: what names them, not what they look like.
 
 ``ContextSecrets.detect(text)`` returns ``(start, end, type)`` spans of values that the text itself
-says are secrets, in the shapes configs, shell history and code take:
-
-* assignments: ``KEY=value`` (env files, ``export``), ``key: value`` (YAML), ``key = value``
-  (TOML/INI/properties, code), ``"key": "value"`` (JSON), ``key := "v"`` (Go), ``key => 'v'``
-  (PHP/Ruby), ``setPassword("v")``, config directives (``requirepass v``, ``masterauth v``, netrc
-  ``password v``), quoted or not. The key decides: its parts (``DB_PASSWORD`` -> db, password;
-  ``apiKey`` -> api, key) name a password (any non-placeholder value) or a token/key/secret (then
-  the value must also look random: detect-secrets' Shannon entropy on its base64 charset, or mixed
-  letters and digits);
-* command lines: ``--password v``, ``--token=v``, and the short flags of the programs that take a
-  password there (``mysql -pV``, ``docker login -p V``, ``sshpass -p V``, ``redis-cli -a V``,
-  ``ldapsearch -w V``, ``sqlcmd -P V``, ``curl -u user:V``, ``smbclient -U user%V``,
-  ``openssl -passin pass:V``, ``htpasswd -b file user V``, ...); ``Authorization: Bearer V``
-  headers;
-* connection URLs of any scheme, the user part possibly empty (``redis://:V@host``,
-  ``mongodb+srv://u:V@h``), and credential parameters in URLs and connection strings
-  (``?password=V``, ``;Password=V;``);
-* code: string literals in the password position of connect/login calls (``mysql_real_connect``,
-  ``mysqli_connect``, ``new PDO``, ``getConnection``, ``.login``, ``HTTPBasicAuth``,
-  ``NetworkCredential``, ``auth=(u, V)``, ...);
-* pairs across lines: an AWS access key id with its 40-character secret key within a few lines,
-  and ``name: DB_PASSWORD`` followed by ``value: V`` (Kubernetes / ECS env lists).
-
-Placeholders and references are not secrets: ``${VAR}``, ``$VAR``, ``{{ x }}``, ``<password>``,
-``%(x)s``, ``your_password_here``, ``****``, ``None``, ``os.environ[...]``, ``self.password``,
-``password=password``, a path (``password_file: /run/secrets/db``), a key that only names or
-sizes a secret (``password_min_length``, ``secret_name``, ``token_url``).
+says are secrets, in the shapes configs, shell history and code take: assignments whose key names a
+password or a token/key/secret (a token value must also look random), command-line flags, bearer
+headers, connection URLs and credential parameters, string literals in the password position of
+connect/login calls, and key/value pairs across lines. Placeholders, references, paths and keys
+that only name or size a secret are not secrets. The full list of shapes: docs/pii.md ("What is
+detected, and how", secrets layer 3).
 """
 
 from __future__ import annotations

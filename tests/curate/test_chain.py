@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corpusmix.config import ConfigError
-from curate import engine_local
+from curate import engine_local, run_cli
 from curate.chain import ChainConfig, ColumnDedupApply, DedupApply, EngineConfig, build_steps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,12 +143,13 @@ def test_curate_run_reads_the_params_file_once(tmp_path: Path, monkeypatch: pyte
         reads.append(f"{path}:{section}")
         return load_params(path, section)
 
+    monkeypatch.setattr(run_cli, "load_params", counting)
     monkeypatch.setattr(engine_local, "load_params", counting)
     params = tmp_path / "params.yaml"
     params.write_text("curate:\n  engine:\n    steps: [normalize]\n    tasks: 1\n")
     (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a", "text": "hello there"}) + "\n")
     parser = argparse.ArgumentParser()
-    engine_local.register(parser.add_subparsers())  # the `curate run` command itself
+    run_cli.register(parser.add_subparsers())  # the `curate run` command itself
     args = parser.parse_args(["run", "--input", str(tmp_path / "d.jsonl"), "--output", str(tmp_path / "out"),
                               "--params", str(params)])
     assert args.func(args) == 0
@@ -158,9 +159,9 @@ def test_curate_run_reads_the_params_file_once(tmp_path: Path, monkeypatch: pyte
 
 
 def test_spark_submit_script_runs_from_its_own_folder() -> None:
-    """spark-submit puts curate/ first on sys.path: no module there may shadow another (no path surgery)."""
+    """spark-submit puts curate/spark/ first on sys.path: no module there may shadow another (no path surgery)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, str(ROOT / "curate" / "spark_submit.py"), "--help"], cwd=ROOT, env=env,
+    res = subprocess.run([sys.executable, str(ROOT / "curate" / "spark" / "submit.py"), "--help"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "--input" in res.stdout and "--master" in res.stdout

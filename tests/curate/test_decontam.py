@@ -187,7 +187,7 @@ def test_command_keeps_rows_and_marks_verdicts(tmp_path: Path) -> None:
 
 
 def test_safety_metrics_on_a_hand_built_run(tmp_path: Path) -> None:
-    from curate.metrics import curation_metrics
+    from curate.evaluation.metrics import curation_metrics
 
     gt = pa.table({
         "id": ["r1", "r2", "r3", "r4", "t1", "t2", "c1", "c2", "c3"],
@@ -224,7 +224,7 @@ def test_safety_metrics_on_a_hand_built_run(tmp_path: Path) -> None:
 
 
 def test_copies_in_formats_the_demo_planter_never_writes(tmp_path: Path) -> None:
-    """Independent of curate/demo_safety.py: items rendered as JSON lines (escaped quotes and
+    """Independent of curate/demo/safety.py: items rendered as JSON lines (escaped quotes and
     newlines), HTML, Markdown and with typographic punctuation, inside real text."""
     import html
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from curate.demo_data import DemoDataConfig, build_demo_data, expected_jaccard, jaccard
+from curate.demo.data import DemoDataConfig, build_demo_data, expected_jaccard, jaccard
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,11 +69,11 @@ def test_ground_truth_consistent(demo: Path) -> None:
 
 
 def test_credit_cards_pass_luhn(demo: Path) -> None:
-    from curate.demo_data import _luhn_ok
+    from curate.evaluation.planters import luhn_ok
 
     gt = pq.read_table(demo / "ground_truth.parquet").to_pylist()
     cards = [s["value"] for g in gt for s in g["pii_spans"] if s["type"] == "CREDIT_CARD"]
-    assert cards and all(_luhn_ok(c) for c in cards)
+    assert cards and all(luhn_ok(c) for c in cards)
 
 
 def test_jaccard_basics() -> None:

@@ -23,12 +23,12 @@ from datatrove.data import Document  # noqa: E402
 from corpusmix import timing  # noqa: E402
 from curate import docio as cio  # noqa: E402
 from curate.chain import EngineConfig  # noqa: E402
-from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
+from curate.demo.data import DemoDataConfig, build_demo_data  # noqa: E402
 from curate.engine_local import run_local  # noqa: E402
-from curate.engine_spark import SparkConfig, get_session, run_spark  # noqa: E402
 from curate.runner import run_steps  # noqa: E402
-from curate.spark_models import find_model_files  # noqa: E402
-from curate.spark_submit import chain_from_params  # noqa: E402
+from curate.spark.engine import SparkConfig, get_session, run_spark  # noqa: E402
+from curate.spark.models import find_model_files  # noqa: E402
+from curate.spark.submit import chain_from_params  # noqa: E402
 from curate.steps.base import Annotator, CurationStep, ThresholdFilter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -368,18 +368,18 @@ def test_submit_argv_and_zip(tmp_path: Path) -> None:
     """The spark-submit command is a list (no shell quoting); the zip holds the packages' sources."""
     import zipfile
 
-    from curate.spark_submit import build_zip, submit_argv
+    from curate.spark.submit import build_zip, submit_argv
 
     z = build_zip(tmp_path / "dist" / "corpusmix.zip")
     names = zipfile.ZipFile(z).namelist()
-    assert {"curate/engine_spark.py", "curate/steps/base.py", "corpusmix/config.py"} <= set(names)
+    assert {"curate/spark/engine.py", "curate/steps/base.py", "corpusmix/config.py"} <= set(names)
     assert not [n for n in names if n.endswith((".ftz", ".pyc"))], "models travel with --files, not in the zip"
     argv = submit_argv(master="spark://127.0.0.1:7077", inputs=["in a", "hdfs:///b"], output="out dir",
                        py_files=z, files=[ROOT / "curate/models/lid.176.ftz"], params="params.yaml",
                        spark_submit="spark-submit")
     assert argv[:5] == ["spark-submit", "--master", "spark://127.0.0.1:7077", "--py-files", str(z)]
     assert argv[argv.index("--files") + 1] == str((ROOT / "curate/models/lid.176.ftz").resolve())
-    script = argv.index(str(ROOT / "curate" / "spark_submit.py"))
+    script = argv.index(str(ROOT / "curate" / "spark" / "submit.py"))
     assert argv[script + 1:] == ["--input", "in a", "--input", "hdfs:///b", "--output", "out dir",
                                  "--params", "params.yaml"]
     assert f"spark.pyspark.python={sys.executable}" in argv
@@ -391,7 +391,8 @@ def test_calibration_sample_read_by_the_executors(spark, raw: Path, tmp_path: Pa
     the driver does not read itself, is calibrated that way (same calibration as the driver's)."""
     from curate.calibrate import calibrate_steps, sample_input
     from curate.chain import ChainConfig, build_steps
-    from curate.engine_spark import read_documents, sample_on_executors
+    from curate.spark.engine import sample_on_executors
+    from curate.spark.read import read_documents
 
     df = read_documents(spark, [str(raw / "docs")], scratch=str(tmp_path / "scratch"))
     for k in (3, 40):

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from corpusmix.cli import main
-from curate.demo_data import DemoDataConfig, build_demo_data
+from curate.demo.data import DemoDataConfig, build_demo_data
 from curate.engine_local import run_local
 from curate.inspection.collect import Collector, InspectConfig, merge_states
 from curate.inspection.labels import export_samples, score_labels

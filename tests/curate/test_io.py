@@ -12,6 +12,7 @@ import zstandard
 
 from corpusmix.config import ConfigError
 from curate import docio as cio
+from curate import docwrite
 
 GOOD = "It is a truth universally acknowledged, that a single man in possession of a good fortune."
 
@@ -99,21 +100,21 @@ def test_atomic_writer_write_then_read_and_abort(tmp_path):
     docs = [Document(text=GOOD, id="a", metadata={"domain": "d", "lang_score": 0.9}),
             Document(text="b text", id="b", metadata={"domain": "d", "lang_score": None})]
     out = tmp_path / "o.parquet"
-    with cio.AtomicParquetWriter(out) as w:
-        w.write_table(cio.docs_to_table(docs))
+    with docwrite.AtomicParquetWriter(out) as w:
+        w.write_table(docwrite.docs_to_table(docs))
     back = pq.read_table(out)
     assert back.column_names == ["id", "text", "domain", "lang_score"]
     assert back.column("lang_score").to_pylist() == [0.9, None]
     assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
-    w = cio.AtomicParquetWriter(tmp_path / "never.parquet")
-    w.write_table(cio.docs_to_table(docs))
+    w = docwrite.AtomicParquetWriter(tmp_path / "never.parquet")
+    w.write_table(docwrite.docs_to_table(docs))
     w.abort()
     assert not list(tmp_path.glob("*never*")) and not list(tmp_path.glob(".never*"))
 
 
 def test_conform_fills_missing_columns():
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("lang_score", pa.float64())])
-    t = cio.conform(pa.table({"text": ["x"], "id": ["a"]}), schema)
+    t = docwrite.conform(pa.table({"text": ["x"], "id": ["a"]}), schema)
     assert t.schema == schema and t.column("lang_score").to_pylist() == [None]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.metrics import curation_metrics
+from curate.evaluation.metrics import curation_metrics
 
 
 def test_metrics_values(tmp_path):

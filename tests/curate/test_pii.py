@@ -1,4 +1,4 @@
-"""Tests of curate/steps/pii.py, curate/pii_metrics.py and `corpusmix curate pii`."""
+"""Tests of curate/steps/pii.py, curate/evaluation/pii_metrics.py, curate/evaluation/planters.py and `corpusmix curate pii`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 from datatrove.data import Document
 
 from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
-from curate.pii_metrics import PIIPlanter, score_pii
+from curate.evaluation.pii_metrics import score_pii
+from curate.evaluation.planters import PIIPlanter
 from curate.steps.pii import PIIConfig, PIIRedactor, redact, resolve_overlaps
 
 SHARED = _SHARED_CORPORA

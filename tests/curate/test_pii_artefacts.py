@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curate.pii_metrics import IndependentPIISet, SecretPlanter
+from curate.evaluation.planters import IndependentPIISet, SecretPlanter
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo" / "en"

@@ -1,4 +1,4 @@
-"""The PII/secrets evaluation set on a committed fixture (curate/pii_eval.py, bench/bench_pii_eval.py).
+"""The PII/secrets evaluation set on a committed fixture (curate/evaluation/pii_eval.py, bench/bench_pii_eval.py).
 
 ``data/pii_eval_seed7.json`` holds 26 documents (two of each file shape) drawn with seed 7, a seed
 used neither for development (0) nor for the reported held-out figures (20250).
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from curate.pii_eval import documents, score
+from curate.evaluation.pii_eval import documents, score
 from curate.steps.pii import PIIConfig, PIIRedactor
 
 FIXTURE = Path(__file__).parent / "data" / "pii_eval_seed7.json"

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from datatrove.data import Document
 
-from curate.pii_metrics import IndependentPIISet, SecretPlanter, score_pii
+from curate.evaluation.pii_metrics import score_pii
+from curate.evaluation.planters import IndependentPIISet, SecretPlanter
 from curate.steps.pii import PIIConfig, PIIRedactor
 from curate.steps.pii_recognizers import issuer_ok, luhn_ok
 

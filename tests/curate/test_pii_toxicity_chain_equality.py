@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from datatrove.data import Document
 
-from curate.pii_metrics import PIIPlanter
+from curate.evaluation.planters import PIIPlanter
 from curate.steps.pii import PIIConfig, PIIRedactor
 from curate.steps.toxicity import ToxicityConfig, WindowFeatures, toxicity_steps
 from curate.steps.toxicity_linear import LinearWindowModel

@@ -21,9 +21,9 @@ import yaml
 
 pytest.importorskip("pyspark")
 
-from curate.demo_data import DemoDataConfig, build_demo_data  # noqa: E402
-from curate.spark_cluster import _alive, standalone_cluster  # noqa: E402
-from curate.spark_submit import build_zip, submit_argv  # noqa: E402
+from curate.demo.data import DemoDataConfig, build_demo_data  # noqa: E402
+from curate.spark.cluster import _alive, standalone_cluster  # noqa: E402
+from curate.spark.submit import build_zip, submit_argv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow,

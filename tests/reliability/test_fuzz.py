@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curate.docio import Drop, atomic_write_table, docs_to_table, read_documents
+from curate.docio import Drop, read_documents
+from curate.docwrite import atomic_write_table, docs_to_table
 
 ROOT = Path(__file__).resolve().parents[2]
 ODD = ["\ud800", "\udfff", "\u200f", "\u202e", "\u200b", "\ufeff", "\x00", "\x1b[31m", "\r\n", "\u0301",

@@ -2,7 +2,7 @@
 
 Hypothesis writes JSON-lines files of random bytes, malformed JSON, non-string and missing texts,
 odd Unicode (lone surrogates, RTL, zero-width, NUL) and valid records; Spark reads them with
-``curate.engine_spark.read_documents`` and the partitions turn the rows into documents or drops
+``curate.spark.read.read_documents`` and the partitions turn the rows into documents or drops
 with ``records_to_docs`` (what ``run_spark`` does). Nothing may crash, and every non-blank line must
 become exactly one document or one drop with a reason (first test). The outcome must equal the local
 engine's reader on the same file — the same kept ids with the same text, the same drop reasons —
@@ -32,8 +32,9 @@ pytest.importorskip("pyspark")
 
 from curate.docio import Drop, RecordReader  # noqa: E402
 from curate.docio import read_documents as local_read  # noqa: E402
-from curate.engine_spark import SparkConfig, get_session, read_documents  # noqa: E402
-from curate.spark_partition import records_to_docs  # noqa: E402
+from curate.spark.engine import SparkConfig, get_session  # noqa: E402
+from curate.spark.partition import records_to_docs  # noqa: E402
+from curate.spark.read import read_documents  # noqa: E402
 
 from .test_fuzz import odd_text  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""File shapes of the PII/secrets evaluation set (``curate.pii_eval``): one builder per kind of file.
+"""File shapes of the PII/secrets evaluation set (``curate.evaluation.pii_eval``): one builder per kind of file.
 
 Every builder takes ``Values`` and returns a ``Doc`` whose labelled spans are the values it wrote.
 ``S``/``P``/``N`` label a secret (with its provider family and where it stands), a PII value and
@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 
-from curate.pii_eval_values import Doc, Values
+from curate.evaluation.pii_eval_values import Doc, Values
 
 PROVIDER_KEYS = {
     "github": ["GITHUB_TOKEN", "GH_TOKEN", "GITHUB_PAT"], "gitlab": ["GITLAB_TOKEN", "GL_TOKEN"],

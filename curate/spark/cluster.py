@@ -2,7 +2,7 @@
 
 Used by the cluster test and for trying ``spark-submit --master spark://...`` on one machine::
 
-    from curate.spark_cluster import standalone_cluster
+    from curate.spark.cluster import standalone_cluster
     with standalone_cluster(workers=2) as cluster:
         print(cluster.master_url)          # spark://127.0.0.1:7077
     # the master and the workers are stopped here, whatever happened inside the block

@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from curate.pii_eval_values import Doc, Span, Values
+from curate.evaluation.pii_eval_values import Doc, Span, Values
 
 __all__ = ["Doc", "Span", "Values", "documents", "score"]
 
 def documents(seed: int, n_per_kind: int, kinds: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """``n_per_kind`` documents of every file shape (``curate.pii_eval_shapes.BUILDERS``)."""
-    from curate.pii_eval_shapes import BUILDERS
+    """``n_per_kind`` documents of every file shape (``curate.evaluation.pii_eval_shapes.BUILDERS``)."""
+    from curate.evaluation.pii_eval_shapes import BUILDERS
 
     v = Values(seed)
     return [BUILDERS[k](v).out() for k in (kinds or BUILDERS) for _ in range(n_per_kind)]

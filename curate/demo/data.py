@@ -14,7 +14,7 @@ at known word-edit rates, within and across domains; PII generated with Faker; j
 (navigation boilerplate, spam keyword lists, garbled characters, symbol lines, very short / very
 long lines); non-English documents inside English domains; a pure-noise domain of random
 words that mixture search must learn to avoid; and toxic documents and contaminated copies of the
-held-out evaluation set ``data/demo/eval`` (``curate.demo_safety``). Every later curation step is
+held-out evaluation set ``data/demo/eval`` (``curate.demo.safety``). Every later curation step is
 scored against it.
 
 ``corpusmix demo-data --build-subset SHARED_CORPORA`` (re)builds ``data/demo/`` itself from the
@@ -27,12 +27,14 @@ import argparse
 import hashlib
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corpusmix.config import add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
+from curate.evaluation.planters import PIIFactory
 
 log = get_logger("demo_data")
 
@@ -107,117 +109,6 @@ def edit_words(text: str, rate: float, rng: random.Random, vocab: list[str]) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# PII
-
-
-def _luhn_ok(num: str) -> bool:
-    digits = [int(c) for c in num if c.isdigit()]
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        if i % 2 == 1:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
-
-
-class PIIFactory:
-    """Realistic PII values (Faker, seeded) in the formats people write them."""
-
-    TEMPLATES = {
-        "EMAIL_ADDRESS": ["You can reach me at {v}.", "Contact: {v}", "Send questions to {v} before Friday."],
-        "PHONE_NUMBER": ["Call {v} for details.", "Phone: {v}", "Reach the office at {v} any weekday."],
-        "CREDIT_CARD": ["Card number: {v}", "Please charge {v} for the order."],
-        "IBAN_CODE": ["Wire the amount to IBAN {v}.", "Account: {v}"],
-        "US_SSN": ["SSN: {v}", "My social security number is {v}."],
-        "IP_ADDRESS": ["The request came from {v} at noon.", "Server address: {v}"],
-        "PERSON": ["Signed, {v}.", "Written by {v}."],
-    }
-
-    def __init__(self, seed: int) -> None:
-        from faker import Faker
-
-        self.fakers = {loc: Faker(loc) for loc in ("en_US", "en_GB", "de_DE")}
-        for i, f in enumerate(self.fakers.values()):
-            f.seed_instance(seed + i)
-        self.rng = random.Random(seed)
-
-    def _phone(self) -> str:
-        import phonenumbers
-
-        while True:
-            kind = self.rng.random()
-            if kind < 0.75:
-                area = self.rng.randint(201, 989)
-                exch = self.rng.randint(200, 999)
-                line = self.rng.randint(0, 9999)
-                fmt = self.rng.choice(["({a}) {e}-{l:04d}", "{a}-{e}-{l:04d}", "{a}.{e}.{l:04d}",
-                                       "+1 {a} {e} {l:04d}", "+1-{a}-{e}-{l:04d}"])
-                value = fmt.format(a=area, e=exch, l=line)
-                region = "US"
-            else:
-                loc = self.rng.choice(["en_GB", "de_DE"])
-                value = self.fakers[loc].phone_number()
-                region = "GB" if loc == "en_GB" else "DE"
-            try:
-                if phonenumbers.is_valid_number(phonenumbers.parse(value, region)):
-                    return value
-            except phonenumbers.NumberParseException:
-                pass
-
-    def value(self, kind: str) -> str:
-        us = self.fakers["en_US"]
-        if kind == "EMAIL_ADDRESS":
-            return us.email()
-        if kind == "PHONE_NUMBER":
-            return self._phone()
-        if kind == "CREDIT_CARD":
-            while True:
-                num = us.credit_card_number(card_type=self.rng.choice(["visa16", "mastercard", "amex"]))
-                if _luhn_ok(num):
-                    break
-            if len(num) == 16 and self.rng.random() < 0.4:
-                sep = self.rng.choice([" ", "-"])
-                num = sep.join(num[i:i + 4] for i in range(0, 16, 4))
-            return num
-        if kind == "IBAN_CODE":
-            iban = self.fakers[self.rng.choice(["en_GB", "de_DE"])].iban()
-            if self.rng.random() < 0.4:
-                iban = " ".join(iban[i:i + 4] for i in range(0, len(iban), 4))
-            return iban
-        if kind == "US_SSN":
-            return us.ssn()
-        if kind == "IP_ADDRESS":
-            return us.ipv4_public() if self.rng.random() < 0.7 else us.ipv6()
-        if kind == "PERSON":
-            return us.name()
-        raise ValueError(kind)
-
-    def inject(self, text: str, n: int) -> tuple[str, list[dict[str, Any]]]:
-        """Insert ``n`` PII sentences at paragraph/sentence boundaries; return text and spans."""
-        kinds = list(self.TEMPLATES)
-        spans: list[dict[str, Any]] = []
-        # candidate insertion points: after a newline or a sentence end followed by a space
-        points = [m.end() for m in re.finditer(r"(\n|[.!?] )", text)] or [len(text)]
-        chosen = sorted(self.rng.sample(points, min(n, len(points))), reverse=True)
-        for pos in chosen:  # insert from the end so earlier offsets stay valid
-            kind = self.rng.choice(kinds)
-            value = self.value(kind)
-            template = self.rng.choice(self.TEMPLATES[kind])
-            before, _, after = template.partition("{v}")
-            snippet = before + value + after + " "
-            text = text[:pos] + snippet + text[pos:]
-            start = pos + len(before)
-            for s in spans:  # shift spans that lie after the insertion
-                s["start"] += len(snippet)
-                s["end"] += len(snippet)
-            spans.append({"start": start, "end": start + len(value), "type": kind, "value": value})
-        spans.sort(key=lambda s: s["start"])
-        return text, spans
-
-
-# ---------------------------------------------------------------------------------------------
 # junk and noise
 
 
@@ -284,9 +175,6 @@ def _read_source(source_dir: Path) -> tuple[dict[str, list[dict]], dict[str, lis
 
 def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
     """Write the raw demo documents and the ground truth; return counts per defect type."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     rng = random.Random(cfg.seed)
     pii = PIIFactory(cfg.seed)
     en, foreign = _read_source(Path(cfg.source_dir))
@@ -322,6 +210,31 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
         else:
             add(r["id"], r["text"], d, r["source"], defects=[])
 
+    _plant_copies(add, originals, exact_src, near_src, rng, vocab, cfg)
+    _plant_defects(add, foreign, rng, vocab, word_bag, cfg)
+
+    # toxic and contaminated documents: their own random stream, so everything above stays byte-identical
+    from curate.demo.safety import plant_safety
+
+    plant_safety(add, originals, EN_DOMAINS, seed=cfg.seed, toxic_docs=cfg.toxic_docs,
+                 contaminated_docs=cfg.contaminated_docs, eval_dir=Path(cfg.eval_dir))
+
+    out = Path(cfg.output)
+    rows = _write_demo(docs, truth, out, cfg)
+    counts: dict[str, int] = {"docs": len(docs)}
+    for r in rows:
+        for dft in r["defects"]:
+            key = dft.split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+    counts["pii_values"] = sum(len(r["pii_spans"]) for r in rows)
+    log.info("demo data written", extra={"data": {"output": str(out), **counts}})
+    return counts
+
+
+def _plant_copies(add: Callable[..., None], originals: list[tuple[str, dict[str, Any]]], exact_src: list[int],
+                  near_src: list[int], rng: random.Random, vocab: list[str], cfg: DemoDataConfig) -> None:
+    """Exact copies (some case/whitespace variants) and near copies (word edits) of originals."""
+
     def copy_domain(d: str) -> str:
         return rng.choice([x for x in EN_DOMAINS if x != d]) if rng.random() < cfg.cross_domain_frac else d
 
@@ -338,6 +251,10 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
         add(f"dup/near/{k:05d}", text, copy_domain(d), r["source"], defects=["near_dup"], cluster=r["id"],
             edit_rate=rate, jac=round(jaccard(r["text"], text), 6))
 
+
+def _plant_defects(add: Callable[..., None], foreign: dict[str, list[dict[str, Any]]], rng: random.Random,
+                   vocab: list[str], word_bag: list[str], cfg: DemoDataConfig) -> None:
+    """Junk documents, foreign-language documents in English domains, and the pure-noise domain."""
     for k in range(cfg.junk_docs):
         kind = JUNK_KINDS[k % len(JUNK_KINDS)]
         add(f"junk/{kind}/{k:05d}", make_junk(kind, rng, vocab), rng.choice(EN_DOMAINS), "planted-junk",
@@ -351,15 +268,15 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
     for k in range(cfg.noise_docs):
         add(f"noise/{k:05d}", make_noise(rng, word_bag), cfg.noise_domain, "planted-noise", defects=["noise"])
 
-    # toxic and contaminated documents: their own random stream, so everything above stays byte-identical
-    from curate.demo_safety import plant_safety
 
-    plant_safety(add, originals, EN_DOMAINS, seed=cfg.seed, toxic_docs=cfg.toxic_docs,
-                 contaminated_docs=cfg.contaminated_docs, eval_dir=Path(cfg.eval_dir))
+def _write_demo(docs: list[dict[str, Any]], truth: dict[str, dict[str, Any]], out: Path,
+                cfg: DemoDataConfig) -> list[dict[str, Any]]:
+    """The raw Parquet parts (deterministic shuffle) and the ground truth; returns the truth rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     # deterministic shuffle into parts
     docs.sort(key=lambda x: hashlib.sha1(f"{cfg.seed}:{x['id']}".encode()).hexdigest())
-    out = Path(cfg.output)
     (out / "docs").mkdir(parents=True, exist_ok=True)
     for old in (out / "docs").glob("part-*.parquet"):
         old.unlink()
@@ -374,15 +291,7 @@ def build_demo_data(cfg: DemoDataConfig) -> dict[str, int]:
                            ("pii_spans", pa.list_(span_t)), ("lang", pa.string())])
     rows = [truth[d["id"]] for d in docs]
     pq.write_table(pa.Table.from_pylist(rows, schema=gt_schema), out / "ground_truth.parquet", compression="zstd")
-
-    counts: dict[str, int] = {"docs": len(docs)}
-    for r in rows:
-        for dft in r["defects"]:
-            key = dft.split(":")[0]
-            counts[key] = counts.get(key, 0) + 1
-    counts["pii_values"] = sum(len(r["pii_spans"]) for r in rows)
-    log.info("demo data written", extra={"data": {"output": str(out), **counts}})
-    return counts
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,7 +348,7 @@ def _run(args: argparse.Namespace) -> int:
         build_subset(Path(args.build_subset), Path(cfg.source_dir), seed=cfg.seed)
         return 0
     if args.build_eval:
-        from curate.demo_safety import build_eval_sets
+        from curate.demo.safety import build_eval_sets
 
         print(build_eval_sets(Path(args.build_eval), Path(cfg.source_dir), Path(cfg.eval_dir), seed=cfg.seed))
         return 0

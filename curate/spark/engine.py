@@ -1,38 +1,13 @@
 """The Spark engine of the curation chain: the same step objects as the local engine, run on Spark.
 
 Run it with ``corpusmix curate run --engine spark --master local[*]|spark://HOST:PORT`` or submit
-``curate/spark_submit.py`` with ``spark-submit`` (see ``docs/spark.md``). From Python::
-
-    from curate.chain import ChainConfig, build_steps
-    from curate.engine_spark import SparkConfig, run_spark
-    chain = ChainConfig.load("params.yaml")                      # the chain of both engines
-    stats = run_spark(inputs=["data/raw/docs"], output="data/curated_spark", steps=build_steps(chain, stage="a"),
-                      dedup=chain.dedup, steps_after=build_steps(chain, stage="b"), cfg=SparkConfig(master="local[2]"))
-
-How it works (the local engine's chain: read -> stage a -> global dedup -> stage b -> merge); this
-module orchestrates, its parts live by job in ``curate.spark_session`` (session, filesystem),
-``curate.spark_models`` (model files shipped to executors) and ``curate.spark_partition`` (the
-``mapInArrow`` partition runner):
-
-1. records are read with Spark's data sources (Parquet or JSON lines, any URI Spark's
-   filesystem layer reads: local, ``hdfs://``, ``s3a://``) and turned into documents or ``read``
-   drops inside the partitions by the local engine's ``curate.docio.RecordReader``;
-2. the per-document steps (datatrove ``BaseFilter`` objects, see ``curate/steps/base.py``) are
-   pickled once on the driver, broadcast, unpickled ONCE per executor Python process and run by
-   ``curate.runner.run_steps`` (the runner of every engine) on Arrow batches in ``mapInArrow``.
-   Every document leaves the partition either kept (with the annotators' new columns) or dropped
-   with exactly one ``(step, reason)``; each partition also emits one statistics row. Each stage's
-   result is materialised once under ``<output>/_work``;
-3. model files that steps point to (fastText language ID / quality, KenLM) are shipped with
-   ``SparkContext.addFile`` and the step attributes that name them are rewritten on the executor to
-   the local ``SparkFiles`` copy, so steps never know where they run;
-4. global deduplication runs the dedup module's Spark shuffles (``curate.dedup.spark``) on
-   ``id``/``text``/quality only; its verdicts are joined back and applied, in stage b, by the
-   chain's ``ColumnDedupApply`` step (``curate.chain``: the local engine's ``DedupApply``, same
-   reasons and counts), followed by PII;
-5. outputs follow the local engine's contracts (``docs/formats.md``): ``curated/<domain>.parquet``
-   (a Parquet folder per domain, readable by ``pyarrow.parquet.read_table``), ``drops.parquet``
-   and ``stats.json`` (``corpusmix.stats.stats_document`` plus an ``engine`` entry with phase times).
+``curate/spark/submit.py`` with ``spark-submit``. :func:`run_spark` runs the local engine's chain
+(read -> stage a -> global dedup -> stage b -> merge): records are read by
+:mod:`curate.spark.read`, the per-document steps run in ``mapInArrow`` partitions
+(:mod:`curate.spark.partition`) and each stage's result is materialised once under
+``<output>/_work``; global dedup runs ``curate.dedup.spark``'s shuffles and stage b applies its
+verdicts. Outputs follow the local engine's contracts (``docs/formats.md``). How it stays exact,
+the models it ships and how to run it on a cluster: docs/spark.md.
 """
 
 from __future__ import annotations
@@ -49,11 +24,10 @@ from corpusmix.environment import environment
 from corpusmix.logging import get_logger
 from corpusmix.stats import merge_stats, stats_document
 from curate.chain import ColumnDedupApply
-from curate.spark_models import localise_model_paths, ship_model_files
-from curate.spark_partition import (
+from curate.spark.models import localise_model_paths, ship_model_files
+from curate.spark.partition import (
     DROP_REASON,
     DROP_STEP,
-    FILE_COL,
     INSPECT_KEY,
     PART_COL,
     READ_STEP,
@@ -62,135 +36,12 @@ from curate.spark_partition import (
     infer_output_schema,
     make_partition_fn,
 )
-from curate.spark_session import SparkConfig, delete_path, get_session, hadoop_fs, write_text
+from curate.spark.read import read_documents
+from curate.spark.session import SparkConfig, delete_path, get_session, hadoop_fs, write_text
 
-__all__ = ["SparkConfig", "get_session", "map_steps", "read_documents", "run_spark"]
+__all__ = ["SparkConfig", "get_session", "map_steps", "run_spark"]
 
 log = get_logger("curate.spark")
-
-
-# ------------------------------------------------------------------------------------------- input
-
-JSON_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".ndjson", ".jsonl.bz2")
-
-
-def _input_files(spark: Any, path: str) -> tuple[list[str], list[str], bool]:
-    """``(JSON-lines files, Parquet files, is a folder)`` of one input path (any Hadoop URI). A
-    folder is listed recursively, skipping hidden and ``_``-prefixed entries (``_SUCCESS``,
-    ``_temporary``) and files of other types, as the local engine does; JSONL and Parquet may mix."""
-    lower = path.lower().rstrip("/")
-    if lower.endswith((".zst", ".jsonl.zst", ".json.zst")):
-        raise ValueError(f"{path}: Spark has no zstd JSON codec by default; convert it to Parquet or .jsonl.gz first")
-    fs, jpath = hadoop_fs(spark, path)
-    if not fs.exists(jpath):
-        raise ValueError(f"input {path!r} does not exist; pass a Parquet/JSONL file or a folder of them")
-    if fs.getFileStatus(jpath).isFile():
-        full = fs.makeQualified(jpath).toString()
-        return ([full], [], False) if lower.endswith(JSON_SUFFIXES) else ([], [full], False)
-    base = fs.makeQualified(jpath).toString().rstrip("/") + "/"
-    jsonl, parquet, zst = [], [], []
-    it = fs.listFiles(jpath, True)
-    while it.hasNext():
-        full = it.next().getPath().toString()
-        rel = full[len(base):] if full.startswith(base) else full.rsplit("/", 1)[-1]
-        if any(part.startswith(("_", ".")) for part in rel.split("/")):
-            continue
-        name = rel.lower()
-        if name.endswith(JSON_SUFFIXES):
-            jsonl.append(full)
-        elif name.endswith(".parquet"):
-            parquet.append(full)
-        elif name.endswith(".zst"):
-            zst.append(full)
-    if zst:
-        raise ValueError(f"{path}: {len(zst)} zstd file(s) (e.g. {zst[0]}); Spark has no zstd JSON codec by "
-                         "default; convert them to Parquet or .jsonl.gz first")
-    if not jsonl and not parquet:
-        raise ValueError(f"no Parquet/JSONL files under {path!r}")
-    return sorted(jsonl), sorted(parquet), True
-
-
-def read_documents(spark: Any, inputs: Sequence[str], read_cfg: Any = None, scratch: str | None = None) -> Any:
-    """Raw records from Parquet files/folders or JSON lines (``.jsonl``, ``.jsonl.gz``; any Spark URI).
-
-    Records become documents (or ``read`` drops) inside the partitions with the local engine's
-    :class:`curate.docio.RecordReader`; a malformed JSON line (Spark's ``_corrupt_record``) is a
-    ``read`` drop with reason ``malformed_json``. Adds ``_file`` (the record's file name), used
-    for the ids of records without one. A JSON line too long to hold a text within
-    ``max_doc_bytes`` (``read_cfg``) is never held whole and never parsed: it becomes a row that
-    the partitions turn into a ``too_large`` drop, and Spark reads a copy of its file without it,
-    written under ``scratch`` (default: a new folder under the temporary directory, made only when
-    needed) (:mod:`curate.spark_lines`). The copy must outlive the DataFrame, so the caller removes
-    ``scratch`` when done with it (``run_spark`` puts it in its work folder).
-    """
-    import os
-    import tempfile
-    import uuid
-
-    from pyspark.sql import functions as F
-
-    from curate.docio import ReadConfig
-    from curate.spark_lines import LINE_MAX_KEY, bound_jsonl, hadoop_line_limit
-
-    if not inputs:
-        raise ValueError("no input given; pass --input PATH (Parquet file/folder or JSONL) at least once")
-    cfg = read_cfg or ReadConfig()
-    max_len = hadoop_line_limit(cfg.max_doc_bytes)
-    plan = [(str(path), *_input_files(spark, str(path))) for path in inputs]
-    # made only when a file has over-long lines (curate.spark_lines.copy_without creates it)
-    scratch = scratch or os.path.join(tempfile.gettempdir(), f"corpusmix-jsonl-{uuid.uuid4().hex}")
-    if "://" not in scratch and not scratch.startswith("file:"):
-        scratch = os.path.abspath(scratch)  # executors of a cluster do not share the driver's cwd
-    read_files, oversize = bound_jsonl(spark, [f for _, js, _, _ in plan for f in js], max_len, scratch,
-                                       cfg.id_column)
-    frames = []
-
-    def add(df: Any, what: str) -> None:
-        if "text" not in df.columns and "_corrupt_record" not in df.columns:
-            raise ValueError(f"{what}: documents lack a `text` column (columns: {df.columns}); "
-                             "every document needs `id` and `text`")
-        frames.append(df.withColumn(FILE_COL, F.regexp_extract(F.input_file_name(), r"([^/]*)$", 1)))
-
-    at = 0
-    for path, jsonl, parquet, folder in plan:
-        if jsonl:
-            files, at = read_files[at:at + len(jsonl)], at + len(jsonl)
-            # lines end at "\n" only, as in the local reader (Hadoop's default also splits at a bare "\r");
-            # the line limit is a guard: no line of `files` reaches it
-            reader = spark.read.option("lineSep", "\n").option(LINE_MAX_KEY, str(max_len))
-            df = reader.option("mode", "PERMISSIVE").json(files)
-            if df.columns == ["_corrupt_record"]:
-                # every line malformed: Spark refuses queries on a raw JSON file that reference only
-                # its corrupt-record column; the files' non-blank lines, read as text, are those records
-                df = (reader.text(files).withColumnRenamed("value", "_corrupt_record")
-                      .where(~F.col("_corrupt_record").rlike(r"^\s*$")))
-            if df.columns:  # none: blank (or only over-long) lines, no parsed record
-                add(df, path)
-        if parquet:
-            reader = spark.read.option("mergeSchema", "true")  # files of one folder may differ in columns
-            if folder and not jsonl:
-                add(reader.parquet(path), path)  # the folder itself: keeps partition columns
-            else:
-                add((reader.option("basePath", path) if folder else reader).parquet(*parquet), path)
-    if oversize is not None:
-        frames.append(oversize)
-    if not frames:
-        return spark.createDataFrame([], f"id string, text string, {FILE_COL} string")
-    types: dict[str, set[str]] = {}
-    for f in frames:
-        for name, tp in f.dtypes:
-            types.setdefault(name, set()).add(tp)
-    clash = {n for n, ts in types.items() if len(ts) > 1} | ({"id"} if len(frames) > 1 else set())
-    if clash:  # e.g. integer ids in JSON lines beside string ids in Parquet: as text, like str(id) locally
-        frames = [f.select(*[F.col(n).cast("string").alias(n) if n in clash else F.col(n) for n in f.columns])
-                  for f in frames]
-    df = frames[0]
-    for other in frames[1:]:
-        df = df.unionByName(other, allowMissingColumns=True)
-    for c in ("id", "text"):
-        if c not in df.columns:
-            df = df.withColumn(c, F.lit(None).cast("string"))
-    return df
 
 
 # ---------------------------------------------------------------------------------------- a stage
@@ -243,7 +94,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     calibrated first, exactly as the local engine does (same thresholds): the sample is read by
     the driver, or by the executors (``SparkConfig.calibration_sample``, :func:`sample_on_executors`).
     """
-    from curate.calibrate import CalibrateConfig, calibrate_steps, guard_report, verdicts_of
+    from curate.calibrate import CalibrateConfig, calibrate_steps
     from curate.inspection.collect import InspectConfig
 
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
@@ -295,27 +146,42 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     if doc["totals"]["docs_in"] != doc["totals"]["kept"] + doc["totals"]["dropped"]:
         raise RuntimeError(f"statistics do not add up: {doc['totals']}")
     if calibration is not None:
-        write_text(spark, f"{output}/calibration.json", json.dumps(calibration, indent=1) + "\n")
-        rows = drops.groupBy("domain", "step", "reason").count().collect()
-        doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
-                                calibration.get("domain_docs") or {}, share=calibrate_cfg.guard_share))
-        verdicts = verdicts_of(calibration)
-        if verdicts:
-            doc.update(verdicts)
-            write_text(spark, f"{output}/curated/domain_verdicts.json",
-                       json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
+        _write_calibration(spark, doc, calibration, drops, output, calibrate_cfg.guard_share)
     if inspect_cfg.enabled:
         _write_inspection(spark, kept, states, inspect_cfg, list(stats), steps_after, output)
+    _write_stats(spark, doc, output, t_start, timings)
+    if not cfg.keep_work:
+        delete_path(spark, work)
+    log.info("spark curation done", extra={"data": {"output": output, **doc["totals"]}})
+    return doc
+
+
+def _write_calibration(spark: Any, doc: dict[str, Any], calibration: dict[str, Any], drops: Any, output: str,
+                       guard_share: float) -> None:
+    """``calibration.json``, the guard report and the domain verdicts (into ``doc`` and
+    ``curated/domain_verdicts.json``)."""
+    from curate.calibrate import guard_report, verdicts_of
+
+    write_text(spark, f"{output}/calibration.json", json.dumps(calibration, indent=1) + "\n")
+    rows = drops.groupBy("domain", "step", "reason").count().collect()
+    doc.update(guard_report(sorted((r["domain"] or "unknown", r["step"], r["reason"], r["count"]) for r in rows),
+                            calibration.get("domain_docs") or {}, share=guard_share))
+    verdicts = verdicts_of(calibration)
+    if verdicts:
+        doc.update(verdicts)
+        write_text(spark, f"{output}/curated/domain_verdicts.json",
+                   json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
+
+
+def _write_stats(spark: Any, doc: dict[str, Any], output: str, t_start: float, timings: dict[str, float]) -> None:
+    """``stats.json`` (with the engine and environment entries) and, beside it, its wall-clock values
+    (``stats.timing.json``)."""
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
                      "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
     doc["environment"] = environment()
     pure, timings = timing.split(doc)  # wall-clock values beside the DVC output, never in it
     write_text(spark, f"{output}/stats.json", json.dumps(pure, indent=2) + "\n")
     write_text(spark, f"{output}/stats.timing.json", json.dumps(timings, indent=2) + "\n")
-    if not cfg.keep_work:
-        delete_path(spark, work)
-    log.info("spark curation done", extra={"data": {"output": output, **doc["totals"]}})
-    return doc
 
 
 def _local_path(path: str) -> bool:
@@ -346,7 +212,7 @@ def sample_on_executors(spark: Any, df: Any, read_cfg: Any, max_docs: int) -> tu
 
     from curate.calibrate import merge_samples
     from curate.docio import ReadConfig
-    from curate.spark_partition import (
+    from curate.spark.partition import (
         SAMPLE_DOCS_SCHEMA,
         SAMPLE_KEYS_SCHEMA,
         make_sample_docs_fn,

@@ -1,89 +1,89 @@
-"""PII detection metrics and a planted PII evaluation set.
+"""Planted values with exact spans: the one library that plants PII and secrets into text.
 
-* ``score_pii(pred_spans, true_spans)`` compares predicted and true spans document by document and
-  returns per-type precision / recall (and an ``ALL`` row where a true span counts as found when
-  ANY predicted span overlaps it, i.e. the value was redacted whatever its label).
 * ``PIIPlanter`` inserts realistic PII values (Faker, fixed seed) into real text at sentence or
   line boundaries and returns the exact spans: the evaluation set of ``bench/bench_pii.py`` and
   ``tests/curate/test_pii.py``. Phone numbers are kept only when libphonenumber says they are
   valid for their country (unassigned area codes are not phone numbers people write).
+* ``IndependentPIISet``: values whose formats come from Faker's locale providers and numbering-plan
+  / IIN specs, used as generated.
+* ``SecretPlanter``: secrets in their issuers' formats, planted as code lines.
+* ``PIIFactory``: the PII of the demo data (``corpusmix demo-data``).
 
-A prediction matches a true span when both have the same type and overlap; each true span and
-each prediction is matched at most once. ``exact`` counts matches with identical offsets.
+They share the Luhn check, digit grouping and the insertion of snippets at text boundaries; each
+keeps its own random stream and value distributions, so every planted set is reproducible by seed.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 Span = dict[str, Any]  # {"start": int, "end": int, "type": str, ...}
 
 
-def _overlap(a: Span, b: Span) -> bool:
-    return a["start"] < b["end"] and b["start"] < a["end"]
-
-
-def score_pii(pred_spans: Sequence[Sequence[Span]], true_spans: Sequence[Sequence[Span]], *,
-              total_bytes: int | None = None, types: Iterable[str] | None = None) -> dict[str, dict[str, float]]:
-    """Per-type ``tp, fp, fn, exact, precision, recall`` (+ ``fp_per_mb`` given ``total_bytes``).
-
-    ``pred_spans[i]`` and ``true_spans[i]`` are the spans of document ``i``. ``types`` restricts
-    scoring to those types (e.g. leave out PERSON when no NER model ran).
-    """
-    if len(pred_spans) != len(true_spans):
-        raise ValueError(f"pred_spans has {len(pred_spans)} documents, true_spans {len(true_spans)}; "
-                         "pass one span list per document, in the same order")
-    if types is not None:
-        keep = set(types)
-        pred_spans = [[p for p in doc if p["type"] in keep] for doc in pred_spans]
-        true_spans = [[t for t in doc if t["type"] in keep] for doc in true_spans]
-    stats: dict[str, dict[str, float]] = {}
-
-    def row(t: str) -> dict[str, float]:
-        return stats.setdefault(t, {"tp": 0, "fp": 0, "fn": 0, "exact": 0})
-
-    any_found = any_total = 0
-    for preds, trues in zip(pred_spans, true_spans, strict=True):
-        used: set[int] = set()
-        for t in trues:
-            hit = next((j for j, p in enumerate(preds)
-                        if j not in used and p["type"] == t["type"] and _overlap(p, t)), None)
-            r = row(t["type"])
-            if hit is None:
-                r["fn"] += 1
-            else:
-                used.add(hit)
-                r["tp"] += 1
-                r["exact"] += int(preds[hit]["start"] == t["start"] and preds[hit]["end"] == t["end"])
-            any_total += 1
-            any_found += int(any(_overlap(p, t) for p in preds))
-        for j, p in enumerate(preds):
-            if j not in used:
-                row(p["type"])["fp"] += 1
-    for r in stats.values():
-        r["precision"] = r["tp"] / (r["tp"] + r["fp"]) if r["tp"] + r["fp"] else 1.0
-        r["recall"] = r["tp"] / (r["tp"] + r["fn"]) if r["tp"] + r["fn"] else 1.0
-        if total_bytes:
-            r["fp_per_mb"] = r["fp"] / (total_bytes / 1e6)
-    tot = {k: sum(r[k] for r in stats.values()) for k in ("tp", "fp", "fn", "exact")}
-    tot["precision"] = tot["tp"] / (tot["tp"] + tot["fp"]) if tot["tp"] + tot["fp"] else 1.0
-    tot["recall"] = tot["tp"] / (tot["tp"] + tot["fn"]) if tot["tp"] + tot["fn"] else 1.0
-    tot["redacted_any_type"] = any_found / any_total if any_total else 1.0
-    if total_bytes:
-        tot["fp_per_mb"] = tot["fp"] / (total_bytes / 1e6)
-    stats["ALL"] = tot
-    return stats
-
-
-def _luhn_ok(num: str) -> bool:
+def luhn_ok(num: str) -> bool:
+    """Whether the digits of ``num`` pass the Luhn check (other characters are ignored)."""
     total = 0
     for i, c in enumerate(reversed([int(c) for c in num if c.isdigit()])):
         d = c * 2 if i % 2 else c
         total += d - 9 if d > 9 else d
     return total % 10 == 0
+
+
+def luhn_check_digit(body: str) -> str:
+    """The digit that makes ``body`` + digit pass the Luhn check."""
+    total = sum((d * 2 - 9 if d * 2 > 9 else d * 2) if i % 2 == 0 else d
+                for i, d in enumerate(reversed([int(c) for c in body])))
+    return str((10 - total % 10) % 10)
+
+
+def group4(value: str, sep: str = " ") -> str:
+    """``value`` in groups of 4 characters joined by ``sep`` (cards, IBANs)."""
+    return sep.join(value[i:i + 4] for i in range(0, len(value), 4))
+
+
+def grouped16(num: str, rng: random.Random, share: float) -> str:
+    """A 16-digit ``num`` grouped by 4 with a space or a dash for a ``share`` of calls, else as is."""
+    if len(num) == 16 and rng.random() < share:
+        return group4(num, rng.choice([" ", "-"]))
+    return num
+
+
+def maybe_group4(value: str, rng: random.Random, share: float) -> str:
+    """``value`` grouped by 4 with spaces for a ``share`` of calls, else as is (IBANs)."""
+    return group4(value) if rng.random() < share else value
+
+
+def ip_value(faker: Any, rng: random.Random) -> str:
+    """A public IPv4 address (70 %) or an IPv6 address from ``faker``."""
+    return faker.ipv4_public() if rng.random() < 0.7 else faker.ipv6()
+
+
+def boundaries(text: str) -> list[int]:
+    """Insertion points: after every newline and every sentence end followed by a space (the text's end
+    when there is none)."""
+    return [m.end() for m in re.finditer(r"\n|[.!?] ", text)] or [len(text)]
+
+
+def insert_snippets(text: str, points: Sequence[int],
+                    snippet: Callable[[], tuple[str, str, str, str, dict[str, Any]]]) -> tuple[str, list[Span]]:
+    """Insert one ``before + value + after + " "`` at each of ``points`` (descending, so earlier offsets
+    stay valid); ``snippet()`` gives ``(kind, before, value, after, extra)``. Returns the text and the
+    spans of the values (``start, end, type, value`` and ``extra``), sorted by start."""
+    spans: list[Span] = []
+    for pos in points:
+        kind, before, value, after, extra = snippet()
+        snip = before + value + after + " "
+        text = text[:pos] + snip + text[pos:]
+        for s in spans:
+            s["start"] += len(snip)
+            s["end"] += len(snip)
+        start = pos + len(before)
+        spans.append({"start": start, "end": start + len(value), "type": kind, "value": value, **extra})
+    spans.sort(key=lambda s: s["start"])
+    return text, spans
 
 
 class PIIPlanter:
@@ -131,38 +131,27 @@ class PIIPlanter:
             return self._phone()
         if kind == "CREDIT_CARD":
             num = us.credit_card_number(card_type=r.choice(self.CARD_TYPES))
-            assert _luhn_ok(num), num
-            if len(num) == 16 and r.random() < 0.4:
-                sep = r.choice([" ", "-"])
-                num = sep.join(num[i:i + 4] for i in range(0, 16, 4))
-            return num
+            assert luhn_ok(num), num
+            return grouped16(num, r, 0.4)
         if kind == "IBAN_CODE":
-            iban = self.fakers[r.choice(["en_GB", "de_DE", "fr_FR"])].iban()
-            return " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)) if r.random() < 0.4 else iban
+            return maybe_group4(self.fakers[r.choice(["en_GB", "de_DE", "fr_FR"])].iban(), r, 0.4)
         if kind == "US_SSN":
             return us.ssn()
         if kind == "IP_ADDRESS":
-            return us.ipv4_public() if r.random() < 0.7 else us.ipv6()
+            return ip_value(us, r)
         raise ValueError(f"unknown PII type {kind!r}; valid: {list(self.TEMPLATES)}")
 
     def plant(self, text: str, n: int) -> tuple[str, list[Span]]:
         """Insert ``n`` PII snippets at line or sentence boundaries; return the text and spans."""
-        points = [m.end() for m in re.finditer(r"\n|[.!?] ", text)] or [len(text)]
-        chosen = sorted(self.rng.choices(points, k=n), reverse=True)
-        spans: list[Span] = []
-        for pos in chosen:  # from the end, so earlier offsets stay valid
+        chosen = sorted(self.rng.choices(boundaries(text), k=n), reverse=True)
+
+        def snippet() -> tuple[str, str, str, str, dict[str, Any]]:
             kind = self.rng.choice(self.types)
             value = self.value(kind)
             before, _, after = self.rng.choice(self.TEMPLATES[kind]).partition("{v}")
-            snippet = before + value + after + " "
-            text = text[:pos] + snippet + text[pos:]
-            for s in spans:
-                s["start"] += len(snippet)
-                s["end"] += len(snippet)
-            start = pos + len(before)
-            spans.append({"start": start, "end": start + len(value), "type": kind, "value": value})
-        spans.sort(key=lambda s: s["start"])
-        return text, spans
+            return kind, before, value, after, {}
+
+        return insert_snippets(text, chosen, snippet)
 
     def plant_corpus(self, texts: Sequence[str], *, rate: float = 0.3,
                      max_per_doc: int = 3) -> tuple[list[str], list[list[Span]]]:
@@ -258,12 +247,12 @@ class IndependentPIISet:
         else:
             prefix, n = r.choice(SPEC_CARDS)
             body = prefix + "".join(str(r.randrange(10)) for _ in range(n - len(prefix) - 1))
-            num = next(body + d for d in "0123456789" if _luhn_ok(body + d))
+            num = body + luhn_check_digit(body)
         x = r.random()
         if x < 0.3:
-            return " ".join(num[i:i + 4] for i in range(0, len(num), 4))
+            return group4(num, " ")
         if x < 0.45:
-            return "-".join(num[i:i + 4] for i in range(0, len(num), 4))
+            return group4(num, "-")
         return num
 
     def value(self, kind: str) -> str:
@@ -279,12 +268,11 @@ class IndependentPIISet:
         if kind == "EMAIL_ADDRESS":
             return f.email()
         if kind == "IBAN_CODE":
-            iban = self.fakers[r.choice(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT"])].iban()
-            return " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)) if r.random() < 0.4 else iban
+            return maybe_group4(self.fakers[r.choice(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT"])].iban(), r, 0.4)
         if kind == "US_SSN":
             return self.fakers["en_US"].ssn()
         if kind == "IP_ADDRESS":
-            return f.ipv4_public() if r.random() < 0.7 else f.ipv6()
+            return ip_value(f, r)
         raise ValueError(f"unknown PII type {kind!r}; valid: {list(TEMPLATES_BARE)}")
 
     def snippet(self, kind: str) -> tuple[str, str, str, bool]:
@@ -308,22 +296,14 @@ class IndependentPIISet:
 
     def plant(self, text: str, n: int, types: Sequence[str] = PIIPlanter.TYPES) -> tuple[str, list[Span]]:
         """Insert ``n`` values as their own sentences at sentence or line boundaries of ``text``."""
-        points = [m.end() for m in re.finditer(r"\n|[.!?] ", text)] or [len(text)]
-        chosen = sorted(self.rng.choices(points, k=n), reverse=True)
-        spans: list[Span] = []
-        for pos in chosen:
+        chosen = sorted(self.rng.choices(boundaries(text), k=n), reverse=True)
+
+        def snippet() -> tuple[str, str, str, str, dict[str, Any]]:
             kind = self.rng.choice(list(types))
             before, value, after, with_context = self.snippet(kind)
-            snip = before + value + after + " "
-            text = text[:pos] + snip + text[pos:]
-            for s in spans:
-                s["start"] += len(snip)
-                s["end"] += len(snip)
-            start = pos + len(before)
-            spans.append({"start": start, "end": start + len(value), "type": kind, "value": value,
-                          "context": with_context})
-        spans.sort(key=lambda s: s["start"])
-        return text, spans
+            return kind, before, value, after, {"context": with_context}
+
+        return insert_snippets(text, chosen, snippet)
 
 
 class SecretPlanter:
@@ -410,3 +390,84 @@ class SecretPlanter:
             out_t.append("\n".join(lines))
             out_v.append(vals)
         return out_t, out_v
+
+
+class PIIFactory:
+    """Realistic PII values (Faker, seeded) in the formats people write them."""
+
+    TEMPLATES = {
+        "EMAIL_ADDRESS": ["You can reach me at {v}.", "Contact: {v}", "Send questions to {v} before Friday."],
+        "PHONE_NUMBER": ["Call {v} for details.", "Phone: {v}", "Reach the office at {v} any weekday."],
+        "CREDIT_CARD": ["Card number: {v}", "Please charge {v} for the order."],
+        "IBAN_CODE": ["Wire the amount to IBAN {v}.", "Account: {v}"],
+        "US_SSN": ["SSN: {v}", "My social security number is {v}."],
+        "IP_ADDRESS": ["The request came from {v} at noon.", "Server address: {v}"],
+        "PERSON": ["Signed, {v}.", "Written by {v}."],
+    }
+
+    def __init__(self, seed: int) -> None:
+        from faker import Faker
+
+        self.fakers = {loc: Faker(loc) for loc in ("en_US", "en_GB", "de_DE")}
+        for i, f in enumerate(self.fakers.values()):
+            f.seed_instance(seed + i)
+        self.rng = random.Random(seed)
+
+    def _phone(self) -> str:
+        import phonenumbers
+
+        while True:
+            kind = self.rng.random()
+            if kind < 0.75:
+                area = self.rng.randint(201, 989)
+                exch = self.rng.randint(200, 999)
+                line = self.rng.randint(0, 9999)
+                fmt = self.rng.choice(["({a}) {e}-{l:04d}", "{a}-{e}-{l:04d}", "{a}.{e}.{l:04d}",
+                                       "+1 {a} {e} {l:04d}", "+1-{a}-{e}-{l:04d}"])
+                value = fmt.format(a=area, e=exch, l=line)
+                region = "US"
+            else:
+                loc = self.rng.choice(["en_GB", "de_DE"])
+                value = self.fakers[loc].phone_number()
+                region = "GB" if loc == "en_GB" else "DE"
+            try:
+                if phonenumbers.is_valid_number(phonenumbers.parse(value, region)):
+                    return value
+            except phonenumbers.NumberParseException:
+                pass
+
+    def value(self, kind: str) -> str:
+        us = self.fakers["en_US"]
+        if kind == "EMAIL_ADDRESS":
+            return us.email()
+        if kind == "PHONE_NUMBER":
+            return self._phone()
+        if kind == "CREDIT_CARD":
+            while True:
+                num = us.credit_card_number(card_type=self.rng.choice(["visa16", "mastercard", "amex"]))
+                if luhn_ok(num):
+                    break
+            return grouped16(num, self.rng, 0.4)
+        if kind == "IBAN_CODE":
+            return maybe_group4(self.fakers[self.rng.choice(["en_GB", "de_DE"])].iban(), self.rng, 0.4)
+        if kind == "US_SSN":
+            return us.ssn()
+        if kind == "IP_ADDRESS":
+            return ip_value(us, self.rng)
+        if kind == "PERSON":
+            return us.name()
+        raise ValueError(kind)
+
+    def inject(self, text: str, n: int) -> tuple[str, list[dict[str, Any]]]:
+        """Insert ``n`` PII sentences at paragraph/sentence boundaries; return text and spans."""
+        kinds = list(self.TEMPLATES)
+        points = boundaries(text)
+        chosen = sorted(self.rng.sample(points, min(n, len(points))), reverse=True)
+
+        def snippet() -> tuple[str, str, str, str, dict[str, Any]]:
+            kind = self.rng.choice(kinds)
+            value = self.value(kind)
+            before, _, after = self.rng.choice(self.TEMPLATES[kind]).partition("{v}")
+            return kind, before, value, after, {}
+
+        return insert_snippets(text, chosen, snippet)

@@ -13,8 +13,8 @@ of ``corpusmix curate run`` and ``ground_truth.parquet`` (schema in docs/formats
 * ``kept_real``: share of real (no planted defect) documents kept, per domain and overall;
 * ``toxicity`` / ``decontam``: precision/recall of planted ``toxic:*`` / ``contaminated:*``
   documents, share of each real domain flagged (``loud`` lists domains over 5 %), contamination per
-  benchmark and domain (``curate.safety_metrics``);
-* ``pii``: per-type precision/recall of ``pii_spans`` (``curate.pii_metrics.score_pii``) on kept
+  benchmark and domain (``curate.evaluation.safety_metrics``);
+* ``pii``: per-type precision/recall of ``pii_spans`` (``curate.evaluation.pii_metrics.score_pii``) on kept
   documents, when the run has that column.
 
 Run: ``corpusmix curate metrics --run OUT --ground-truth data/raw/ground_truth.parquet --output M.json``.
@@ -95,11 +95,11 @@ def curation_metrics(run_dir: str | Path, ground_truth: str | Path, *,
         "kept_real": {"overall": _ratio(sum(v[0] for v in real_by_dom.values()), sum(v[1] for v in real_by_dom.values())),
                       "per_domain": {d: _ratio(k, n) for d, (k, n) in sorted(real_by_dom.items())}},
     }
-    from curate.safety_metrics import safety_metrics
+    from curate.evaluation.safety_metrics import safety_metrics
 
     out.update(safety_metrics(run, gt, kept, drops))
     if has_pii:
-        from curate.pii_metrics import score_pii
+        from curate.evaluation.pii_metrics import score_pii
 
         ids = [i for i in kept if i in gt]
         pred = [list(kept[i].get("pii_spans") or []) for i in ids]

@@ -1,6 +1,6 @@
 """Safety plantings of the demo data: toxic documents and contaminated copies of a held-out evaluation set.
 
-Used by ``corpusmix demo-data`` (``curate.demo_data``), with a random stream of its own (seeded
+Used by ``corpusmix demo-data`` (``curate.demo.data``), with a random stream of its own (seeded
 from the demo seed) drawn after every other planting, so the other planted documents stay
 byte-identical. Planted documents are new documents (never edits of the real ones), recorded in
 the ground truth with defects ``toxic:<kind>`` and ``contaminated:<benchmark>``:

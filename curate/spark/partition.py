@@ -20,10 +20,11 @@ import pyarrow as pa
 from datatrove.data import Document
 
 from corpusmix.stats import StepStats
-from curate.docio import ANNOTATION_TYPES, Drop, RecordReader
+from curate.docio import Drop, RecordReader
+from curate.docwrite import ANNOTATION_TYPES
 from curate.runner import run_steps
-from curate.spark_lines import OVERSIZE_COL
-from curate.spark_models import process_steps
+from curate.spark.lines import OVERSIZE_COL
+from curate.spark.models import process_steps
 from curate.stats import count_read
 
 #: Arrow types of the columns steps add, from docs/formats.md; other columns are inferred from a sample
@@ -42,7 +43,7 @@ def records_to_docs(rows: list[dict[str, Any]], reader: RecordReader, *, prefix:
         fname = rec.pop(FILE_COL, None) or "input"
         corrupt = rec.pop("_corrupt_record", None)
         fallback = f"{fname}#{prefix}{i}"
-        if rec.pop(OVERSIZE_COL, None):  # an over-long JSON line (curate.spark_lines): never parsed
+        if rec.pop(OVERSIZE_COL, None):  # an over-long JSON line (curate.spark.lines): never parsed
             drops.append(Drop(rec.get("id") or fallback, "too_large", rec.get("domain") or reader.cfg.default_domain))
             continue
         if corrupt is not None:

@@ -2,11 +2,11 @@
 
 On the cluster (this file is the application; the master comes from ``spark-submit``)::
 
-    python -m curate.spark_submit package --out dist/corpusmix.zip      # the project's code as one zip
+    python -m curate.spark.submit package --out dist/corpusmix.zip      # the project's code as one zip
     spark-submit --master spark://HOST:7077 \\
         --py-files dist/corpusmix.zip \\
         --files curate/models/lid.176.ftz \\
-        curate/spark_submit.py --input data/raw/docs --output data/curated_spark --params params.yaml
+        curate/spark/submit.py --input data/raw/docs --output data/curated_spark --params params.yaml
 
 From Python, :func:`submit_argv` builds that argument list (a list, never a shell string) and
 :func:`build_zip` the zip; ``docs/spark.md`` covers standalone, YARN and Kubernetes masters.
@@ -62,7 +62,7 @@ def build_zip(out: str | Path, *, packages: Sequence[str] = PACKAGES) -> Path:
 
 def spark_submit_bin() -> str:
     """``spark-submit`` of ``$SPARK_HOME`` or of the installed pyspark."""
-    from curate.spark_cluster import spark_home
+    from curate.spark.cluster import spark_home
 
     return str(spark_home() / "bin" / "spark-submit")
 
@@ -136,7 +136,7 @@ def _with_shipped_models(params: dict[str, Any], cfg: Any) -> dict[str, Any]:
     from pyspark import SparkFiles
 
     from curate.chain import section
-    from curate.engine_spark import get_session
+    from curate.spark.engine import get_session
     from curate.steps.langid import PACKAGED_MODEL
 
     if section(params, "curate.langid").get("model_path") or PACKAGED_MODEL.is_file():
@@ -153,7 +153,7 @@ def _with_shipped_models(params: dict[str, Any], cfg: Any) -> dict[str, Any]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     from corpusmix.config import add_config_args
-    from curate.engine_spark import SparkConfig
+    from curate.spark.engine import SparkConfig
 
     p = argparse.ArgumentParser(prog="spark_submit.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command")
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from corpusmix.config import config_from, load_params
     from corpusmix.logging import configure
     from curate.chain import ChainConfig, build_steps, section
-    from curate.engine_spark import SparkConfig, run_spark
+    from curate.spark.engine import SparkConfig, run_spark
 
     args = parse_args(argv)
     configure()

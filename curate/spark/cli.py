@@ -1,8 +1,8 @@
 """``corpusmix curate run --engine spark [--master URL]``: the Spark side of the ``run`` command.
 
-``curate run`` (``curate/engine_local.py``) reads ``params.yaml`` once and dispatches on
+``curate run`` (``curate/run_cli.py``) reads ``params.yaml`` once and dispatches on
 ``--engine``: ``local`` runs :func:`curate.engine_local.run_local`, ``spark`` calls
-:func:`run_with_spark` here, which runs :func:`curate.engine_spark.run_spark` with the same chain
+:func:`run_with_spark` here, which runs :func:`curate.spark.engine.run_spark` with the same chain
 (same typed configs, same step objects, ``curate.chain``). Spark settings come from the ``spark``
 section of the params; ``--master`` overrides its master.
 """
@@ -23,7 +23,7 @@ def run_with_spark(args: argparse.Namespace, *, chain: ChainConfig | None = None
     ``params`` (the loaded params file) and ``chain`` (its typed chain) come from the command's edge;
     when absent they are read from ``args.params``.
     """
-    from curate.engine_spark import SparkConfig, run_spark
+    from curate.spark.engine import SparkConfig, run_spark
 
     params = load_params(args.params) if params is None else params
     chain = chain or ChainConfig.from_params(params, params_path=str(args.params))

@@ -1,7 +1,7 @@
-"""The building blocks of the PII evaluation set (:mod:`curate.pii_eval`): a labelled document
+"""The building blocks of the PII evaluation set (:mod:`curate.evaluation.pii_eval`): a labelled document
 built piece by piece (:class:`Doc`) and the values planted into it (:class:`Values`: Faker for
 everything Faker makes, the providers' published formats for tokens). The file shapes that use
-them are :mod:`curate.pii_eval_shapes`."""
+them are :mod:`curate.evaluation.pii_eval_shapes`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import json
 import random
 import string
 from typing import Any
+
+from curate.evaluation.planters import grouped16, luhn_check_digit, maybe_group4
 
 Span = dict[str, Any]
 UP, LOW, DIG = string.ascii_uppercase, string.ascii_lowercase, string.digits
@@ -133,16 +135,11 @@ class Values:
         return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
 
     def luhn(self, prefix: str, n: int) -> str:
-        digits = [int(c) for c in prefix] + [self.r.randrange(10) for _ in range(n - len(prefix) - 1)]
-        total = sum((d * 2 - 9 if d * 2 > 9 else d * 2) if i % 2 == 0 else d
-                    for i, d in enumerate(reversed(digits)))
-        return "".join(map(str, digits)) + str((10 - total % 10) % 10)
+        body = prefix + "".join(str(self.r.randrange(10)) for _ in range(n - len(prefix) - 1))
+        return body + luhn_check_digit(body)
 
     def card(self) -> str:
-        num = self.us.credit_card_number()
-        if len(num) == 16 and self.r.random() < 0.3:
-            num = self.r.choice([" ", "-"]).join(num[i:i + 4] for i in range(0, 16, 4))
-        return num
+        return grouped16(self.us.credit_card_number(), self.r, 0.3)
 
     def iban(self) -> str:
         if self.r.random() < 0.25:  # Luxembourg: 3-digit bank code, 13 alphanumerics
@@ -151,7 +148,7 @@ class Values:
             iban = f"LU{98 - n % 97:02d}{bban}"
         else:
             iban = self.fk.iban()
-        return " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)) if self.r.random() < 0.5 else iban
+        return maybe_group4(iban, self.r, 0.5)
 
     def ssn(self, sep: bool) -> str:
         v = self.us.ssn()

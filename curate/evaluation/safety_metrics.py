@@ -1,5 +1,5 @@
 """Scores of the toxicity and decontamination steps against the demo ground truth (part of
-``corpusmix curate metrics``, see ``curate.metrics``).
+``corpusmix curate metrics``, see ``curate.evaluation.metrics``).
 
 * ``toxicity``: precision and recall of the ``toxicity`` step's drops against planted ``toxic:*``
   documents (recall over those that reached the step: steps before it may drop some first), and the
