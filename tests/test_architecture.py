@@ -227,3 +227,20 @@ def test_no_import_cycle_between_modules() -> None:
     found = {tuple(g) for g in _module_cycles()}
     assert not found - set(PENDING_CYCLES), f"new import cycle(s): {sorted(found - set(PENDING_CYCLES))}"
     assert not set(PENDING_CYCLES) - found, f"gone, remove from PENDING_CYCLES: {sorted(set(PENDING_CYCLES) - found)}"
+
+
+def _doc_layers() -> dict[str, set[str]]:
+    """The rooms each room may import, from docs/architecture.md's ``Layers:`` line (bottom first)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if ln.startswith("Layers (checked")]
+    assert len(lines) == 1, "docs/architecture.md must hold one 'Layers (checked ...):' line"
+    allowed: dict[str, set[str]] = defaultdict(set)
+    for chain in lines[0].split(":", 1)[1].split(";"):
+        rooms = [r.strip(" `./") for r in chain.split("<-")]
+        for i, room in enumerate(rooms):
+            allowed[room] |= set(rooms[: i + 1])
+    return dict(allowed)
+
+
+def test_the_documented_layers_are_the_tested_ones() -> None:
+    assert _doc_layers() == ALLOWED
