@@ -30,12 +30,12 @@ import hashlib
 import json
 import multiprocessing as mp
 import platform
-import resource
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+import harness
 import pyarrow.parquet as pq
 from datatrove.data import Document
 
@@ -144,8 +144,8 @@ def _worker(side: str, rank: int, lo: int, hi: int, cfg: FilterConfig, q: mp.Que
 def run_side(side: str, bounds: list[tuple[int, int]], cfg: FilterConfig) -> dict:
     ctx = mp.get_context("fork")
     q: mp.Queue = ctx.Queue()
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load0 = Path("/proc/loadavg").read_text().split()[:3]
+    c0 = harness.cpu_seconds()
+    load0 = harness.loadavg()
     procs = [ctx.Process(target=_worker, args=(side, r, lo, hi, cfg, q)) for r, (lo, hi) in enumerate(bounds)]
     for p in procs:
         p.start()
@@ -163,14 +163,14 @@ def run_side(side: str, bounds: list[tuple[int, int]], cfg: FilterConfig) -> dic
                     sys.exit(f"error: a {side} worker exited with code {dead[0].exitcode}")
     for p in procs:
         p.join()
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_cpu = harness.cpu_seconds() - c0
     kept = sorted(k for r in res for k in r["kept"])
     drops = sorted(d for r in res for d in r["drops"])
     return {"wall_s": max(r["end"] for r in res) - min(r["start"] for r in res),
             "cpu_s": sum(r["cpu"] for r in res),
-            "cpu_s_children": (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
+            "cpu_s_children": children_cpu,
             "worker_cpu_s": [round(r["cpu"], 2) for r in sorted(res, key=lambda r: r["rank"])],
-            "loadavg_start": load0, "loadavg_end": Path("/proc/loadavg").read_text().split()[:3],
+            "loadavg_start": load0, "loadavg_end": harness.loadavg(),
             "n_kept": len(kept), "dropped_by_reason": dict(sorted(Counter(r for _, r in drops).items())),
             "kept": kept, "drops": drops}
 

@@ -26,13 +26,11 @@ from types import SimpleNamespace
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proxytrain.attention import flash_available  # noqa: E402
-from proxytrain.flops import device_family, flops_per_token, peak_flops  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, count_params, make_optimizer, per_token_loss  # noqa: E402
-from proxytrain.parallel import parallelize  # noqa: E402
-from proxytrain.train_cli import SyntheticSource  # noqa: E402
+from proxytrain.attention import flash_available
+from proxytrain.flops import device_family, flops_per_token, peak_flops
+from proxytrain.model import ModelConfig, build_model, count_params, make_optimizer, per_token_loss
+from proxytrain.parallel import parallelize
+from proxytrain.train_cli import SyntheticSource
 
 
 def main() -> int:

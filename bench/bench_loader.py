@@ -13,7 +13,7 @@ of ``--batch-size``, continuing its own stream from round to round:
 Rounds alternate the arms (machine load drifts); the summary gives each arm's median tokens/s and
 the per-round ratio new/base (median and worst). Construction time (the new loader reads every
 shard's ``domain`` and ``doc_lens`` columns to build the per-row index) is reported separately.
-Shards: the shared corpora packed with the natural mixture (``bench_packing.prepare_pools``), or
+Shards: the shared corpora packed with the natural mixture (``lib.pools.prepare_pools``), or
 ``--synthetic`` random pools (no shared data needed). Run as::
 
     python bench/bench_loader.py [--tokens 8000000] [--seq-len 512] [--rounds 5] [--json out.json]
@@ -114,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.synthetic:
         pools = synthetic_pools(work, args.tokens)
     else:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from bench_packing import prepare_pools
+        from lib.pools import prepare_pools
 
         pools = prepare_pools(work)
     out = work / f"loader-shards-{pools.name}-{args.seq_len}-{args.tokens}-{args.shard_mb}"

@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEV_REAL = ["code", "legal", "literature", "news", "techdocs", "reference"]
 DEV_GARBAGE = ["quotes"]

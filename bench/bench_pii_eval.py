@@ -34,15 +34,12 @@ import zlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from lib.pii_workers import Worker, export_revision
+
+from corpusmix.paths import SHARED_CORPORA
+from curate.pii_eval import documents, score
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from pii_workers import Worker, export_revision  # noqa: E402
-
-from corpusmix.paths import SHARED_CORPORA  # noqa: E402
-from curate.pii_eval import documents, score  # noqa: E402
 
 # heldout2: drawn after a change that bench_pii.py's independent set prompted (cards after "ref.",
 # single groups of punctuated phone numbers), which the first held-out draw had already scored

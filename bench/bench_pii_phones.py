@@ -13,14 +13,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from lib.pii_sets import SETS, load, split_scores
+from lib.pii_workers import Worker, export_revision
+
+from curate.pii_metrics import IndependentPIISet, score_pii
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_pii import SETS, load, split_scores  # noqa: E402
-from pii_workers import Worker, export_revision  # noqa: E402
-
-from curate.pii_metrics import IndependentPIISet, score_pii  # noqa: E402
 
 
 def main() -> int:

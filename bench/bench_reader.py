@@ -1,6 +1,6 @@
 """Reader benchmark: shard reader tokens/s vs what the trainer consumes on CPU.
 
-Packs the shared corpora (pools cached by ``bench_packing.prepare_pools``) into shards with the
+Packs the shared corpora (pools cached by ``lib.pools.prepare_pools``) into shards with the
 natural mixture, then ALTERNATELY, ``--rounds`` times: (a) streams ``--rows`` rows through
 ``ShardLoader`` (batches of ``--batch-size``, ``--workers`` dataloader workers) and (b) runs the
 trainer's step on the same batch shape: forward + backward + AdamW of the Llama-style proxy from
@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_packing import prepare_pools
+    from lib.pools import prepare_pools
 
     from corpusmix.mixture import natural_mixture
     from proxytrain.model import ModelConfig, build_model

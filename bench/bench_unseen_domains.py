@@ -42,7 +42,6 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 MAX_DOC = 6000
 GARBAGE_KINDS = ("random_chars", "random_unicode", "word_salad", "shuffled_words", "repeated_spam",

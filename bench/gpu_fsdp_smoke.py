@@ -17,18 +17,15 @@ import json
 import math
 import os
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proxytrain.attention import resolve_backend  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss, target_mask  # noqa: E402
-from proxytrain.parallel import parallelize  # noqa: E402
-from proxytrain.train_cli import SyntheticSource  # noqa: E402
+from proxytrain.attention import resolve_backend
+from proxytrain.model import ModelConfig, build_model, make_optimizer, per_token_loss, target_mask
+from proxytrain.parallel import parallelize
+from proxytrain.train_cli import SyntheticSource
 
 OPT = SimpleNamespace(lr=3e-3, weight_decay=0.1, beta1=0.9, beta2=0.95)
 
