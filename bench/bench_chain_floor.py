@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import harness
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,7 +152,7 @@ def main() -> None:
               f"{s_per_mb['one regex tokenisation pass (reference)']:.3f} s/MB")
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_chain_floor.json").write_text(json.dumps(res, indent=1))
+    harness.write_record("chain_floor", res, out / "bench_chain_floor.json")
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ def main() -> None:
            "auto_vs_datatrove": round(tot["datatrove"] / tot["auto"], 3)}
     print(json.dumps(out))
     Path("bench/out").mkdir(parents=True, exist_ok=True)
-    Path("bench/out/bench_curate_chain.json").write_text(json.dumps(out, indent=1))
+    harness.write_record("curate_chain", out, "bench/out/bench_curate_chain.json")
 
 
 if __name__ == "__main__":

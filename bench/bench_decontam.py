@@ -148,7 +148,7 @@ def main() -> None:
     res["loadavg_start"], res["loadavg_end"] = load0, harness.loadavg()
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "bench_decontam.json").write_text(json.dumps(res, indent=2))
+    harness.write_record("decontam", res, out_dir / "bench_decontam.json")
     print(json.dumps({k: res[k] for k in ("loadavg_start", "loadavg_end")}))
 
 

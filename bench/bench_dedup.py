@@ -346,7 +346,7 @@ def main() -> None:
                 report["rss"][f"{scale}x"] = json.loads(r.stdout.strip().splitlines()[-1])
     print(json.dumps(report, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        harness.write_record("dedup", report, args.json)
 
 
 if __name__ == "__main__":

@@ -57,13 +57,13 @@ def main() -> None:
         rounds.append({"round": r, **secs, "ratio_probe_over_batch": round(secs["probe"] / secs["batch"], 3),
                        "loadavg": harness.loadavg()})
         print(json.dumps(rounds[-1]), flush=True)
-    print(json.dumps({"preset": args.preset, "steps": args.steps, "versus": args.versus,
+    harness.emit("doremi_cost", {"preset": args.preset, "steps": args.steps, "versus": args.versus,
                       "probe_setting": {"update": probe.update, "excess_clip": probe.excess_clip},
                       "batch_setting": {"source": batch.excess_source, "update": batch.update,
                                         "excess_clip": batch.excess_clip},
                       "update_every": probe.update_every,
                       "probe_windows": probe.probe_windows,
-                      "median_ratio": statistics.median(r["ratio_probe_over_batch"] for r in rounds)}))
+                      "median_ratio": statistics.median(r["ratio_probe_over_batch"] for r in rounds)})
 
 
 if __name__ == "__main__":

@@ -158,7 +158,7 @@ def main() -> None:
            "loadavg_start": load0, "loadavg_end": harness.loadavg()}
     if args.dump:
         Path(args.dump).write_text(json.dumps({"domains": domains, "runs": runs}))
-    print(json.dumps(out, indent=1))
+    harness.emit("doremi_noise", out, indent=1)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import json
 import multiprocessing as mp
-import platform
 import sys
 import time
 from collections import Counter
@@ -234,7 +233,7 @@ def main() -> None:
               f"  differing decisions {n}  loadavg {a['loadavg_start']} -> {o['loadavg_end']}", file=sys.stderr)
     mb = nbytes / 1e6
     tot = {s: {k: sum(x[k] for x in v) for k in ("wall_s", "cpu_s", "cpu_s_children")} for s, v in sides.items()}
-    res = {"bench": "filters", "machine": platform.node(), "python": platform.python_version(), "data": data,
+    res = {"data": data,
            "docs": len(rows), "mb": round(mb, 3), "rounds": args.rounds, "workers": args.workers,
            "kept": sides["fused"][-1]["n_kept"], "dropped_by_reason": sides["fused"][-1]["dropped_by_reason"],
            "per_side": {s: {"wall_s": round(t["wall_s"], 2), "cpu_s": round(t["cpu_s"], 2),
@@ -245,9 +244,7 @@ def main() -> None:
            "ratio_cpu": round(tot["datatrove"]["cpu_s"] / tot["fused"]["cpu_s"], 3),
            "rounds_detail": sides, "identical": n_diff == 0, "differing_docs": n_diff, "examples": examples}
     print(json.dumps(res))
-    out = args.json or Path(__file__).resolve().parent / "out" / "bench_filters.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2))
+    harness.write_record("filters", res, args.json or Path(__file__).resolve().parent / "out" / "bench_filters.json")
     if n_diff:
         print(f"error: {n_diff} documents decided differently, e.g. {examples[:3]}", file=sys.stderr)
         sys.exit(1)

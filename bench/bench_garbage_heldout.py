@@ -38,6 +38,8 @@ import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 
 RATES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.30)
@@ -190,7 +192,7 @@ def main() -> int:
                       own_per_kind=args.own_per_kind)
     out = run_chain(work, args.steps.split(","), Path(args.params), args.out_name)
     res = score(truth, out)
-    (work / f"result-{args.out_name}.json").write_text(json.dumps(res, indent=1))
+    harness.write_record("garbage_heldout", res, work / f"result-{args.out_name}.json")
     print(json.dumps({k: res[k] for k in ("garbage_mixed_handled", "garbage_mixed_all", "real_kept",
                                           "real_kept_mean", "real_kept_min", "own_domain_handled",
                                           "mostly_junk_real_kept", "one_doc_kept")}, indent=1))

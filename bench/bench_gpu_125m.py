@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import harness
 import torch
 
 from proxytrain.attention import flash_available
@@ -91,7 +92,7 @@ def main() -> int:
     peak = peak_flops(dev, "bf16")
     tps = tokens / dt
     mm = matmul_rate(dev)
-    print(json.dumps({
+    harness.emit("gpu_125m", {
         "gpu": torch.cuda.get_device_name(dev), "family": device_family(dev), "preset": args.preset,
         "params_non_embedding": count_params(model), "params_total": count_params(model, non_embedding=False),
         "seq_len": args.seq, "batch": args.batch, "attn": attn, "compile": not args.no_compile, "ac": args.ac,
@@ -100,7 +101,7 @@ def main() -> int:
         "mfu_formula": "tokens/s x (6N + 12 L d S) / peak (N: non-embedding + output head params)",
         "warmup_s": round(t_compile, 1), "max_mem_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2),
         "matmul_peak_measured": mm, "mfu_vs_measured_matmul": round(tps * fpt / mm, 4),
-        "torch": torch.__version__, **({"gpu_time_share": breakdown} if breakdown else {})}))
+        "torch": torch.__version__, **({"gpu_time_share": breakdown} if breakdown else {})})
     return 0
 
 

@@ -68,8 +68,7 @@ def main() -> None:
            "inspect_bytes": on[0]["inspect_bytes"],
            "runs": [{k: v for k, v in r.items() if k != "counts"} for r in runs]}
     res["cpu_ratio"] = round(res["cpu_s_median"]["on"] / res["cpu_s_median"]["off"], 4)
-    Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.output).write_text(json.dumps(res, indent=1) + "\n")
+    harness.write_record("inspect_overhead", res, a.output)
     print(json.dumps({k: v for k, v in res.items() if k != "runs"}))
 
 

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     tps: dict[str, list[float]] = {k: [] for k in [*sources, *loaders]}
     for r in range(args.rounds):
         arms = [*sources, *loaders]
-        for k in arms[r % len(arms):] + arms[:r % len(arms)]:  # rotate which arm goes first
+        for k in harness.rotate(r, arms):  # each arm goes first in turn
             tps[k].append(source_arm(sources[k], args.rows, bs) if k in sources
                           else loader_arm(loaders[k], cursors[k], args.rows))
         print(f"round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in tps.items()) + " tokens/s")
@@ -163,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         ratios[f"{a} / {b}"] = {"median": statistics.median(rr), "min": min(rr)}
         print(f"{a} / {b}: median {statistics.median(rr):.3f}, worst round {min(rr):.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"tokens_per_s": tps, "median": summary, "ratios": ratios,
-                                               "construction_s": ctor, "shards": len(manifest["shards"]),
-                                               "rows": manifest["rows"], "args": vars(args)}, indent=2))
+        harness.write_record("loader", {"tokens_per_s": tps, "median": summary, "ratios": ratios,
+                                        "construction_s": ctor, "shards": len(manifest["shards"]),
+                                        "rows": manifest["rows"], "args": vars(args)}, args.json)
     return 0
 
 

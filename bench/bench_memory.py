@@ -203,7 +203,7 @@ def main() -> None:
     print(json.dumps({k: v for k, v in res.items() if k != "runs"}))
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "bench_memory.json").write_text(json.dumps(res, indent=2) + "\n")
+    harness.write_record("memory", res, out / "bench_memory.json")
     if not a.keep:
         import shutil
 

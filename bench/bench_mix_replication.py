@@ -19,7 +19,6 @@ Work is cached under ``--work`` (a re-run reads finished proxies back). Prints o
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -73,7 +72,7 @@ def main() -> None:
                            for n, s in abl["mixtures"].items()}
         out["verdicts"] = abl["verdicts"]
     out["load_end"] = harness.loadavg()
-    print(json.dumps(out, indent=1))
+    harness.emit("mix_replication", out, indent=1)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ every open row (on a subset, since the anchor is quadratic), and the ratio is pr
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 from lib.pools import prepare_pools
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
           f"O(n^2) anchor {statistics.median(anchor):.3f} s, segment tree {statistics.median(ours):.3f} s, "
           f"speedup {ratio:.1f}x (same row count {n_ours}); all {all_lengths.size} docs: {full_s:.2f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        harness.write_record("packing", results, args.json)
     return 0
 
 

@@ -33,7 +33,6 @@ also split by context / bare), the false-positive rate on clean paragraphs and s
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -62,7 +61,7 @@ def timed_alternating(texts: list[str], engines: dict, chunks: int) -> tuple[dic
     order = list(engines)
     for c in range(chunks):
         lo, hi = bounds[c], bounds[c + 1]
-        for name in order[c % len(order):] + order[:c % len(order)]:
+        for name in harness.rotate(c, order):
             t0 = time.perf_counter()
             out[name][lo:hi] = [engines[name](t) for t in texts[lo:hi]]
             secs[name] += time.perf_counter() - t0
@@ -193,8 +192,7 @@ def main() -> int:
             print(f"{k}: {v['mb']} MB; MB/s per core {v['mb_per_s_per_core']}; "
                   f"this tree / {args.baseline}: {v['speed_ratio_this_tree_vs_baseline']}x")
         if args.speed_only:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps({"same_run": speed, "loadavg_1min": harness.load1()}, indent=1))
+            harness.write_record("pii_same_run", {"same_run": speed, "loadavg_1min": harness.load1()}, args.out)
             return 0
     ours = PIIRedactor(PIIConfig(secrets=True))
     anchor = ours.engine("all")
@@ -215,8 +213,7 @@ def main() -> int:
     results["loadavg_1min"] = [round(load1, 2), round(harness.load1(), 2)]
     if args.baseline:
         results["same_run"] = speed
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    harness.write_record("pii", results, args.out)
     for name in SETS:
         r = results[name]
         print(f"\n## {name}: {r['docs']} docs, {r['mb']} MB, {r['planted']} planted values")

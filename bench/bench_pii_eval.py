@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import re
 import sys
 import zlib
 from pathlib import Path
 
+import harness
 import pyarrow.parquet as pq
 from lib.pii_workers import Worker, export_revision
 
@@ -176,7 +176,7 @@ def main() -> int:
         print("\n".join(summary(name, results[name])))
     out = Path(args.out or ROOT / "bench" / "out" / f"pii_eval_{args.split}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    harness.write_record("pii_eval", results, out)
     print(f"written {out}")
     return 0
 

@@ -134,10 +134,10 @@ def bench(args: argparse.Namespace) -> None:
         o = next(x for x in rows if x["round"] == r and x["loop"] == "old")
         n = next(x for x in rows if x["round"] == r and x["loop"] == "ours")
         ratios.append(n["tokens_per_s"] / o["tokens_per_s"])
-    print(json.dumps({"preset": args.preset, "steps": args.steps, "tokens_per_run": tokens,
-                      "ratio_ours_over_old": [round(x, 3) for x in ratios],
-                      "median_ratio": round(statistics.median(ratios), 3),
-                      "loadavg_end": harness.loadavg()}))
+    harness.emit("proxy_loop", {"preset": args.preset, "steps": args.steps, "tokens_per_run": tokens,
+                                "ratio_ours_over_old": [round(x, 3) for x in ratios],
+                                "median_ratio": round(statistics.median(ratios), 3),
+                                "loadavg_end": harness.loadavg()})
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ trainer's step on the same batch shape: forward + backward + AdamW of the Llama-
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import harness
 import torch
 
 
@@ -100,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.median(reader):,.0f} tokens/s; trainer ({args.model}, {params / 1e6:.1f}M params, fp32 CPU "
           f"fwd+bwd+AdamW): {statistics.median(trainer):,.0f} tokens/s; ratio {ratio:.0f}x (target >= 50x)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"reader_tokens_per_s": reader, "trainer_tokens_per_s": trainer,
-                                               "ratio": ratio, "args": vars(args)}, indent=2))
+        harness.write_record("reader", {"reader_tokens_per_s": reader, "trainer_tokens_per_s": trainer,
+                                        "ratio": ratio, "args": vars(args)}, args.json)
     return 0
 
 

@@ -244,7 +244,7 @@ def main() -> None:
                  "loadavg_start": load0, "loadavg_end": harness.loadavg(), "loadavg_1min_sampled": load.stop()},
     }
     name = f"bench_scaling_{args.heldout_size}_seed{args.heldout_seed}_{fit['form']}.json"
-    (work / name).write_text(json.dumps(out, indent=1))
+    harness.write_record("scaling", out, work / name)
     print(json.dumps(out, indent=1))
 
 

@@ -119,7 +119,7 @@ def main() -> None:
         print(json.dumps({"bytes_per_document_tree": round(slope, 1)}))
     out_json = ROOT / "bench" / "out" / "bench_tiny_docs.json"
     out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(rows, indent=2))
+    harness.write_record("tiny_docs", {"rows": rows}, out_json)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import random
 import re
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 
 VARIANTS = ("plain", "asterisk", "leet", "spaced", "stretched")
@@ -120,8 +122,7 @@ def main() -> int:
         vals = [v for k, v in res["recall"].items() if k.startswith(split + "/not_shipped")]
         res[f"recall_{split}_not_shipped_mean"] = round(sum(vals) / len(vals), 4)
     res["real_flagged_max"] = max(res["real_flagged"].values())
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
+    harness.write_record("toxicity_sources", res, args.out)
     print(json.dumps(res, indent=1))
     return 0
 

@@ -21,7 +21,6 @@ of 4·d, tied head, ``scaled_dot_product_attention(is_causal=True)``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -125,8 +124,8 @@ def main() -> int:
     for preset in args.presets.split(","):
         res = bench(preset, vocab=args.vocab, seq=args.seq, batch=args.batch, steps=args.steps, rounds=args.rounds,
                     compile=args.compile)
-        print(json.dumps({k: (round(v, 3) if isinstance(v, float) and not math.isnan(v) else v)
-                          for k, v in res.items()}))
+        harness.emit(f"trainer_cpu_{preset}", {k: (round(v, 3) if isinstance(v, float) and not math.isnan(v) else v)
+                                                for k, v in res.items()})
     return 0
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("corpusmix", "numpy", "pyarrow", "torch", "datatrove")
+OUT = ROOT / "bench" / "out"  # where records go unless a bench is told otherwise
 
 
 def loadavg() -> tuple[float, float, float]:
@@ -83,6 +84,13 @@ def order(r: int, names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names) if r % 2 == 0 else tuple(reversed(names))
 
 
+def rotate(r: int, names: Sequence[str]) -> list[str]:
+    """The variants' order in round ``r`` when there are more than two: shifted by ``r``, so each goes first
+    in turn."""
+    k = r % len(names)
+    return list(names[k:]) + list(names[:k])
+
+
 def alternate(rounds: int, variants: Mapping[str, Callable[[], Any]],
               on_run: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Each variant once per round, in ``order``; a row per run: ``round``, ``variant``, ``result`` (what
@@ -131,14 +139,28 @@ def markdown_row(cells: Sequence[Any]) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def summary_row(bench: str, env: Mapping[str, Any], result: Mapping[str, Any], limit: int = 6) -> list[str]:
+    """Cells of a bench's default table row: its name, the commit, the UTC date and up to ``limit`` of the
+    result's top-level numbers and strings as ``key=value``."""
+    scalars = [f"{k}={v}" for k, v in result.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
+    return [bench, env["commit"], time.strftime("%Y-%m-%d", time.gmtime()), ", ".join(scalars[:limit])]
+
+
 def write_record(bench: str, result: Mapping[str, Any], out: str | Path | None = None,
                  row: Sequence[Any] | None = None, packages: Sequence[str] = PACKAGES) -> dict[str, Any]:
-    """The record of a run: ``{"bench", "env", "result"}``, written as JSON to ``out`` (when given); ``row``
-    (when given) is printed to stderr as a Markdown table row. Returns the record."""
+    """The record of a run, ``{"bench", "env", "result"}``, written as JSON to ``out`` (when given), and one
+    Markdown table row printed to stderr: ``row``, or ``summary_row`` when none is given. Returns the record."""
     record = {"bench": bench, "env": environment(packages), "result": dict(result)}
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(record, indent=1, default=str) + "\n")
-    if row is not None:
-        print(markdown_row(row), file=sys.stderr)
+        Path(out).write_text(json.dumps(record, indent=1, default=str, ensure_ascii=False) + "\n")
+    print(markdown_row(row if row is not None else summary_row(bench, record["env"], result)), file=sys.stderr)
     return record
+
+
+def emit(bench: str, result: Mapping[str, Any], *, indent: int | None = None,
+         out: str | Path | None = None) -> dict[str, Any]:
+    """Print ``result`` as JSON on stdout, then ``write_record`` it to ``out`` (default
+    ``bench/out/bench_<bench>.json``)."""
+    print(json.dumps(result, indent=indent), flush=True)
+    return write_record(bench, result, out if out is not None else OUT / f"bench_{bench}.json")
