@@ -31,6 +31,7 @@ dedup:
 
 
 def make_input(root: Path) -> Path:
+    """Writes ``root/in`` (the input) and ``root/params.yaml``; returns the input folder."""
     inp = root / "in"
     inp.mkdir()
     tables = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +14,13 @@ from proxytrain.shards import ShardBatchSource
 
 
 def fingerprint(tokens: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Per row, the sum of each token times its 1-based position."""
     t = np.asarray(tokens, dtype=np.int64)
     return (t * np.arange(1, t.shape[-1] + 1)).sum(-1)
 
 
 def recording(src: ShardBatchSource, path: str, rank: int, world: int, stop_after: int | None = None,
-              hang_after: int | None = None):
+              hang_after: int | None = None) -> Callable[[int, dict, object], None]:
     """Wrap ``src.next_batch`` to log, per finished step, the manifest rows and token fingerprints this
     rank consumed; returns the trainer's ``on_step``. ``stop_after``: end the process after that step
     (a preempted job: the step's checkpoint is written before ``on_step`` runs). ``hang_after``: the
