@@ -98,7 +98,8 @@ def main() -> None:
         print(f"{step:9s} base {mb / cpu['base']:.3f} MB/s, ours {mb / cpu['ours']:.3f} MB/s per core: "
               f"{cpu['base'] / cpu['ours']:.2f}x; identical outputs: {len(hashes) == 1}")
     print(f"load average at the end: {harness.loadavg()}")
-    harness.write_record("chain_steps", runs, Path(__file__).resolve().parent / "out" / "bench_chain_steps.json")
+    harness.write_record("chain_steps", {"commits": {k: harness.commit(v) for k, v in sides.items()}, **runs},
+                         Path(__file__).resolve().parent / "out" / "bench_chain_steps.json")
     if not ok:
         sys.exit(1)
 

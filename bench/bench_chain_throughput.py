@@ -138,7 +138,8 @@ def main() -> None:
             print(f"round {r} {name}: {mb / res['cpu']:.3f} MB/s per core ({res['cpu']:.1f} CPU-s, "
                   f"wall {res['wall']:.1f} s, load {res['load']}, kept {res['kept']}, "
                   f"hashes {res['kept_hash']}/{res['drops_hash']})", flush=True)
-    summary: dict = {"mb": round(mb, 2), "rounds": args.rounds, "input": str(inp), "runs": runs}
+    summary: dict = {"mb": round(mb, 2), "rounds": args.rounds, "input": str(inp),
+                     "commits": {k: harness.commit(v) for k, v in sides.items()}, "runs": runs}
     cpu = {k: sum(x["cpu"] for x in v) for k, v in runs.items()}
     chain = {k: mb * args.rounds / cpu[k] for k in runs}
     summary["chain_mb_per_s_per_core"] = {k: round(v, 3) for k, v in chain.items()}
