@@ -20,13 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-
-def children_cpu() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def main() -> int:
@@ -49,7 +45,7 @@ def main() -> int:
              for f in files if f.name.endswith(cio.PARQUET_SUFFIXES)) / 1e6
     units = cio.list_units(files, cio.ReadConfig().jsonl_split_bytes)
     print(f"input {args.input}: {len(files)} files, {len(units)} units, {mb:.1f} MB of Parquet text; "
-          f"load {os.getloadavg()[0]:.2f}", flush=True)
+          f"load {harness.load1():.2f}", flush=True)
     ways: list[tuple[str, object]] = [(f"{n} process{'es' if n > 1 else ''}", n)
                                       for n in (int(x) for x in args.workers.split(","))]
     spark = df = None
@@ -65,14 +61,14 @@ def main() -> int:
     ref = None
     results: dict[str, list[tuple[float, float]]] = {w: [] for w, _ in ways}
     for r in range(args.rounds):
-        for name, how in (ways if r % 2 == 0 else ways[::-1]):
-            c0, t0 = children_cpu(), time.perf_counter()
+        for name, how in harness.order(r, ways):
+            c0, t0 = harness.cpu_all(), time.perf_counter()
             if how == "spark":
                 got = sample_on_executors(spark, df, None, args.max_docs)
             else:
                 got = sample_input([args.input], cio.ReadConfig(), args.max_docs, units=units, workers=int(how),
                                    parallel_min_bytes=0)
-            wall, cpu = time.perf_counter() - t0, children_cpu() - c0
+            wall, cpu = time.perf_counter() - t0, harness.cpu_all() - c0
             key = ({d: [x.id for x in v] for d, v in got[0].items()}, got[1])
             ref = ref or key
             same = key == ref

@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import harness
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 def cpu(fn: Callable[[], object]) -> tuple[float, object]:
     t0 = time.process_time()
@@ -153,7 +152,7 @@ def main() -> None:
               f"{s_per_mb['one regex tokenisation pass (reference)']:.3f} s/MB")
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_chain_floor.json").write_text(json.dumps(res, indent=1))
+    harness.write_record("chain_floor", res, out / "bench_chain_floor.json")
 
 
 if __name__ == "__main__":

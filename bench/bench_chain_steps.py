@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_chain_throughput import loadavg, warm_toxicity_cache  # noqa: E402
+import harness
+from lib.chain import warm_toxicity_cache
 
 CHILD = r'''
 import hashlib, json, sys, time
@@ -64,7 +63,8 @@ print(json.dumps(out))
 
 def run_once(tree: Path, inp: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(inp)], cwd=tree, env=env, capture_output=True, text=True)
+    proc, _ = harness.run_child([sys.executable, "-c", CHILD, str(inp)], cwd=tree, env=env, capture_output=True,
+                                text=True)
     if proc.returncode != 0:
         raise SystemExit(f"step run failed in {tree} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -81,8 +81,8 @@ def main() -> None:
     warm_toxicity_cache(sides.values())  # as an earlier run on the machine would have built it
     runs: dict[str, list[dict]] = {"base": [], "ours": []}
     for r in range(args.rounds):
-        for name in (("base", "ours") if r % 2 == 0 else ("ours", "base")):
-            load = loadavg()
+        for name in harness.order(r, ("base", "ours")):
+            load = harness.loadavg()
             res = run_once(sides[name], args.input)
             res["load"] = load
             runs[name].append(res)
@@ -97,10 +97,9 @@ def main() -> None:
         ok &= len(hashes) == 1
         print(f"{step:9s} base {mb / cpu['base']:.3f} MB/s, ours {mb / cpu['ours']:.3f} MB/s per core: "
               f"{cpu['base'] / cpu['ours']:.2f}x; identical outputs: {len(hashes) == 1}")
-    print(f"load average at the end: {loadavg()}")
-    out = Path(__file__).resolve().parent / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench_chain_steps.json").write_text(json.dumps(runs, indent=1))
+    print(f"load average at the end: {harness.loadavg()}")
+    harness.write_record("chain_steps", {"commits": {k: harness.commit(v) for k, v in sides.items()}, **runs},
+                         Path(__file__).resolve().parent / "out" / "bench_chain_steps.json")
     if not ok:
         sys.exit(1)
 

@@ -18,7 +18,7 @@ time), the wall seconds, and each step's own seconds from ``stats.json`` (or its
 for the whole chain (input MB / CPU seconds) and for each step (the step's input MB / its
 seconds), the ratios ours/base, each step's share of the run's wall time (one process: under an
 even load, about its share of the CPU) and the share outside the steps (start-up, calibration,
-merge), and ``/proc/loadavg`` before each run.
+merge), and the load average before each run.
 
 The toxicity weights cache of a tree that has one (``curate.steps.toxicity_linear``) is built
 before the timed runs, as any earlier run on the machine would have built it.
@@ -36,32 +36,17 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterable
 from pathlib import Path
 
+import harness
 import pyarrow as pa
 import pyarrow.parquet as pq
+from lib.chain import warm_toxicity_cache
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def loadavg() -> str:
-    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
-
-
-def warm_toxicity_cache(trees: Iterable[Path]) -> None:
-    """A tree that scores toxicity from cached linear weights builds the cache once, untimed (the one-off
-    sklearn load, ~3-4 CPU-s, that any later process on the machine skips)."""
-    for tree in trees:
-        if (tree / "curate/steps/toxicity_linear.py").exists():
-            subprocess.run([sys.executable, "-c", "from curate.steps.toxicity_linear import load_packaged; "
-                            "load_packaged()"], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
 
 
 def make_slice(src: Path, mb: float, dest: Path) -> Path:
@@ -107,12 +92,7 @@ def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
     cmd = [sys.executable, "-c", "from corpusmix.cli import main; import sys; sys.exit(main())",
            "curate", "run", "--input", str(inp), "--output", str(out), "--params", str(tree / "params.yaml"),
            "--quality-models-dir", str(models), "--tasks", "1", "--workers", "1"]
-    load = loadavg()
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc, m = harness.run_child(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"curate run failed in {tree} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     stats = json.loads((out / "stats.json").read_text())
@@ -124,7 +104,7 @@ def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
         secs = s.get("seconds") or timing.get(name, {}).get("seconds")
         if secs:
             steps[name] = {"mb_in": s["bytes_in"] / 1e6, "seconds": secs}
-    return {"cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "wall": wall, "load": load,
+    return {"cpu": m["cpu_s_children"], "wall": m["wall_s"], "load": m["loadavg_start"],
             "steps": steps, "kept_hash": table_hash(out / "curated"),
             "drops_hash": table_hash(out / "drops.parquet", ["id", "step", "reason", "domain"]),
             "kept": stats["totals"].get("kept")}
@@ -152,13 +132,14 @@ def main() -> None:
     warm_toxicity_cache(sides.values())
     runs: dict[str, list[dict]] = {"base": [], "ours": []}
     for r in range(args.rounds):
-        for name in (("base", "ours") if r % 2 == 0 else ("ours", "base")):
+        for name in harness.order(r, ("base", "ours")):
             res = run_once(sides[name], inp, args.models.resolve(), args.work / f"out_{name}_{r}")
             runs[name].append(res)
             print(f"round {r} {name}: {mb / res['cpu']:.3f} MB/s per core ({res['cpu']:.1f} CPU-s, "
                   f"wall {res['wall']:.1f} s, load {res['load']}, kept {res['kept']}, "
                   f"hashes {res['kept_hash']}/{res['drops_hash']})", flush=True)
-    summary: dict = {"mb": round(mb, 2), "rounds": args.rounds, "input": str(inp), "runs": runs}
+    summary: dict = {"mb": round(mb, 2), "rounds": args.rounds, "input": str(inp),
+                     "commits": {k: harness.commit(v) for k, v in sides.items()}, "runs": runs}
     cpu = {k: sum(x["cpu"] for x in v) for k, v in runs.items()}
     chain = {k: mb * args.rounds / cpu[k] for k in runs}
     summary["chain_mb_per_s_per_core"] = {k: round(v, 3) for k, v in chain.items()}
@@ -200,11 +181,11 @@ def main() -> None:
     else:
         hashes = {(x["kept_hash"], x["drops_hash"]) for v in runs.values() for x in v}
         summary["identical_decisions"] = len(hashes) == 1
-    summary["loadavg_end"] = loadavg()
+    summary["loadavg_end"] = harness.loadavg()
     print(f"identical decisions (kept output and drops, every run): {summary['identical_decisions']}")
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_chain_throughput.json").write_text(json.dumps(summary, indent=1))
+    harness.write_record("chain_throughput", summary, ROOT / "bench" / "out" / "bench_chain_throughput.json",
+                         row=["chain throughput", f"{chain['ours']:.3f} MB/s per core", f"x{summary['chain_ratio']}",
+                             f"{args.rounds} rounds, {mb:.1f} MB"])
     if not summary["identical_decisions"]:
         print(f"DECISIONS DIFFER: {sorted(hashes)}", file=sys.stderr)
         sys.exit(1)

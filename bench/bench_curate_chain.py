@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
 
+import harness
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datatrove.data import Document
@@ -120,7 +120,7 @@ def main() -> None:
             print(f"round {r} {name:10s} {mb / (t + cal):.3f} MB/s ({t + cal:.1f} s, calibration {cal:.1f} s, kept {k})",
                   flush=True)
     tot = {k: sum(v) for k, v in res.items()}
-    out = {"mb": round(mb, 3), "docs": len(docs), "rounds": args.rounds, "loadavg": os.getloadavg(),
+    out = {"mb": round(mb, 3), "docs": len(docs), "rounds": args.rounds, "loadavg": harness.loadavg(),
            "mb_per_s": {k: round(mb * args.rounds / tot[k], 4) for k in ("before", "auto", "datatrove")},
            "calibration_seconds": [round(x, 2) for x in res["calibration"]], "kept": kept,
            "auto_without_calibration_vs_before": round(tot["before"] / (tot["auto"] - tot["calibration"]), 3),
@@ -128,7 +128,7 @@ def main() -> None:
            "auto_vs_datatrove": round(tot["datatrove"] / tot["auto"], 3)}
     print(json.dumps(out))
     Path("bench/out").mkdir(parents=True, exist_ok=True)
-    Path("bench/out/bench_curate_chain.json").write_text(json.dumps(out, indent=1))
+    harness.write_record("curate_chain", out, "bench/out/bench_curate_chain.json")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -129,7 +130,7 @@ def main() -> None:
     if args.big_child:
         big_child(*args.big_child)
         return
-    load0 = os.getloadavg()
+    load0 = harness.loadavg()
     with tempfile.TemporaryDirectory() as tmp:
         res: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count()}
         res["throughput"] = throughput(args.rounds, tmp)
@@ -144,10 +145,10 @@ def main() -> None:
                                  check=True, capture_output=True, text=True).stdout
             res["big"].update(json.loads(out.strip().splitlines()[-1]))
             print(json.dumps(res["big"]))
-    res["loadavg_start"], res["loadavg_end"] = load0, os.getloadavg()
+    res["loadavg_start"], res["loadavg_end"] = load0, harness.loadavg()
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "bench_decontam.json").write_text(json.dumps(res, indent=2))
+    harness.write_record("decontam", res, out_dir / "bench_decontam.json")
     print(json.dumps({k: res[k] for k in ("loadavg_start", "loadavg_end")}))
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import harness
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -192,20 +192,11 @@ def run_ours(t: pa.Table, workers: int) -> set[str]:
     return {i for i, d in zip(out.column("id").to_pylist(), out.column("is_duplicate").to_pylist(), strict=True) if d}
 
 
-def _cpu(who: int) -> float:
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-
-
 def timed(fn: Callable[[pa.Table], set[str]], t: pa.Table) -> tuple[set[str], dict]:
     """``fn(t)`` with its wall seconds, CPU seconds (this process + reaped children) and loadavg."""
-    load = Path("/proc/loadavg").read_text().split()[:3]
-    c0 = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    out = fn(t)
-    wall = time.perf_counter() - t0
-    cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - c0
-    return out, {"wall_s": wall, "cpu_s": cpu, "loadavg": load}
+    with harness.measured() as m:
+        out = fn(t)
+    return out, {"wall_s": m["wall_s"], "cpu_s": m["cpu_s"], "loadavg": m["loadavg_start"]}
 
 
 def score_planted(removed: set[str], truth: list[dict]) -> dict:
@@ -310,7 +301,7 @@ def main() -> None:
               "datatrove_workers": args.datatrove_workers,
               "data": (f"gen_corpus {args.gen_dir or args.gen}" if truth is not None
                        else "shared corpora + planted copies"),
-              "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+              "loadavg": harness.loadavg(),
               "mb_per_s": {k: round(mb / v, 3) for k, v in med.items()},
               "seconds": {k: round(v, 3) for k, v in med.items()},
               "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
@@ -355,7 +346,7 @@ def main() -> None:
                 report["rss"][f"{scale}x"] = json.loads(r.stdout.strip().splitlines()[-1])
     print(json.dumps(report, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        harness.write_record("dedup", report, args.json)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import statistics
 import time
+
+import harness
 
 
 def main() -> None:
@@ -48,22 +49,21 @@ def main() -> None:
     rounds = []
     for r in range(args.rounds):
         secs = {}
-        order = (("batch", batch), ("probe", probe)) if r % 2 == 0 else (("probe", probe), ("batch", batch))
-        for name, cfg in order:
+        for name, cfg in harness.order(r, (("batch", batch), ("probe", probe))):
             obj = dro_objective(cfg, pcfg, args.pools, reference)
             t0 = time.perf_counter()
             train_proxy(args.pools, None, pcfg, seed=1, objective=obj)
             secs[name] = round(time.perf_counter() - t0, 2)
         rounds.append({"round": r, **secs, "ratio_probe_over_batch": round(secs["probe"] / secs["batch"], 3),
-                       "loadavg": os.getloadavg()})
+                       "loadavg": harness.loadavg()})
         print(json.dumps(rounds[-1]), flush=True)
-    print(json.dumps({"preset": args.preset, "steps": args.steps, "versus": args.versus,
+    harness.emit("doremi_cost", {"preset": args.preset, "steps": args.steps, "versus": args.versus,
                       "probe_setting": {"update": probe.update, "excess_clip": probe.excess_clip},
                       "batch_setting": {"source": batch.excess_source, "update": batch.update,
                                         "excess_clip": batch.excess_clip},
                       "update_every": probe.update_every,
                       "probe_windows": probe.probe_windows,
-                      "median_ratio": statistics.median(r["ratio_probe_over_batch"] for r in rounds)}))
+                      "median_ratio": statistics.median(r["ratio_probe_over_batch"] for r in rounds)})
 
 
 if __name__ == "__main__":

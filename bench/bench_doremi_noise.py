@@ -25,11 +25,11 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import harness
 import numpy as np
 
 REAL = ["code", "legal", "literature", "news"]
@@ -56,7 +56,7 @@ def _one_seed(pools: str, ref_path: str, pcfg_d: dict, cfg_d: dict, seed: int) -
     t0 = time.perf_counter()
     train_proxy(pools, None, pcfg, seed=seed, objective=obj)
     return {"excess": excess, "history": [h.tolist() for h in obj.dro.history], "avg": obj.dro.average().tolist(),
-            "seconds": round(time.perf_counter() - t0, 1), "load": os.getloadavg()[0]}
+            "seconds": round(time.perf_counter() - t0, 1), "load": harness.load1()}
 
 
 def main() -> None:
@@ -113,7 +113,7 @@ def main() -> None:
         torch.save(ref.state_dict(), ref_path)
     pcfg = dataclasses.replace(pcfg, steps=cfg.steps, batch_size=args.batch_size or pcfg.batch_size)
     seeds = [int(s) for s in args.seeds.split(",")]
-    load0 = os.getloadavg()
+    load0 = harness.loadavg()
     t0 = time.perf_counter()
     import multiprocessing as mp
 
@@ -155,10 +155,10 @@ def main() -> None:
            "l1_from_natural": round(float(np.abs(mean - nat_w).sum()), 4),
            "max_over_min_weight": round(float(mean.max() / mean.min()), 2),
            "proxy_seconds": [r["seconds"] for r in runs], "wall_seconds": round(time.perf_counter() - t0, 1),
-           "loadavg_start": load0, "loadavg_end": os.getloadavg()}
+           "loadavg_start": load0, "loadavg_end": harness.loadavg()}
     if args.dump:
         Path(args.dump).write_text(json.dumps({"domains": domains, "runs": runs}))
-    print(json.dumps(out, indent=1))
+    harness.emit("doremi_noise", out, indent=1)
 
 
 if __name__ == "__main__":

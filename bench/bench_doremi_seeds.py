@@ -28,6 +28,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import harness
 import numpy as np
 
 
@@ -130,7 +131,7 @@ def main() -> None:
                                   "below_natural": int((g < natural["garbage"]).sum()),
                                   "below_half_uniform": int((g < 1 / (2 * k)).sum())}
         out["variants"][variant] = summary
-    print(json.dumps(out, indent=1))
+    harness.emit("doremi_seeds", out, indent=1)
 
 
 if __name__ == "__main__":

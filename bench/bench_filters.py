@@ -29,13 +29,12 @@ import argparse
 import hashlib
 import json
 import multiprocessing as mp
-import platform
-import resource
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+import harness
 import pyarrow.parquet as pq
 from datatrove.data import Document
 
@@ -144,8 +143,8 @@ def _worker(side: str, rank: int, lo: int, hi: int, cfg: FilterConfig, q: mp.Que
 def run_side(side: str, bounds: list[tuple[int, int]], cfg: FilterConfig) -> dict:
     ctx = mp.get_context("fork")
     q: mp.Queue = ctx.Queue()
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load0 = Path("/proc/loadavg").read_text().split()[:3]
+    c0 = harness.cpu_seconds()
+    load0 = harness.loadavg()
     procs = [ctx.Process(target=_worker, args=(side, r, lo, hi, cfg, q)) for r, (lo, hi) in enumerate(bounds)]
     for p in procs:
         p.start()
@@ -163,14 +162,14 @@ def run_side(side: str, bounds: list[tuple[int, int]], cfg: FilterConfig) -> dic
                     sys.exit(f"error: a {side} worker exited with code {dead[0].exitcode}")
     for p in procs:
         p.join()
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_cpu = harness.cpu_seconds() - c0
     kept = sorted(k for r in res for k in r["kept"])
     drops = sorted(d for r in res for d in r["drops"])
     return {"wall_s": max(r["end"] for r in res) - min(r["start"] for r in res),
             "cpu_s": sum(r["cpu"] for r in res),
-            "cpu_s_children": (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
+            "cpu_s_children": children_cpu,
             "worker_cpu_s": [round(r["cpu"], 2) for r in sorted(res, key=lambda r: r["rank"])],
-            "loadavg_start": load0, "loadavg_end": Path("/proc/loadavg").read_text().split()[:3],
+            "loadavg_start": load0, "loadavg_end": harness.loadavg(),
             "n_kept": len(kept), "dropped_by_reason": dict(sorted(Counter(r for _, r in drops).items())),
             "kept": kept, "drops": drops}
 
@@ -234,7 +233,7 @@ def main() -> None:
               f"  differing decisions {n}  loadavg {a['loadavg_start']} -> {o['loadavg_end']}", file=sys.stderr)
     mb = nbytes / 1e6
     tot = {s: {k: sum(x[k] for x in v) for k in ("wall_s", "cpu_s", "cpu_s_children")} for s, v in sides.items()}
-    res = {"bench": "filters", "machine": platform.node(), "python": platform.python_version(), "data": data,
+    res = {"data": data,
            "docs": len(rows), "mb": round(mb, 3), "rounds": args.rounds, "workers": args.workers,
            "kept": sides["fused"][-1]["n_kept"], "dropped_by_reason": sides["fused"][-1]["dropped_by_reason"],
            "per_side": {s: {"wall_s": round(t["wall_s"], 2), "cpu_s": round(t["cpu_s"], 2),
@@ -245,9 +244,7 @@ def main() -> None:
            "ratio_cpu": round(tot["datatrove"]["cpu_s"] / tot["fused"]["cpu_s"], 3),
            "rounds_detail": sides, "identical": n_diff == 0, "differing_docs": n_diff, "examples": examples}
     print(json.dumps(res))
-    out = args.json or Path(__file__).resolve().parent / "out" / "bench_filters.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2))
+    harness.write_record("filters", res, args.json or Path(__file__).resolve().parent / "out" / "bench_filters.json")
     if n_diff:
         print(f"error: {n_diff} documents decided differently, e.g. {examples[:3]}", file=sys.stderr)
         sys.exit(1)

@@ -1,7 +1,7 @@
 """Garbage the rules never saw, mixed inside real domains and as domains of its own; real text kept.
 
 Sources and their two halves (``dev``: what the detectors were developed on; ``heldout``: what
-they are judged on) are described in ``bench/garbage_sources.py``. One set per half::
+they are judged on) are described in ``bench/lib/garbage_sources.py``. One set per half::
 
     real domains (150 documents each), each with garbage of every kind mixed in at a rate of
     5-30 % of the domain (rates cycle 5, 10, 15, 20, 25, 30, 30 %), kinds assigned round-robin;
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import sys
@@ -37,9 +38,9 @@ import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 RATES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.30)
 
@@ -47,7 +48,7 @@ RATES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.30)
 def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from garbage_sources import KINDS, garbage_doc, real_domains
+    from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
     rng = random.Random(seed)
     real = real_domains(split)
@@ -171,7 +172,10 @@ def main() -> int:
     ap.add_argument("--out-name", default="out", help="output folder name under WORK/SPLIT")
     args = ap.parse_args()
     if args.tree:
-        sys.path.insert(0, str(Path(args.tree).resolve()))
+        tree = str(Path(args.tree).resolve())
+        if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != tree:  # this run again, the tree's code first
+            path = os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH", "")) if p)
+            os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONPATH": path})
         if args.params == str(ROOT / "params.yaml"):
             args.params = str(Path(args.tree) / "params.yaml")
     work = Path(args.work) / args.split
@@ -188,7 +192,7 @@ def main() -> int:
                       own_per_kind=args.own_per_kind)
     out = run_chain(work, args.steps.split(","), Path(args.params), args.out_name)
     res = score(truth, out)
-    (work / f"result-{args.out_name}.json").write_text(json.dumps(res, indent=1))
+    harness.write_record("garbage_heldout", res, work / f"result-{args.out_name}.json")
     print(json.dumps({k: res[k] for k in ("garbage_mixed_handled", "garbage_mixed_all", "real_kept",
                                           "real_kept_mean", "real_kept_min", "own_domain_handled",
                                           "mostly_junk_real_kept", "one_doc_kept")}, indent=1))

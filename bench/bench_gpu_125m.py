@@ -24,17 +24,16 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import harness
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proxytrain.attention import flash_available  # noqa: E402
-from proxytrain.flops import device_family, flops_per_token, peak_flops  # noqa: E402
-from proxytrain.loss import per_token_loss  # noqa: E402
-from proxytrain.model import ModelConfig, build_model, count_params  # noqa: E402
-from proxytrain.optim import make_optimizer  # noqa: E402
-from proxytrain.parallel import parallelize  # noqa: E402
-from proxytrain.train_cli import SyntheticSource  # noqa: E402
+from proxytrain.attention import flash_available
+from proxytrain.flops import device_family, flops_per_token, peak_flops
+from proxytrain.loss import per_token_loss
+from proxytrain.model import ModelConfig, build_model, count_params
+from proxytrain.optim import make_optimizer
+from proxytrain.parallel import parallelize
+from proxytrain.train_cli import SyntheticSource
 
 
 def main() -> int:
@@ -95,7 +94,7 @@ def main() -> int:
     peak = peak_flops(dev, "bf16")
     tps = tokens / dt
     mm = matmul_rate(dev)
-    print(json.dumps({
+    harness.emit("gpu_125m", {
         "gpu": torch.cuda.get_device_name(dev), "family": device_family(dev), "preset": args.preset,
         "params_non_embedding": count_params(model), "params_total": count_params(model, non_embedding=False),
         "seq_len": args.seq, "batch": args.batch, "attn": attn, "compile": not args.no_compile, "ac": args.ac,
@@ -104,7 +103,7 @@ def main() -> int:
         "mfu_formula": "tokens/s x (6N + 12 L d S) / peak (N: non-embedding + output head params)",
         "warmup_s": round(t_compile, 1), "max_mem_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2),
         "matmul_peak_measured": mm, "mfu_vs_measured_matmul": round(tps * fpt / mm, 4),
-        "torch": torch.__version__, **({"gpu_time_share": breakdown} if breakdown else {})}))
+        "torch": torch.__version__, **({"gpu_time_share": breakdown} if breakdown else {})})
     return 0
 
 

@@ -23,9 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import harness
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:
@@ -81,14 +80,14 @@ def main() -> int:
     if args.trace:
         Path(args.trace).write_text(averages.table(sort_by="self_device_time_total", row_limit=30))
     tokens = args.steps * rows * args.seq
-    print(json.dumps({
+    harness.emit("gpu_proxy", {
         "gpu": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
         "params_non_embedding": params, "params_total": params_total,
         "attention": resolve_backend("auto", args.device), "steps": args.steps, "rows": rows, "seq_len": args.seq,
         "doremi": {"update": dcfg.update, "excess_source": dcfg.excess_source},
         "wall_s": round(wall, 3), "tokens_per_s": round(tokens / wall),
         "kernel_s": round(kernel_us / 1e6, 3), "wall_s_profiled": round(wall_prof, 3),
-        "share_outside_kernels": round(max(0.0, 1 - kernel_us / 1e6 / wall), 3)}), flush=True)
+        "share_outside_kernels": round(max(0.0, 1 - kernel_us / 1e6 / wall), 3)})
     return 0
 
 

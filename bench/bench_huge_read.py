@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 N_ORDINARY = 1000
 
@@ -189,7 +191,7 @@ def main() -> None:
         rows = []
         for fmt, path in inputs.items():
             for name, tree in trees:
-                load = Path("/proc/loadavg").read_text().split()[0]
+                load = harness.load1()
                 res, rss, wall = run_child(["-c", CHILD, str(path)], tree)
                 row = {"format": fmt, "tree": name, "huge_mb": a.mb, "peak_rss_mb": round(rss, 1),
                        "wall_s": round(wall, 1), "loadavg": load, **res}
@@ -197,7 +199,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
         if a.spark and "jsonl" in inputs:
             for name, tree in trees:
-                load = Path("/proc/loadavg").read_text().split()[0]
+                load = harness.load1()
                 res, rss, wall = run_tree_child(["-c", CHILD_SPARK, str(inputs["jsonl"])], tree)
                 row = {"format": "jsonl", "reader": "spark local[2]", "tree": name, "huge_mb": a.mb,
                        "peak_tree_rss_mb": round(rss, 1), "wall_s": round(wall, 1), "loadavg": load, **res}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -22,14 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _cpu() -> float:
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
 def one_run(inp: str, params: dict, enabled: bool, tmp: Path, k: int) -> dict:
@@ -39,10 +34,10 @@ def one_run(inp: str, params: dict, enabled: bool, tmp: Path, k: int) -> dict:
     pfile = tmp / f"params-{enabled}-{k}.yaml"
     pfile.write_text(yaml.safe_dump(p))
     out = tmp / f"out-{enabled}-{k}"
-    c0, t0 = _cpu(), time.perf_counter()
+    c0, t0 = harness.cpu_all(), time.perf_counter()
     subprocess.run([sys.executable, "-m", "corpusmix", "curate", "run", "--input", inp, "--output", str(out),
                     "--params", str(pfile)], check=True, cwd=ROOT, capture_output=True)
-    cpu, wall = _cpu() - c0, time.perf_counter() - t0
+    cpu, wall = harness.cpu_all() - c0, time.perf_counter() - t0
     stats = json.loads((out / "stats.json").read_text())
     counts = {s: {k: v for k, v in st.items() if k != "seconds"} for s, st in stats["steps"].items()}
     size = (out / "inspect.json").stat().st_size if (out / "inspect.json").exists() else 0
@@ -61,7 +56,7 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as d:
         for k in range(a.repeats):
-            for enabled in (k % 2 == 0, k % 2 == 1):  # alternate which arm goes first
+            for enabled in harness.order(k, (True, False)):  # alternate which arm goes first
                 runs.append(one_run(a.input, params, enabled, Path(d), k))
     on = [r for r in runs if r["enabled"]]
     off = [r for r in runs if not r["enabled"]]
@@ -73,8 +68,7 @@ def main() -> None:
            "inspect_bytes": on[0]["inspect_bytes"],
            "runs": [{k: v for k, v in r.items() if k != "counts"} for r in runs]}
     res["cpu_ratio"] = round(res["cpu_s_median"]["on"] / res["cpu_s_median"]["off"], 4)
-    Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.output).write_text(json.dumps(res, indent=1) + "\n")
+    harness.write_record("inspect_overhead", res, a.output)
     print(json.dumps({k: v for k, v in res.items() if k != "runs"}))
 
 

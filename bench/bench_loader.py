@@ -13,7 +13,7 @@ of ``--batch-size``, continuing its own stream from round to round:
 Rounds alternate the arms (machine load drifts); the summary gives each arm's median tokens/s and
 the per-round ratio new/base (median and worst). Construction time (the new loader reads every
 shard's ``domain`` and ``doc_lens`` columns to build the per-row index) is reported separately.
-Shards: the shared corpora packed with the natural mixture (``bench_packing.prepare_pools``), or
+Shards: the shared corpora packed with the natural mixture (``lib.pools.prepare_pools``), or
 ``--synthetic`` random pools (no shared data needed). Run as::
 
     python bench/bench_loader.py [--tokens 8000000] [--seq-len 512] [--rounds 5] [--json out.json]
@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.synthetic:
         pools = synthetic_pools(work, args.tokens)
     else:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from bench_packing import prepare_pools
+        from lib.pools import prepare_pools
 
         pools = prepare_pools(work)
     out = work / f"loader-shards-{pools.name}-{args.seq_len}-{args.tokens}-{args.shard_mb}"
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     tps: dict[str, list[float]] = {k: [] for k in [*sources, *loaders]}
     for r in range(args.rounds):
         arms = [*sources, *loaders]
-        for k in arms[r % len(arms):] + arms[:r % len(arms)]:  # rotate which arm goes first
+        for k in harness.rotate(r, arms):  # each arm goes first in turn
             tps[k].append(source_arm(sources[k], args.rows, bs) if k in sources
                           else loader_arm(loaders[k], cursors[k], args.rows))
         print(f"round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in tps.items()) + " tokens/s")
@@ -164,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         ratios[f"{a} / {b}"] = {"median": statistics.median(rr), "min": min(rr)}
         print(f"{a} / {b}: median {statistics.median(rr):.3f}, worst round {min(rr):.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"tokens_per_s": tps, "median": summary, "ratios": ratios,
-                                               "construction_s": ctor, "shards": len(manifest["shards"]),
-                                               "rows": manifest["rows"], "args": vars(args)}, indent=2))
+        harness.write_record("loader", {"tokens_per_s": tps, "median": summary, "ratios": ratios,
+                                        "construction_s": ctor, "shards": len(manifest["shards"]),
+                                        "rows": manifest["rows"], "args": vars(args)}, args.json)
     return 0
 
 

@@ -37,11 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def loadavg() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 def corpus(gen_dir: Path, mb: float, source: str | None) -> tuple[Path, dict]:
@@ -179,7 +177,7 @@ def main() -> None:
         gen, man = make()
         for mode in modes:
             with tempfile.TemporaryDirectory(prefix="bench-mem-", dir=a.gen_dir) as work:
-                load = loadavg()
+                load = harness.load1()
                 rss, wall, line, cpu = run_child([str(Path(__file__).resolve()), "--child", mode, str(gen / "docs"), work])
                 r = {"input": label, "mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "mode": mode,
                      "peak_rss_mb": round(rss / 2**20, 1), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
@@ -198,14 +196,14 @@ def main() -> None:
     if a.chain_mb:
         gen, man = corpus(a.gen_dir, a.chain_mb, a.source)
         with tempfile.TemporaryDirectory(prefix="bench-chain-", dir=a.gen_dir) as work:
-            load = loadavg()
+            load = harness.load1()
             res["chain"] = {"mb": round(man["text_bytes"] / 1e6, 1), "docs": man["docs"], "loadavg": load,
                             **chain(gen, Path(work))}
         print(json.dumps(res["chain"]), flush=True)
     print(json.dumps({k: v for k, v in res.items() if k != "runs"}))
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "bench_memory.json").write_text(json.dumps(res, indent=2) + "\n")
+    harness.write_record("memory", res, out / "bench_memory.json")
     if not a.keep:
         import shutil
 

@@ -20,6 +20,8 @@ import shutil
 import time
 from pathlib import Path
 
+import harness
+
 from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 
 CORPORA = _SHARED_CORPORA
@@ -121,7 +123,7 @@ def main() -> None:
     anchor()
     shutil.rmtree(cache, ignore_errors=True)
     mean_anchor = sum(anchors) / len(anchors)
-    print(json.dumps({
+    harness.emit("mix", {
         "preset": args.preset, "proxy": preset["proxy"], "domains": len(tokens),
         "pool_tokens": sum(tokens.values()), "setup_s": round(setup_s, 1),
         "anchor_proxy_s": [round(a, 1) for a in anchors],
@@ -135,7 +137,7 @@ def main() -> None:
         "doremi_weights": {d: round(w, 4) for d, w in dres["weights"].items()},
         "regmix_weights": {d: round(w, 4) for d, w in rres["weights"].items()},
         "regmix_fit": rres["report"]["fit"],
-    }, indent=1))
+    }, indent=1)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,10 @@ Work is cached under ``--work`` (a re-run reads finished proxies back). Prints o
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
+
+import harness
 
 REAL = ["code", "legal", "literature", "news"]
 
@@ -49,7 +49,7 @@ def main() -> None:
         build_replication_pools(DEMO / "en", work, real=REAL, garbage_from=["quotes", "reference"])
     tokens = pool_domains(pools)
     pcfg = ProxyConfig(**PRESETS["micro"]["proxy"])
-    out: dict = {"natural": natural_mixture(tokens), "load_start": os.getloadavg()}
+    out: dict = {"natural": natural_mixture(tokens), "load_start": harness.loadavg()}
     mixtures = {"natural": natural_mixture(tokens), "uniform": uniform_mixture(tokens)}
     if "doremi" in steps or "ablation" in steps:
         t = time.perf_counter()
@@ -71,8 +71,8 @@ def main() -> None:
         out["ablation"] = {n: {k: s[k] for k in ("avg", "avg_per_seed", "avg_range", "val_loss")}
                            for n, s in abl["mixtures"].items()}
         out["verdicts"] = abl["verdicts"]
-    out["load_end"] = os.getloadavg()
-    print(json.dumps(out, indent=1))
+    out["load_end"] = harness.loadavg()
+    harness.emit("mix_replication", out, indent=1)
 
 
 if __name__ == "__main__":

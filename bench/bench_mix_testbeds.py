@@ -30,8 +30,9 @@ import sys
 import time
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEV_REAL = ["code", "legal", "literature", "news", "techdocs", "reference"]
 DEV_GARBAGE = ["quotes"]
@@ -108,7 +109,7 @@ def main() -> int:
         results.append(res)
         print(json.dumps(summary(res)), flush=True)
     if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=1))
+        harness.write_record("mix_testbeds", results, args.out)
     return 0
 
 

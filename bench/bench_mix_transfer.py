@@ -20,6 +20,7 @@ import json
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
 
@@ -82,7 +83,7 @@ def main() -> None:
     out.update(proxy_eval_loss=dict(zip(mixes, ys, strict=True)), large_eval_loss=dict(zip(mixes, yl, strict=True)),
                spearman=float(stats.spearmanr(ys, yl).statistic),
                seconds={"proxies": round(t1 - t0, 1), "large": round(t2 - t1, 1)})
-    print(json.dumps(out, indent=1))
+    harness.emit("mix_transfer", out, indent=1)
 
 
 if __name__ == "__main__":

@@ -13,43 +13,18 @@ every open row (on a subset, since the anchor is quadratic), and the ratio is pr
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
+from lib.pools import prepare_pools
 
 from corpusmix.paths import SHARED_CORPORA as _SHARED_CORPORA
 
 CORPORA = _SHARED_CORPORA
-
-
-def prepare_pools(work: Path, *, docs_per_domain: int = 0, vocab_size: int = 4096) -> Path:
-    """Tokenizer + pools of the shared corpora in ``work`` (reused when already built)."""
-    import pyarrow.parquet as pq
-
-    from proxytrain.pools import PoolsConfig, build_pools
-    from proxytrain.tokenizer import TokenizerConfig, train_tokenizer
-
-    if not CORPORA.is_dir():
-        sys.exit(f"{CORPORA} not found: this benchmark needs the shared corpora")
-    work.mkdir(parents=True, exist_ok=True)
-    curated = CORPORA
-    if docs_per_domain:
-        curated = work / f"curated-{docs_per_domain}"
-        curated.mkdir(exist_ok=True)
-        for f in sorted(CORPORA.glob("*.parquet")):
-            if not (curated / f.name).exists():
-                pq.write_table(pq.read_table(f, columns=["id", "text", "domain", "source"]).slice(0, docs_per_domain),
-                               curated / f.name)
-    tok = work / f"tokenizer-{vocab_size}.json"
-    if not tok.exists():
-        train_tokenizer(curated, tok, TokenizerConfig(vocab_size=vocab_size, max_docs_per_domain=300))
-    pools = work / f"pools-{vocab_size}-{docs_per_domain}"
-    build_pools(curated, tok, pools, PoolsConfig(val_fraction=0.05))
-    return pools
 
 
 def reference_best_fit(lengths: np.ndarray, seq_len: int) -> int:
@@ -136,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
           f"O(n^2) anchor {statistics.median(anchor):.3f} s, segment tree {statistics.median(ours):.3f} s, "
           f"speedup {ratio:.1f}x (same row count {n_ours}); all {all_lengths.size} docs: {full_s:.2f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        harness.write_record("packing", results, args.json)
     return 0
 
 

@@ -33,46 +33,22 @@ also split by context / bare), the false-positive rate on clean paragraphs and s
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import sys
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import harness
+from lib.pii_sets import SETS, load, split_scores
+from lib.pii_workers import Worker, export_revision
+
+from curate.evaluation.pii_metrics import score_pii
+from curate.evaluation.planters import IndependentPIISet, SecretPlanter
+from curate.steps.pii import PATTERN_TYPES, PIIConfig, PIIRedactor, resolve_overlaps
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from corpusmix.paths import SHARED_CORPORA  # noqa: E402
-from curate.evaluation.pii_metrics import score_pii  # noqa: E402
-from curate.evaluation.planters import IndependentPIISet, SecretPlanter  # noqa: E402
-from curate.steps.pii import PATTERN_TYPES, PIIConfig, PIIRedactor, resolve_overlaps  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "bench"))
-from pii_workers import Worker, export_revision  # noqa: E402
-
-SETS = {"prose": ("literature", "news", "legal", "reference", "quotes"), "code": ("code", "techdocs")}
 DIGIT_TYPES = ("PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE")
-
-
-def load(domains: tuple[str, ...], mb: float, shared_mb: float) -> list[str]:
-    out: list[str] = []
-    for base, budget in ((ROOT / "data" / "demo" / "en", mb), (SHARED_CORPORA, shared_mb)):
-        per = budget * 1e6 / len(domains)
-        for d in domains:
-            path = base / f"{d}.parquet"
-            if budget <= 0 or not path.exists():
-                continue
-            got = 0
-            for t in pq.read_table(path, columns=["text"]).column("text").to_pylist():
-                if got >= per:
-                    break
-                if isinstance(t, str) and t.strip():
-                    out.append(t[:20000])  # whole documents, long ones cut: presidio's cost is per char
-                    got += len(out[-1].encode())
-    return out
 
 
 def paragraphs(texts: list[str]) -> list[str]:
@@ -86,17 +62,11 @@ def timed_alternating(texts: list[str], engines: dict, chunks: int) -> tuple[dic
     order = list(engines)
     for c in range(chunks):
         lo, hi = bounds[c], bounds[c + 1]
-        for name in order[c % len(order):] + order[:c % len(order)]:
+        for name in harness.rotate(c, order):
             t0 = time.perf_counter()
             out[name][lo:hi] = [engines[name](t) for t in texts[lo:hi]]
             secs[name] += time.perf_counter() - t0
     return secs, out
-
-
-def split_scores(pred: list, true: list, flag: bool) -> dict:
-    keep = [[s for s in doc if s.get("context") is flag] for doc in true]
-    return {t: round(score_pii(pred, keep, types=[t])[t]["recall"], 4)
-            for t in ("PHONE_NUMBER", "CREDIT_CARD") if any(s["type"] == t for d in keep for s in d)}
 
 
 def run_set(name: str, texts: list[str], rate: float, chunks: int, ours: PIIRedactor, anchor) -> dict:
@@ -193,7 +163,7 @@ def same_run(sets: dict[str, list[str]], baseline: str, chunks: int) -> dict:
                 secs = dict.fromkeys(workers, 0.0)
                 order = list(workers)
                 for c in range(chunks):
-                    for k in (order if c % 2 == 0 else order[::-1]):
+                    for k in harness.order(c, order):
                         secs[k] += workers[k].ask(op="time", lo=bounds[c], hi=bounds[c + 1], secrets=secrets)["seconds"]
                 key = f"{name}_{'with' if secrets else 'without'}_secrets"
                 out[key] = {"mb": round(nbytes / 1e6, 3),
@@ -223,8 +193,7 @@ def main() -> int:
             print(f"{k}: {v['mb']} MB; MB/s per core {v['mb_per_s_per_core']}; "
                   f"this tree / {args.baseline}: {v['speed_ratio_this_tree_vs_baseline']}x")
         if args.speed_only:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps({"same_run": speed, "loadavg_1min": os.getloadavg()[0]}, indent=1))
+            harness.write_record("pii_same_run", {"same_run": speed, "loadavg_1min": harness.load1()}, args.out)
             return 0
     ours = PIIRedactor(PIIConfig(secrets=True))
     anchor = ours.engine("all")
@@ -234,7 +203,7 @@ def main() -> int:
     for t in ["Warm up: call 020 7946 0958 or x@y.org, card 4111 1111 1111 1111."] * 3:
         ours.detect(t)
         anchor.analyze(t, language="en")
-    load1 = os.getloadavg()[0]
+    load1 = harness.load1()
     results: dict = {}
     for name, domains in SETS.items():
         results[name] = run_set(name, load(domains, args.mb, args.shared_mb), args.rate, args.chunks,
@@ -242,11 +211,10 @@ def main() -> int:
     all_demo = load(SETS["prose"] + SETS["code"], args.mb * 2, args.shared_mb)
     results["clean_paragraphs"] = clean_fp(all_demo, ours)
     results["secrets"] = secrets_eval(load(("code",), args.mb * 2, 0.0), ours)
-    results["loadavg_1min"] = [round(load1, 2), round(os.getloadavg()[0], 2)]
+    results["loadavg_1min"] = [round(load1, 2), round(harness.load1(), 2)]
     if args.baseline:
         results["same_run"] = speed
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    harness.write_record("pii", results, args.out)
     for name in SETS:
         r = results[name]
         print(f"\n## {name}: {r['docs']} docs, {r['mb']} MB, {r['planted']} planted values")

@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -134,8 +135,7 @@ def main() -> int:
         for name, texts in cases.items():
             results[name] = run_case(name, texts, Path(d))
             print(name, json.dumps(results[name]))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=1))
+    harness.write_record("pii_bad_input", results, args.out)
     return 0
 
 

@@ -27,22 +27,19 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import re
 import sys
 import zlib
 from pathlib import Path
 
+import harness
 import pyarrow.parquet as pq
+from lib.pii_workers import Worker, export_revision
+
+from corpusmix.paths import SHARED_CORPORA
+from curate.evaluation.pii_eval import documents, score
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from pii_workers import Worker, export_revision  # noqa: E402
-
-from corpusmix.paths import SHARED_CORPORA  # noqa: E402
-from curate.evaluation.pii_eval import documents, score  # noqa: E402
 
 # heldout2: drawn after a change that bench_pii.py's independent set prompted (cards after "ref.",
 # single groups of punctuated phone numbers), which the first held-out draw had already scored
@@ -179,7 +176,7 @@ def main() -> int:
         print("\n".join(summary(name, results[name])))
     out = Path(args.out or ROOT / "bench" / "out" / f"pii_eval_{args.split}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    harness.write_record("pii_eval", results, out)
     print(f"written {out}")
     return 0
 

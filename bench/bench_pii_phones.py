@@ -13,15 +13,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from lib.pii_sets import SETS, load, split_scores
+from lib.pii_workers import Worker, export_revision
+
+from curate.evaluation.pii_metrics import score_pii
+from curate.evaluation.planters import IndependentPIISet
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_pii import SETS, load, split_scores  # noqa: E402
-from pii_workers import Worker, export_revision  # noqa: E402
-
-from curate.evaluation.pii_metrics import score_pii  # noqa: E402
-from curate.evaluation.planters import IndependentPIISet  # noqa: E402
 
 
 def main() -> int:

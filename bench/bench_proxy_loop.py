@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 OLD_COMMIT = "1d15e2c"
 
@@ -49,10 +51,9 @@ def load_old_loop():
 def record(out: Path) -> None:
     """The old loop's numbers on the fixture runs (see the module docstring)."""
     import numpy as np
+    from lib.pools import write_pools
 
-    sys.path.insert(0, str(ROOT))
     from mix.doremi import GroupDRO
-    from tests.mix.test_doremi import write_pools
 
     old = load_old_loop()
     work = Path(tempfile.mkdtemp(prefix="proxy_fixture_"))
@@ -102,11 +103,10 @@ def bench(args: argparse.Namespace) -> None:
     import time
 
     import numpy as np
+    from lib.pools import write_pools
 
-    sys.path.insert(0, str(ROOT))
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxy
-    from tests.mix.test_doremi import write_pools
 
     old = load_old_loop()
     work = Path(tempfile.mkdtemp(prefix="bench_proxy_loop_"))
@@ -118,7 +118,7 @@ def bench(args: argparse.Namespace) -> None:
     tokens = pc["steps"] * pc["batch_size"] * pc["seq_len"]
     rows = []
     for r in range(args.rounds):
-        for name in (("old", "ours") if r % 2 == 0 else ("ours", "old")):
+        for name in harness.order(r, ("old", "ours")):
             t = time.perf_counter()
             if name == "old":
                 _, res = old.train_proxy(pools, w, old_cfg, seed=0)
@@ -127,17 +127,17 @@ def bench(args: argparse.Namespace) -> None:
             dt = time.perf_counter() - t
             rows.append({"round": r, "loop": name, "seconds": round(dt, 3), "tokens_per_s": round(tokens / dt, 1),
                          "val_loss_avg": round(float(np.mean(list(res["val_loss"].values()))), 6),
-                         "loadavg": open("/proc/loadavg").read().split()[:3]})
+                         "loadavg": harness.loadavg()})
             print(json.dumps(rows[-1]), flush=True)
     ratios = []
     for r in range(args.rounds):
         o = next(x for x in rows if x["round"] == r and x["loop"] == "old")
         n = next(x for x in rows if x["round"] == r and x["loop"] == "ours")
         ratios.append(n["tokens_per_s"] / o["tokens_per_s"])
-    print(json.dumps({"preset": args.preset, "steps": args.steps, "tokens_per_run": tokens,
-                      "ratio_ours_over_old": [round(x, 3) for x in ratios],
-                      "median_ratio": round(statistics.median(ratios), 3),
-                      "loadavg_end": open("/proc/loadavg").read().split()[:3]}))
+    harness.emit("proxy_loop", {"preset": args.preset, "steps": args.steps, "tokens_per_run": tokens,
+                                "ratio_ours_over_old": [round(x, 3) for x in ratios],
+                                "median_ratio": round(statistics.median(ratios), 3),
+                                "loadavg_end": harness.loadavg()})
 
 
 if __name__ == "__main__":

@@ -19,24 +19,21 @@ bf16 support and the load average.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import harness
+import torch
+
+from mix.presets import PRESETS
+from proxytrain import cpu_kernels
+from proxytrain.loss import per_token_loss
+from proxytrain.model import ModelConfig, build_model
+from proxytrain.optim import make_optimizer
+from proxytrain.train import TrainConfig
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from mix.presets import PRESETS  # noqa: E402
-from proxytrain import cpu_kernels  # noqa: E402
-from proxytrain.loss import per_token_loss  # noqa: E402
-from proxytrain.model import ModelConfig, build_model  # noqa: E402
-from proxytrain.optim import make_optimizer  # noqa: E402
-from proxytrain.train import TrainConfig  # noqa: E402
 
 VOCAB = 4096
 VARIANTS = ("torch-ce", "fused-ce", "bf16-head")
@@ -83,7 +80,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     out = {"native_bf16": cpu_kernels.native_bf16(), "kernels": cpu_kernels.lib() is not None,
-           "load_before": os.getloadavg()[0], "presets": {}}
+           "load_before": harness.load1(), "presets": {}}
     for preset in args.presets.split(","):
         times: dict[str, list[float]] = {v: [] for v in VARIANTS}
         losses: dict[str, float] = {}
@@ -99,8 +96,8 @@ def main() -> None:
         }
         print(f"{preset}: " + ", ".join(f"{v} {med[v]} ms" for v in VARIANTS)
               + f"; bf16-head {out['presets'][preset]['speedup_vs_torch_ce']['bf16-head']}x torch-ce", flush=True)
-    out["load_after"] = os.getloadavg()[0]
-    print(json.dumps(out, indent=1))
+    out["load_after"] = harness.load1()
+    harness.emit("proxy_step", out, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Reader benchmark: shard reader tokens/s vs what the trainer consumes on CPU.
 
-Packs the shared corpora (pools cached by ``bench_packing.prepare_pools``) into shards with the
+Packs the shared corpora (pools cached by ``lib.pools.prepare_pools``) into shards with the
 natural mixture, then ALTERNATELY, ``--rounds`` times: (a) streams ``--rows`` rows through
 ``ShardLoader`` (batches of ``--batch-size``, ``--workers`` dataloader workers) and (b) runs the
 trainer's step on the same batch shape: forward + backward + AdamW of the Llama-style proxy from
@@ -13,12 +13,12 @@ trainer's step on the same batch shape: forward + backward + AdamW of the Llama-
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import harness
 import torch
 
 
@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_packing import prepare_pools
+    from lib.pools import prepare_pools
 
     from corpusmix.mixture import natural_mixture
     from proxytrain.model import ModelConfig, build_model
@@ -101,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.median(reader):,.0f} tokens/s; trainer ({args.model}, {params / 1e6:.1f}M params, fp32 CPU "
           f"fwd+bwd+AdamW): {statistics.median(trainer):,.0f} tokens/s; ratio {ratio:.0f}x (target >= 50x)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"reader_tokens_per_s": reader, "trainer_tokens_per_s": trainer,
-                                               "ratio": ratio, "args": vars(args)}, indent=2))
+        harness.write_record("reader", {"reader_tokens_per_s": reader, "trainer_tokens_per_s": trainer,
+                                        "ratio": ratio, "args": vars(args)}, args.json)
     return 0
 
 

@@ -36,10 +36,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import harness
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def child(args: argparse.Namespace) -> None:
@@ -136,7 +136,7 @@ def main() -> None:
         ins = float(stats.spearmanr(model.predict(x), y).statistic)
         v = oof[n]
         print(f"{n:<12} {np.mean(v):>14.3f} ({min(v):.3f}-{max(v):.3f}) {ins:>20.3f}")
-    print(f"load average {open('/proc/loadavg').read().split()[:3]}")
+    print(f"load average {harness.loadavg()}")
 
 
 if __name__ == "__main__":

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import harness
 import numpy as np
 
 from proxytrain.scaling_fit.auto import compare_forms
@@ -76,7 +76,7 @@ class LoadSampler:
 
     def _loop(self, every: float) -> None:
         while not self._stop.is_set():
-            self.samples.append(os.getloadavg()[0])
+            self.samples.append(harness.load1())
             self._stop.wait(every)
 
     def stop(self) -> dict[str, float]:
@@ -153,7 +153,7 @@ def main() -> None:
                     help="sweep, fit and design checks only: no held-out run is trained or looked at")
     args = ap.parse_args()
     work = Path(args.work)
-    load, load0, t0 = LoadSampler(), os.getloadavg(), time.perf_counter()
+    load, load0, t0 = LoadSampler(), harness.loadavg(), time.perf_counter()
     tok, pools = prepare(work, args.source, args.vocab)
     cfg = SweepConfig(data=pools, tokenizer=tok, out=str(work / "sweep"), head_dim=8, sizes=SIZES, tokens=TOKENS,
                       lr=1e-2, lr_tokens=TOKENS[1], lr_sweep_tokens=LR_SWEEP_TOKENS, lr_extend=1, workers=args.workers,
@@ -185,7 +185,7 @@ def main() -> None:
                 "stability": stability(runs, args.min_tokens, None, fit["form"])}
     if args.design_only:
         fit_part["cost"] = {"sweep": sweep["cost"], "bench_wall_s": round(time.perf_counter() - t0, 1),
-                            "loadavg_start": load0, "loadavg_end": os.getloadavg(),
+                            "loadavg_start": load0, "loadavg_end": harness.loadavg(),
                             "loadavg_1min_sampled": load.stop()}
         design_file.write_text(json.dumps(fit_part, indent=1))
         print(json.dumps(fit_part, indent=1))
@@ -238,10 +238,10 @@ def main() -> None:
         "cost": {"sweep": sweep["cost"], "heldout": heldout_cost,
                  "noise_cpu_s": round(sum(n["cpu_s"] for n in noise), 1),
                  "bench_wall_s": round(time.perf_counter() - t0, 1),
-                 "loadavg_start": load0, "loadavg_end": os.getloadavg(), "loadavg_1min_sampled": load.stop()},
+                 "loadavg_start": load0, "loadavg_end": harness.loadavg(), "loadavg_1min_sampled": load.stop()},
     }
     name = f"bench_scaling_{args.heldout_size}_seed{args.heldout_seed}_{fit['form']}.json"
-    (work / name).write_text(json.dumps(out, indent=1))
+    harness.write_record("scaling", out, work / name)
     print(json.dumps(out, indent=1))
 
 

@@ -50,11 +50,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import harness
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DOMAINS = ("code", "legal", "literature", "news", "quotes", "reference", "techdocs")
 CORES = 2
@@ -90,10 +90,6 @@ def gen_input(gen: Path, out: Path, max_docs: int) -> tuple[Path, int, float]:
 
 def kept_ids(out: Path) -> set[str]:
     return {i for p in (out / "curated").glob("*.parquet") for i in pq.read_table(p, columns=["id"]).column("id").to_pylist()}
-
-
-def loadavg() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 class TreeRSS:
@@ -207,7 +203,7 @@ def derive(rec: dict[str, Any], stats: dict[str, Any]) -> None:
 def run_local_engine(inp: Path, out: Path, args: argparse.Namespace, ecfg: Any) -> dict[str, Any]:
     from curate.engine_local import run_local
 
-    rec: dict[str, Any] = {"engine": "local", "load_start": loadavg()}
+    rec: dict[str, Any] = {"engine": "local", "load_start": harness.load1()}
     with TreeRSS([os.getpid()], skip_java=True) as tree:
         t = time.perf_counter()
         stats = run_local(inputs=inp, output=out, params_path=args.params, cfg=ecfg)
@@ -222,7 +218,7 @@ def run_spark_engine(name: str, master: str, inp: Path, out: Path, args: argpars
     from curate.spark.engine import run_spark
 
     steps, dedup, after = chain
-    rec: dict[str, Any] = {"engine": name, "load_start": loadavg()}
+    rec: dict[str, Any] = {"engine": name, "load_start": harness.load1()}
     t = time.perf_counter()
     spark = spark_session(master, tmp, args)
     try:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,9 +88,8 @@ def main() -> None:
     for n in [int(x) for x in a.docs.split(",") if x]:
         f = a.work / f"tiny-{n}.jsonl"
         if not f.exists():
-            subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-                            f"from bench.bench_tiny_docs import make_file; from pathlib import Path; "
-                            f"make_file(Path({str(f)!r}), {n})"], check=True, cwd=ROOT)
+            subprocess.run([sys.executable, "-c", "from bench_tiny_docs import make_file; from pathlib import Path; "
+                            f"make_file(Path({str(f)!r}), {n})"], check=True, cwd=ROOT / "bench")
         out = a.work / f"run-{n}"
         subprocess.run(["rm", "-rf", str(out)], check=True)
         argv = [sys.executable, "-m", "corpusmix.cli", "curate", "run", "--input", str(f), "--output", str(out),
@@ -98,7 +98,7 @@ def main() -> None:
             argv += ["--steps", a.steps]
         if a.quality_models_dir:
             argv += ["--quality-models-dir", a.quality_models_dir]
-        load = os.getloadavg()[0]
+        load = harness.load1()
         rc, wall, one, tree = run(argv)
         kept = sum(pq.read_metadata(p).num_rows for p in (out / "curated").rglob("*.parquet")) if rc == 0 else 0
         dropped = pq.read_metadata(out / "drops.parquet").num_rows if rc == 0 else 0
@@ -111,7 +111,7 @@ def main() -> None:
                "tasks": a.tasks, "workers": a.workers, "exit": rc, "wall_s": round(wall, 1),
                "peak_process_mb": round(one, 1), "peak_tree_mb": round(tree, 1), "kept": kept,
                "dropped": dropped, "conserved": rc == 0 and kept + dropped == n, "reasons": reasons,
-               "loadavg_start": round(load, 2), "loadavg_end": round(os.getloadavg()[0], 2)}
+               "loadavg_start": round(load, 2), "loadavg_end": round(harness.load1(), 2)}
         rows.append(row)
         print(json.dumps(row), flush=True)
     if len(rows) >= 2 and rows[-1]["docs"] > rows[0]["docs"]:
@@ -119,7 +119,7 @@ def main() -> None:
         print(json.dumps({"bytes_per_document_tree": round(slope, 1)}))
     out_json = ROOT / "bench" / "out" / "bench_tiny_docs.json"
     out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(rows, indent=2))
+    harness.write_record("tiny_docs", {"rows": rows}, out_json)
 
 
 if __name__ == "__main__":

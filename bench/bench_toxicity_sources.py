@@ -9,7 +9,7 @@ into two halves (``dev``/``heldout``), each word inserted into real prose as it 
   o->0, s->$ (``sh1t``); ``spaced``: letters separated by spaces; ``stretched``: a letter repeated.
 
 Each toxic document is 3-8 real sentences (from the English real domains of
-``bench/garbage_sources.py``) with 2-4 such words placed between words, or one templated insult.
+``bench/lib/garbage_sources.py``) with 2-4 such words placed between words, or one templated insult.
 Real documents are those domains' documents. Reported: recall per variant and per half, recall of
 words that are / are not in the shipped list, and the share of real documents flagged per domain.
 
@@ -25,12 +25,11 @@ import hashlib
 import json
 import random
 import re
-import sys
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 VARIANTS = ("plain", "asterisk", "leet", "spaced", "stretched")
 LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "$"})
@@ -81,7 +80,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "bench_toxicity_sources.json"))
     args = ap.parse_args()
     from datatrove.data import Document
-    from garbage_sources import real_domains
+    from lib.garbage_sources import real_domains
 
     from curate.steps.toxicity import ToxicityConfig, load_badwords, toxicity_steps
 
@@ -123,8 +122,7 @@ def main() -> int:
         vals = [v for k, v in res["recall"].items() if k.startswith(split + "/not_shipped")]
         res[f"recall_{split}_not_shipped_mean"] = round(sum(vals) / len(vals), 4)
     res["real_flagged_max"] = max(res["real_flagged"].values())
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
+    harness.write_record("toxicity_sources", res, args.out)
     print(json.dumps(res, indent=1))
     return 0
 

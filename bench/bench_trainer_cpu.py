@@ -21,70 +21,22 @@ of 4·d, tied head, ``scaled_dot_product_attention(is_causal=True)``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import harness
 import torch
 import torch.nn.functional as F
-from torch import nn
+from lib.ref_gpt import RefGPT, ref_opt
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proxytrain import cpu_kernels  # noqa: E402
-from proxytrain.loss import per_token_loss  # noqa: E402
-from proxytrain.model import ModelConfig, build_model  # noqa: E402
-from proxytrain.optim import make_optimizer  # noqa: E402
-from proxytrain.train import TrainConfig  # noqa: E402
-from proxytrain.train_cli import SyntheticSource  # noqa: E402
-
-
-class RefBlock(nn.Module):
-    def __init__(self, d: int, h: int) -> None:
-        super().__init__()
-        self.h = h
-        self.ln_1, self.ln_2 = nn.LayerNorm(d, bias=False), nn.LayerNorm(d, bias=False)
-        self.c_attn, self.c_proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
-        self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, d = x.shape
-        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
-        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d)
-        x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
-
-
-class RefGPT(nn.Module):
-    """nanoGPT's GPT (bias=False, dropout=0)."""
-
-    def __init__(self, vocab: int, seq: int, d: int, n_layers: int, h: int) -> None:
-        super().__init__()
-        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-        self.blocks = nn.ModuleList(RefBlock(d, h) for _ in range(n_layers))
-        self.ln_f = nn.LayerNorm(d, bias=False)
-        for p in self.parameters():
-            if p.dim() == 2:
-                nn.init.normal_(p, std=0.02)
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
-        for blk in self.blocks:
-            x = blk(x)
-        return F.linear(self.ln_f(x), self.wte.weight)
-
-
-def _ref_opt(model: nn.Module) -> torch.optim.AdamW:
-    """nanoGPT's configure_optimizers on CPU: decay on >= 2-D tensors, fused only on CUDA."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                             lr=1e-3, betas=(0.9, 0.95))
+from proxytrain import cpu_kernels
+from proxytrain.loss import per_token_loss
+from proxytrain.model import ModelConfig, build_model
+from proxytrain.optim import make_optimizer
+from proxytrain.train import TrainConfig
+from proxytrain.train_cli import SyntheticSource
 
 
 def _time_ours(model, opt, batches) -> tuple[float, float]:
@@ -120,19 +72,18 @@ def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: 
         blk.compile()
     src = SyntheticSource(vocab_size=vocab, seq_len=seq, seed=1)
     batches = [src.next_batch(batch) for _ in range(steps)]
-    o_opt, r_opt = make_optimizer(ours, TrainConfig()), _ref_opt(ref)
-    load0 = os.getloadavg()[0]
+    o_opt, r_opt = make_optimizer(ours, TrainConfig()), ref_opt(ref)
+    load0 = harness.load1()
     warm_ours = _time_ours(ours, o_opt, batches[:2])[0]  # warm-up both (and compile)
     warm_ref = _time_ref(ref, r_opt, batches[:2])[0]
     t_ours, t_ref = [], []
     for r in range(rounds):
         # alternate which one goes first, so drift within a round does not favour either
-        if r % 2 == 0:
-            t_ours.append(_time_ours(ours, o_opt, batches))
-            t_ref.append(_time_ref(ref, r_opt, batches))
-        else:
-            t_ref.append(_time_ref(ref, r_opt, batches))
-            t_ours.append(_time_ours(ours, o_opt, batches))
+        for side in harness.order(r, ("ours", "ref")):
+            if side == "ours":
+                t_ours.append(_time_ours(ours, o_opt, batches))
+            else:
+                t_ref.append(_time_ref(ref, r_opt, batches))
     tokens = steps * batch * seq
     # wall time is the target's measure; CPU time (process_time) is reported too: on a loaded
     # machine it leaves out the time spent waiting for a core, which wall time charges to whichever
@@ -154,7 +105,7 @@ def bench(preset: str, *, vocab: int, seq: int, batch: int, steps: int, rounds: 
             "steps_per_round": steps, "threads": torch.get_num_threads(), "compile": compile,
             "fused_cpu_kernels": cpu_kernels.usable(torch.zeros(1)),  # False: torch-op fallback ran
             "warmup_s_ours": warm_ours, "warmup_s_ref": warm_ref,
-            "loadavg_1m_start": load0, "loadavg_1m_end": os.getloadavg()[0]}
+            "loadavg_1m_start": load0, "loadavg_1m_end": harness.load1()}
 
 
 def main() -> int:
@@ -175,8 +126,8 @@ def main() -> int:
     for preset in args.presets.split(","):
         res = bench(preset, vocab=args.vocab, seq=args.seq, batch=args.batch, steps=args.steps, rounds=args.rounds,
                     compile=args.compile)
-        print(json.dumps({k: (round(v, 3) if isinstance(v, float) and not math.isnan(v) else v)
-                          for k, v in res.items()}))
+        harness.emit(f"trainer_cpu_{preset}", {k: (round(v, 3) if isinstance(v, float) and not math.isnan(v) else v)
+                                                for k, v in res.items()})
     return 0
 
 

@@ -41,8 +41,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 MAX_DOC = 6000
 GARBAGE_KINDS = ("random_chars", "random_unicode", "word_salad", "shuffled_words", "repeated_spam",
@@ -300,7 +301,7 @@ def main() -> int:
         print("  real kept:   ", json.dumps(r["real_kept"]), "mean", r["real_kept_mean"], "min", r["real_kept_min"])
         print("  garbage drop:", json.dumps(r["garbage_dropped"]), "all", r["garbage_dropped_all"])
         print("  foreign recall:", r.get("foreign_recall"), " guard:", len(r["guard"]), "entries")
-    (work / "result.json").write_text(json.dumps(result, indent=1))
+    harness.write_record("unseen_domains", result, work / "result.json")
     return 0
 
 

@@ -19,13 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proxytrain.attention import attend, flash_available, flash_impl, prepare_attention  # noqa: E402
+from proxytrain.attention import attend, flash_available, flash_impl, prepare_attention
 
 
 def packed_segments(batch: int, seq: int, gen: torch.Generator) -> torch.Tensor:

@@ -17,20 +17,17 @@ import json
 import math
 import os
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proxytrain.attention import resolve_backend  # noqa: E402
-from proxytrain.loss import per_token_loss, target_mask  # noqa: E402
-from proxytrain.model import ModelConfig, build_model  # noqa: E402
-from proxytrain.optim import make_optimizer  # noqa: E402
-from proxytrain.parallel import parallelize  # noqa: E402
-from proxytrain.train_cli import SyntheticSource  # noqa: E402
+from proxytrain.attention import resolve_backend
+from proxytrain.loss import per_token_loss, target_mask
+from proxytrain.model import ModelConfig, build_model
+from proxytrain.optim import make_optimizer
+from proxytrain.parallel import parallelize
+from proxytrain.train_cli import SyntheticSource
 
 OPT = SimpleNamespace(lr=3e-3, weight_decay=0.1, beta1=0.9, beta2=0.95)
 

@@ -4,7 +4,7 @@
     python bench/profile_trainer_parts.py --ops [--top 25]     # torch.profiler table of one step
 
 Times forward + backward of one block, its attention, its MLP, one norm, the output head with the
-loss, and the whole model, for ours and for the reference of ``bench_trainer_cpu.py`` (same shapes,
+loss, and the whole model, for ours and for the reference of ``bench_trainer_cpu.py`` (``lib/ref_gpt.py``) (same shapes,
 batch 8 x 256, vocabulary 4096, one thread). Process CPU time, alternating, median of ``--rounds``
 medians of 3: on a shared machine CPU time is steadier than wall time, though not immune to it.
 
@@ -19,22 +19,17 @@ import argparse
 import statistics as st
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from lib.ref_gpt import RefGPT, ref_opt
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_trainer_cpu import RefGPT, _ref_opt  # noqa: E402
-
-from proxytrain.attention import prepare_attention  # noqa: E402
-from proxytrain.loss import per_token_loss  # noqa: E402
-from proxytrain.model import ModelConfig, build_model  # noqa: E402
-from proxytrain.optim import make_optimizer  # noqa: E402
-from proxytrain.train import TrainConfig  # noqa: E402
-from proxytrain.train_cli import SyntheticSource  # noqa: E402
+from proxytrain.attention import prepare_attention
+from proxytrain.loss import per_token_loss
+from proxytrain.model import ModelConfig, build_model
+from proxytrain.optim import make_optimizer
+from proxytrain.train import TrainConfig
+from proxytrain.train_cli import SyntheticSource
 
 
 def _cpu(fn, n: int = 3) -> float:
@@ -51,7 +46,7 @@ def op_table(ours, ref, tok: torch.Tensor, seg: torch.Tensor, top: int) -> None:
     from torch.autograd.profiler import record_function
     from torch.profiler import ProfilerActivity, profile
 
-    o_opt, r_opt = make_optimizer(ours, TrainConfig()), _ref_opt(ref)
+    o_opt, r_opt = make_optimizer(ours, TrainConfig()), ref_opt(ref)
 
     def step(model, opt, forward, loss_fn, foreach: bool | None) -> None:
         with record_function("1 forward"):

@@ -58,7 +58,7 @@ def _bad_inputs(tmp: Path) -> dict[str, list[str]]:
     domain, duplicate ids, a corrupt or misplaced file."""
     import pandas as pd
 
-    from tests.mix.test_doremi import write_pools
+    from bench.lib.pools import write_pools
 
     pools = write_pools(tmp / "pools", {"a": 3000, "b": 3000})
     (tmp / "corrupt.json").write_text("{not json")

@@ -58,7 +58,7 @@ def test_a_params_file_with_an_unknown_key_is_refused(tmp_path, capsys, params, 
 
 
 def test_regmix_never_overwrites_a_file_that_is_not_its_report(tmp_path, capsys):
-    from tests.mix.test_doremi import write_pools
+    from bench.lib.pools import write_pools
 
     pools = write_pools(tmp_path / "pools", {"a": 3000, "b": 3000})
     out = tmp_path / "out" / "regmix.json"

@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 
 from corpusmix.cli import main
-from tests.curate.test_filters import LEV12
+from tests.helpers.texts import LEV12
 
 
 def test_filter_and_langid_commands(tmp_path):

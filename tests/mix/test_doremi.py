@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.lib.pools import write_pools
 from mix.doremi import DoReMiConfig, GroupDRO, domain_excess_loss, iterate_rounds
 
 
@@ -121,32 +122,6 @@ def test_bad_config_and_one_domain_are_clear_errors():
 
 
 # ----------------------------------------------------------------------------- end to end (tiny pools)
-
-def write_pools(root, sizes: dict[str, int], vocab: int = 64, seed: int = 0):
-    """A pools folder (docs/formats.md) with learnable synthetic domains: domain i repeats its own
-    short token motifs with noise, so proxies learn different things from different domains."""
-    import json
-
-    rng = np.random.default_rng(seed)
-    root.mkdir(parents=True, exist_ok=True)
-    meta = {"version": 1, "tokenizer_sha256": "0" * 64, "vocab_size": vocab, "dtype": "uint16",
-            "val_fraction": 0.2, "bos_id": 0, "eos_id": 1, "pad_id": 2, "domains": {}}
-    for i, (d, n) in enumerate(sorted(sizes.items())):
-        docs, toks, offs = max(n // 50, 0), [], [0]
-        motif = rng.integers(3, vocab, size=8 + 4 * i)
-        for _ in range(docs):
-            body = np.resize(motif, 48).copy()
-            flip = rng.random(48) < 0.1 * (i + 1)
-            body[flip] = rng.integers(3, vocab, size=int(flip.sum()))
-            toks.extend([0, *body.tolist(), 1])
-            offs.append(len(toks))
-        np.asarray(toks, dtype=np.uint16).tofile(root / f"{d}.bin")
-        np.save(root / f"{d}.idx.npy", np.asarray(offs, dtype=np.int64))
-        held = docs // 5 if docs >= 3 else 0  # search-validation and evaluation splits, disjoint
-        meta["domains"][d] = {"tokens": len(toks), "docs": docs, "val_docs": held, "eval_docs": held}
-    (root / "pools.json").write_text(json.dumps(meta))
-    return root
-
 
 FAST = ["--preset", "micro", "--proxy-steps", "12", "--steps", "12", "--proxy-batch-size", "4",
         "--proxy-seq-len", "32", "--proxy-val-batches", "1", "--params", "/nonexistent.yaml"]

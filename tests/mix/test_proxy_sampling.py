@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from bench.lib.pools import write_pools
 from mix.proxy import MixtureSource, ProxyConfig, pool_domains
-from tests.mix.test_doremi import write_pools
 
 
 def _Data(pools, cfg: ProxyConfig, seed: int, weights) -> MixtureSource:

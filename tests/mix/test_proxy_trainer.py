@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.lib.pools import write_pools
 from corpusmix.config import ConfigError
 from mix.doremi import DoReMiConfig, DROObjective, GroupDRO, _dro_job, load_reference
 from mix.proxy import (
@@ -32,7 +33,6 @@ from mix.proxy import (
     train_config,
     train_proxy,
 )
-from tests.mix.test_doremi import write_pools
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "data" / "proxy_loop_1d15e2c.json"

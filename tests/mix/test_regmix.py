@@ -170,9 +170,9 @@ def test_config_validation():
 def test_regmix_cli_trains_scores_searches_and_resumes(tmp_path):
     import json
 
+    from bench.lib.pools import write_pools
     from corpusmix.cli import main
     from corpusmix.mixture import load_mixture
-    from tests.mix.test_doremi import write_pools
 
     pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
     out = tmp_path / "out" / "mixture.json"
@@ -244,8 +244,8 @@ def test_compare_is_paired_over_seeds():
 def test_ablation_cli_reports_per_seed_losses_and_spread(tmp_path):
     import json
 
+    from bench.lib.pools import write_pools
     from corpusmix.cli import main
-    from tests.mix.test_doremi import write_pools
 
     pools = write_pools(tmp_path / "pools", {"a": 4000, "b": 4000})
     manual = tmp_path / "manual.json"
@@ -273,8 +273,8 @@ def test_ablation_cli_reports_per_seed_losses_and_spread(tmp_path):
 def test_bad_targets_empty_eval_split_and_empty_simplex_are_clear_errors(tmp_path, capsys):
     import json
 
+    from bench.lib.pools import write_pools
     from corpusmix.cli import main
-    from tests.mix.test_doremi import write_pools
 
     pools = write_pools(tmp_path / "pools", {"a": 4000, "b": 4000})
     base = ["--preset", "micro", "--proxy-steps", "2", "--proxy-batch-size", "2", "--proxy-seq-len", "16",

@@ -19,51 +19,17 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-import torch
 
 from corpusmix.config import ConfigError
 from proxytrain.elastic import batch_plan
 from proxytrain.shards import ShardBatchSource, ShardError
 from proxytrain.train import TrainConfig, train
 from proxytrain.train_cli import preflight
-from tests.proxytrain.test_order import make_pack
+from tests.helpers.elastic import fingerprint, recording
+from tests.helpers.pack import make_pack
 
 ROOT = Path(__file__).resolve().parents[2]
 SHA = "ab" * 32
-
-
-def fingerprint(tokens: torch.Tensor | np.ndarray) -> np.ndarray:
-    t = np.asarray(tokens, dtype=np.int64)
-    return (t * np.arange(1, t.shape[-1] + 1)).sum(-1)
-
-
-def recording(src: ShardBatchSource, path: str, rank: int, world: int, stop_after: int | None = None,
-              hang_after: int | None = None):
-    """Wrap ``src.next_batch`` to log, per finished step, the manifest rows and token fingerprints this
-    rank consumed; returns the trainer's ``on_step``. ``stop_after``: end the process after that step
-    (a preempted job: the step's checkpoint is written before ``on_step`` runs). ``hang_after``: the
-    last rank of a multi-rank run writes ``<path>.hung`` after that step and hangs (a node about to be lost)."""
-    got, plain = [], src.next_batch
-
-    def next_batch(n: int) -> dict[str, torch.Tensor]:
-        b = plain(n)
-        got.append((src.last_rows.tolist(), fingerprint(b["tokens"]).tolist()))
-        return b
-
-    src.next_batch = next_batch  # type: ignore[method-assign]
-
-    def on_step(step: int, rec: dict, model) -> None:
-        with open(path, "a") as fh:
-            fh.write(json.dumps({"step": step - 1, "rank": rank, "world": world, "loss": rec["loss"],
-                                 "rows": [r for g in got for r in g[0]], "fp": [f for g in got for f in g[1]]}) + "\n")
-        got.clear()
-        if stop_after is not None and step == stop_after:
-            raise SystemExit(0)
-        if hang_after is not None and step == hang_after and world > 1 and rank == world - 1:
-            Path(path + ".hung").touch()
-            time.sleep(600)
-
-    return on_step
 
 
 def shard_rows(shards: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -205,7 +171,7 @@ WORKER = textwrap.dedent('''
     from proxytrain.parallel import setup_distributed
     from proxytrain.shards import ShardBatchSource
     from proxytrain.train import TrainConfig, train
-    from tests.proxytrain.test_elastic import recording
+    from tests.helpers.elastic import recording
 
     out, shards, cfg = sys.argv[1], sys.argv[2], TrainConfig(**json.loads(sys.argv[3]))
     stop, hang = (int(a) if int(a) >= 0 else None for a in sys.argv[4:6])

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.reliability.test_kill_resume import PARAMS, _make_input
+from tests.helpers.curate_input import PARAMS, make_input
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -51,7 +51,7 @@ pytestmark = pytest.mark.slow
 
 def _project(root: Path) -> Path:
     root.mkdir()
-    _make_input(root)
+    make_input(root)
     # the engine keeps its work folder (the default): it is what a re-run resumes from
     (root / "params.yaml").write_text(PARAMS.replace("    keep_work: false\n", ""))
     (root / "dvc.yaml").write_text(DVC_YAML)

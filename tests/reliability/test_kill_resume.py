@@ -33,8 +33,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.helpers.curate_input import make_input
+
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "data" / "demo"
 PHASES = ("stage a", "dedup", "stage b", "merge", "clean-up")
 ATTEMPTS = 5  # per phase, when a kill lands elsewhere (timing noise on a loaded machine: the short merge and
 #              clean-up phases can end before a kill arrives; the attempts after a hit are skipped)
@@ -42,41 +43,7 @@ SHORT_PHASE_S = 5.0
 HOLD_BELOW_S = 0.5
 SEED = 20261130
 
-PARAMS = """
-curate:
-  engine:
-    steps: [normalize, langid, filters, dedup, pii]
-    tasks: 4
-    workers: 2
-    batch_docs: 16
-    keep_work: false
-  langid:
-    skip_domains: [code]
-  filters:
-    per_domain:
-      code: {gopher_quality: false, c4: false, fineweb: false}
-dedup:
-  threshold: 0.8
-  workers: 1
-"""
-
 pytestmark = pytest.mark.slow
-
-
-def _make_input(root: Path) -> Path:
-    inp = root / "in"
-    inp.mkdir()
-    tables = []
-    for f in sorted((DEMO / "en").glob("*.parquet")) + [DEMO / "foreign" / "de.parquet", DEMO / "foreign" / "fr.parquet"]:
-        t = pq.read_table(f, columns=["id", "text", "domain", "source"])
-        tables.append(t.slice(0, 30 if "en" in f.parent.name else 15))
-    table = pa.concat_tables(tables)
-    copy = table.slice(0, 1).set_column(0, "id", pa.array(["copy-of-first"]))
-    pq.write_table(pa.concat_tables([table, copy]), inp / "docs.parquet", row_group_size=20)
-    bad = ['{"id": "broken", "te', json.dumps({"id": "num", "text": 5}), json.dumps({"id": "e", "text": ""})]
-    (inp / "extra.jsonl").write_text("\n".join(bad) + "\n")
-    (root / "params.yaml").write_text(PARAMS)
-    return inp
 
 
 def _cmd(inp: Path, out: Path, params: Path) -> list[str]:
@@ -176,7 +143,7 @@ def _landed(where: str) -> str:
 
 
 def test_kills_in_every_phase_then_rerun_is_byte_identical(tmp_path: Path) -> None:
-    inp = _make_input(tmp_path)
+    inp = make_input(tmp_path)
     params = tmp_path / "params.yaml"
     ref = tmp_path / "ref"
     ref_log = tmp_path / "ref.log"

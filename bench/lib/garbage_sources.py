@@ -552,7 +552,7 @@ def _own_jsonl_log() -> list[str]:
 
     with tempfile.TemporaryDirectory() as d:
         r = subprocess.run([sys.executable, "-m", "corpusmix.cli", "demo-data", "--output", d], capture_output=True,
-                           text=True, cwd=Path(__file__).resolve().parents[1], timeout=300)
+                           text=True, cwd=Path(__file__).resolve().parents[2], timeout=300)
     lines = [ln for ln in (r.stderr + r.stdout).splitlines() if ln.startswith("{")]
     return lines if len(lines) >= 5 else [ln for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
 
