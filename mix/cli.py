@@ -134,7 +134,8 @@ def cmd_doremi(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from corpusmix.mixture import save_mixture
-    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.doremi import DoReMiConfig
+    from mix.doremi_search import run_doremi
 
     params, preset, pcfg, out, cache = _setup(args)
     cfg = resolve("doremi", DoReMiConfig, params, preset, args)
