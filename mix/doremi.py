@@ -174,7 +174,7 @@ def dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_p
     import dataclasses
     from pathlib import Path
 
-    from mix.proxy import proxy_key
+    from mix.proxy_cache import proxy_key
 
     tag = (f"doremi eta={cfg.eta} c={cfg.smoothing} ema={cfg.excess_ema} avg_from={cfg.average_from} "
            f"ref={Path(ref_path).name}")
@@ -198,7 +198,7 @@ def reference_job(pools_dir, ref_w: np.ndarray, rcfg, rs: int, fp: str) -> dict:
     pools, mixture, reference config, seed)."""
     import dataclasses
 
-    from mix.proxy import proxy_key
+    from mix.proxy_cache import proxy_key
 
     return {"kind": "reference", "runner": "mix.doremi:run_doremi_job",
             "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
@@ -213,7 +213,8 @@ def run_doremi_job(job: dict, cache) -> None:
 
     import torch
 
-    from mix.proxy import ProxyConfig, full_state_dict, train_proxy, write_json
+    from mix.proxy import ProxyConfig, full_state_dict, train_proxy
+    from mix.proxy_cache import write_json
 
     cache = Path(cache)
     work = cache / f"work-{job['key']}"

@@ -84,7 +84,8 @@ def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, c
     import dataclasses
     import time
 
-    from mix.proxy import pool_domains, pools_fingerprint
+    from mix.proxy import pool_domains
+    from mix.proxy_cache import pools_fingerprint
 
     cfg.validate()
     tokens = pool_domains(pools_dir)

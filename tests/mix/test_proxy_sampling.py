@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from mix.proxy import MixtureSource, ProxyConfig, pool_domains
+from mix.proxy import ProxyConfig, pool_domains
+from mix.proxy_sources import MixtureSource
 from tests.mix.test_doremi import write_pools
 
 

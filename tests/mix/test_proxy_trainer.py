@@ -23,15 +23,9 @@ import torch
 
 from corpusmix.config import ConfigError
 from mix.doremi import DoReMiConfig, DROObjective, GroupDRO, dro_job, load_reference
-from mix.proxy import (
-    ProxyConfig,
-    build_proxy_model,
-    dro_rows,
-    pools_fingerprint,
-    proxy_key,
-    train_config,
-    train_proxy,
-)
+from mix.proxy import ProxyConfig, build_proxy_model, dro_rows, train_proxy
+from mix.proxy_cache import pools_fingerprint, proxy_key
+from mix.proxy_config import train_config
 from tests.mix.test_doremi import write_pools
 
 ROOT = Path(__file__).resolve().parents[2]
