@@ -3,7 +3,7 @@
     python bench/bench_doremi_seeds.py [--pools DIR] [--base-seeds 0,4,8,12,16,20] [--work DIR]
         [--preset micro] [--variants paired,shared] [--set KEY=VALUE ...] [--proxy-set KEY=VALUE ...]
 
-One search = ``mix.doremi.run_doremi`` with the preset's DoReMi defaults and base seed ``s`` (DRO
+One search = ``mix.doremi_search.run_doremi`` with the preset's DoReMi defaults and base seed ``s`` (DRO
 seeds ``s+1..s+3``; the reference: seed ``s`` when shared, each DRO seed's own when paired). For
 each variant (``paired``: one reference per DRO seed, the default; ``shared``: one reference for all
 seeds) and each base seed it prints the search's largest per-domain seed range (what one search
@@ -52,7 +52,8 @@ def group_ranges(seed_weights: np.ndarray, domains: list[str], *, draws: int = 2
 def main() -> None:
     from corpusmix.mixture import natural_mixture
     from corpusmix.paths import DEMO
-    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.doremi import DoReMiConfig
+    from mix.doremi_search import run_doremi
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains
     from mix.replication import build_replication_pools

@@ -70,7 +70,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from corpusmix.mixture import natural_mixture
-    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.doremi import DoReMiConfig
+    from mix.doremi_search import run_doremi
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains, train_proxy
     from mix.regmix import RegMixConfig, run_regmix

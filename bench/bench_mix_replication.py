@@ -31,7 +31,8 @@ def main() -> None:
     from corpusmix.mixture import natural_mixture, uniform_mixture
     from corpusmix.paths import DEMO
     from mix.ablation import ablation_seeds, run_ablation
-    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.doremi import DoReMiConfig
+    from mix.doremi_search import run_doremi
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains
     from mix.regmix import RegMixConfig, run_regmix

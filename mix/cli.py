@@ -45,7 +45,7 @@ SELECT_DEFAULTS = {"doremi": "out/mix/doremi.json", "regmix": "out/mix/regmix.js
 def _provenance(pools_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
     from corpusmix import __version__
     from corpusmix.environment import environment
-    from mix.proxy import pools_fingerprint
+    from mix.proxy_cache import pools_fingerprint
 
     meta = json.loads((Path(pools_dir) / "pools.json").read_text())
     return {"input": str(pools_dir), "pools_sha": pools_fingerprint(pools_dir),
@@ -134,7 +134,8 @@ def cmd_doremi(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from corpusmix.mixture import save_mixture
-    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.doremi import DoReMiConfig
+    from mix.doremi_search import run_doremi
 
     params, preset, pcfg, out, cache = _setup(args)
     cfg = resolve("doremi", DoReMiConfig, params, preset, args)

@@ -20,15 +20,19 @@ closed-form softmax update over the second half of the steps, the average over t
 of proxies per seed. Its design notes are in docs/history/doremi-module-notes.md; docs/mix.md
 gives how both variants fare on the known-answer testbeds. ``iterate: true`` repeats rounds with
 the previous output as the next reference mixture until the weights move less than ``tol``.
+
+This module holds the settings (:class:`DoReMiConfig`) and the jobs that train a search's proxies
+(:func:`run_doremi_job`); the search is :mod:`mix.doremi_search`, its spread and group sizing
+:mod:`mix.doremi_sizing`, the Group-DRO step and objective hook :mod:`mix.dro`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from mix.doremi_sizing import MIN_PROXIES_FOR_SIZING
 from mix.dro import (  # noqa: F401  (re-exported: the DRO step and its objective hook)
     CLIPS,
     PROBE_CHUNK,
@@ -44,8 +48,6 @@ from mix.dro import (  # noqa: F401  (re-exported: the DRO step and its objectiv
 
 # the reference model's mixture (mix.doremi.reference_mixture)
 REFERENCES = ("natural", "uniform", "targets")
-SEED_RANGE_TARGET = 0.05  # the per-domain seed range DoReMi's output is held to (docs/mix.md; report/search.py)
-MIN_PROXIES_FOR_SIZING = 6  # fewer proxies give too rough an sd to size anything from
 
 
 # named variants: values applied over the dataclass defaults (the paper) and under explicit keys
@@ -157,6 +159,7 @@ class DoReMiConfig:
             raise ValueError("doremi max_rounds must be >= 1 and tol >= 0")
 
 
+
 def probe_size(cfg: DoReMiConfig, batch_rows: int, k: int) -> int:
     """Probe windows per domain: ``probe_windows``, or (0) the balanced batch's windows per domain x
     ``update_every``, so that scoring the probe every ``update_every`` steps costs as many forward
@@ -164,235 +167,14 @@ def probe_size(cfg: DoReMiConfig, batch_rows: int, k: int) -> int:
     return cfg.probe_windows or max(1, batch_rows // k) * cfg.update_every
 
 
-def l1_change(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.abs(np.asarray(a) - np.asarray(b)).sum())
-
-
-def iterate_rounds(run_round, initial: np.ndarray, *, max_rounds: int, tol: float):
-    """Iterated DoReMi driver: ``run_round(reference_weights, round_index) -> weights``.
-
-    Returns ``(final_weights, rounds)`` where ``rounds`` lists ``{"round", "reference", "weights",
-    "l1_change"}``; stops when the L1 change between consecutive outputs is below ``tol``.
-    """
-    ref = np.asarray(initial, dtype=np.float64)
-    rounds = []
-    for r in range(max_rounds):
-        w = np.asarray(run_round(ref, r), dtype=np.float64)
-        change = l1_change(w, ref)
-        rounds.append({"round": r, "reference": ref.tolist(), "weights": w.tolist(), "l1_change": change})
-        ref = w
-        if r > 0 and change < tol:
-            break
-    return ref, rounds
-
-
-def run_doremi(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True,
-               targets: list[str] | None = None) -> dict:
-    """DoReMi (:func:`run_doremi_once`), with ``max_group_size`` > ``group_size`` sized in two
-    stages (Stein's two-stage design): the run with ``group_size`` is a pilot; its proxies' sd, at
-    its 90 % upper confidence bound, gives the group size expected to meet a seed range <= 0.05 in
-    95 % of runs (``range_sizing["group_size_needed_upper"]``), and when that is larger the search
-    runs again with it, capped at ``max_group_size``. The decision reads only the pilot's sd, never its range; the
-    proxies are exchangeable (independent seeds), so the pilot's are reused from the cache as the
-    first seeds of the larger run. The result is the final run's, plus ``pilot`` (its group size,
-    proxies, estimate and seconds)."""
-    import dataclasses
-
-    res = run_doremi_once(pools_dir, cfg, proxy_cfg, seed=seed, cache_dir=cache_dir, progress=progress,
-                          targets=targets)
-    if cfg.max_group_size <= cfg.group_size or "range_sizing" not in res:
-        return res
-    need = int(res["range_sizing"]["group_size_needed_upper"])
-    pilot = {"group_size": cfg.group_size, "n_proxies": res["n_proxies"], "group_size_needed_upper": need,
-             "max_group_size": cfg.max_group_size, "seconds": res["seconds"]}
-    m = min(need, cfg.max_group_size)
-    _log().info("doremi pilot", extra={"data": {**pilot, "group_size_next": max(m, cfg.group_size)}})
-    if m <= cfg.group_size:
-        return {**res, "pilot": pilot}
-    final = run_doremi_once(pools_dir, dataclasses.replace(cfg, group_size=m), proxy_cfg, seed=seed,
-                            cache_dir=cache_dir, progress=progress, targets=targets)
-    final["seconds"] = round(final["seconds"] + res["seconds"], 2)
-    return {**final, "pilot": pilot}
-
-
-def run_doremi_once(pools_dir, cfg: DoReMiConfig, proxy_cfg, *, seed: int = 0, cache_dir, progress: bool = True,
-                    targets: list[str] | None = None) -> dict:
-    """Full DoReMi (optionally iterated) on a token-pools folder; resumable through ``cache_dir``.
-    ``targets``: the target domains (:mod:`mix.targets`), needed by ``reference_mixture: targets``.
-
-    Returns ``{"weights": {domain: w}, "domains", "rounds", "seed_weights": [[w per domain] per
-    seed (with ``group_size`` m > 1: the mean of the seed's m proxies; ``proxy_weights`` has every
-    proxy's)], "seed_range": {domain: max - min}, with 2+ proxies the mixture's standard error
-    (:func:`proxy_spread`: "n_proxies", "proxy_sd", "mixture_se", "se_lower_bound"), with 6+ proxies
-    "range_sizing" (:func:`range_sizing`: the proxies per seed a seed range <= 0.05 needs), "trajectory": [{"round", "step", domain: w, ...}] (the
-    first seed's), "seconds"}``. Each seed's DRO run is cached as JSON and the round's reference
-    model as a ``state_dict`` file, so finished work is never retrained.
-    """
-    import dataclasses
-    import time
-    from pathlib import Path
-
-    from mix.proxy import pool_domains, pools_fingerprint, proxy_key
-
-    cfg.validate()
-    tokens = pool_domains(pools_dir)
-    domains = list(tokens)
-    k = len(domains)
-    pcfg = dataclasses.replace(proxy_cfg, steps=cfg.steps)
-    ref0 = reference_weights(cfg.reference_mixture, tokens, targets)
-    cache = Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
-    fp = pools_fingerprint(pools_dir)
-    t0 = time.perf_counter()
-    trajectory: list[dict] = []
-    per_seed: list[np.ndarray] = []
-    # the shared reference uses `seed`; DRO proxies the next ones, group g = seeds[g * m:(g + 1) * m]
-    m = cfg.group_size
-    seeds = [seed + 1 + i for i in range(cfg.seeds * m)]
-
-    def run_round(ref_w: np.ndarray, r: int) -> np.ndarray:
-        from mix.dispatch import run_jobs
-
-        _log().info("doremi round", extra={"data": {"round": r, "reference": ref_w.tolist(), "seeds": seeds}})
-        rcfg = _reference_cfg(pcfg, cfg)
-        ref_seeds = seeds if cfg.paired_reference else [seed]
-        ref_jobs = [{"kind": "reference", "runner": "mix.doremi:run_doremi_job",
-                     "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
-                     "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": rs, "cfg": dataclasses.asdict(rcfg)}
-                    for rs in ref_seeds]
-        ref_paths = run_jobs(ref_jobs, cache, workers=min(cfg.workers, len(ref_jobs)), progress=progress,
-                             device=pcfg.device, desc="doremi references")
-        if not cfg.paired_reference:
-            ref_paths = ref_paths * len(seeds)
-        jobs = [_dro_job(pools_dir, cfg, pcfg, s, ref_w, rp, rcfg, fp, r)
-                for s, rp in zip(seeds, ref_paths, strict=True)]
-        paths = run_jobs(jobs, cache, workers=cfg.workers, progress=progress, device=pcfg.device, desc="doremi proxies")
-        import json
-
-        results = [json.loads(p.read_text()) for p in paths]
-        for step, h in enumerate(results[0]["history"]):
-            trajectory.append({"round": r, "step": step, **dict(zip(domains, h, strict=True))})
-        per_seed[:] = [np.array(res["weights"]) for res in results]
-        mean = np.mean(per_seed, axis=0)
-        return mean / mean.sum()
-
-    if cfg.iterate:
-        final, rounds = iterate_rounds(run_round, ref0, max_rounds=cfg.max_rounds, tol=cfg.tol)
-    else:
-        final = run_round(ref0, 0)
-        rounds = [{"round": 0, "reference": ref0.tolist(), "weights": final.tolist(),
-                   "l1_change": l1_change(final, ref0)}]
-    final = final / final.sum()
-    proxies = np.array(per_seed)
-    sw = proxies.reshape(cfg.seeds, m, k).mean(axis=1)  # one output per seed (group of m proxies)
-    out = {"weights": dict(zip(domains, final.tolist(), strict=True)), "domains": domains, "rounds": rounds,
-           "cost": search_cost(pools_dir, cfg, pcfg, n_proxies=len(seeds), n_rounds=len(rounds)),
-           "seeds": seeds, "seed_weights": sw.round(6).tolist(),
-           "seed_range": dict(zip(domains, np.ptp(sw, axis=0).round(6).tolist(), strict=True)),
-           "trajectory": trajectory, "seconds": round(time.perf_counter() - t0, 2)}
-    if m > 1:
-        out["group_size"] = m
-        out["proxy_weights"] = proxies.round(6).tolist()
-    out.update(proxy_spread(proxies, domains, independent=cfg.paired_reference))
-    if "proxy_sd" in out and len(proxies) >= MIN_PROXIES_FOR_SIZING:
-        out["range_sizing"] = range_sizing(np.array([out["proxy_sd"][d] for d in domains]), seeds=cfg.seeds,
-                                           group_size=m, n_proxies=len(proxies))
-    return out
-
-
-def search_cost(pools_dir, cfg: DoReMiConfig, pcfg, *, n_proxies: int, n_rounds: int) -> dict:
-    """Training FLOPs of a DoReMi search: per round its references (``reference_factor`` x the
-    steps) and DRO proxies (balanced batches, plus the reference's forward on every batch: the
-    paper's excess; the probe's forward passes cost about the same by its default size)."""
-    from mix.proxy import dro_rows, pool_domains, pools_vocab, proxy_flops
-
-    vocab, k = pools_vocab(pools_dir), len(pool_domains(pools_dir))
-    refs = n_proxies if cfg.paired_reference else 1
-    ref_steps = max(1, int(round(cfg.steps * cfg.reference_factor)))
-    rows = dro_rows(pcfg.batch_size, k)
-    flops = n_rounds * (refs * proxy_flops(pcfg, vocab, rows=pcfg.batch_size, steps=ref_steps)
-                        + n_proxies * proxy_flops(pcfg, vocab, rows=rows, steps=cfg.steps, forward_share=1 / 3))
-    tokens = n_rounds * (refs * ref_steps * pcfg.batch_size + n_proxies * cfg.steps * rows) * pcfg.seq_len
-    return {"proxy_runs": n_rounds * (refs + n_proxies), "tokens": int(tokens), "flops": float(flops)}
-
-
-def reference_weights(rule: str, tokens: dict[str, int], targets: list[str] | None) -> np.ndarray:
-    """The reference model's mixture (domain order of ``tokens``) for ``reference_mixture``."""
-    from corpusmix.config import ConfigError
-    from corpusmix.mixture import natural_mixture
-
-    domains = list(tokens)
-    if rule == "natural":
-        nat = natural_mixture(tokens)
-        return np.array([nat[d] for d in domains])
-    if rule == "uniform":
-        return np.full(len(domains), 1.0 / len(domains))
-    # no targets named: every domain is a target (the uniform reference)
-    chosen = domains if targets is None else [d for d in domains if d in set(targets)]
-    if not chosen:
-        raise ConfigError("doremi reference_mixture: targets needs the target domains (mix.target_domains, or every "
-                          "domain not in mix.garbage_domains); none of them is in the pools")
-    return np.array([1.0 / len(chosen) if d in chosen else 0.0 for d in domains])
-
-
-def range_sizing(proxy_sd: np.ndarray, *, seeds: int, group_size: int, n_proxies: int,
-                 target: float = SEED_RANGE_TARGET, probability: float = 0.95, confidence: float = 0.9,
-                 draws: int = 20_000) -> dict:
-    """How many proxies per reported seed a run needs for its seed range to meet ``target``.
-
-    Model: each reported seed is the mean of ``m`` independent proxies, a proxy's weight on domain
-    ``d`` normal with sd ``proxy_sd[d]`` (domains taken as independent). The largest per-domain
-    range between ``seeds`` such means is ``R / sqrt(m)``, where ``R`` = max over ``d`` of
-    ``proxy_sd[d]`` x the range of ``seeds`` standard normals; ``R`` is simulated once (``draws``,
-    fixed rng: the same answer for the same sds) and scaled. Returns the share of runs expected to
-    meet ``target`` at this ``group_size`` (``p_at_group_size``) and the smallest ``m`` expected to
-    meet it in ``probability`` of runs (``group_size_needed``), both from the measured sds; and
-    ``group_size_needed_upper``, the same with every sd at its one-sided ``confidence`` upper bound
-    (chi-square with ``n_proxies - 1`` degrees of freedom: ``sd x sqrt((n - 1) / chi2_{1-conf}(n - 1))``,
-    x1.40 for 12 proxies): an sd measured on a few proxies is often too small, and a group size
-    chosen from it would miss the target more often than ``probability`` says."""
-    from scipy.stats import chi2
-
-    sd = np.asarray(proxy_sd, dtype=np.float64)
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((draws, seeds, sd.size))
-    r = (np.ptp(z, axis=1) * sd).max(axis=1)  # the largest range for m = 1
-    q = float(np.quantile(r, probability))
-    inflate = math.sqrt((n_proxies - 1) / float(chi2.ppf(1.0 - confidence, n_proxies - 1)))
-
-    def need(x: float) -> int:
-        return max(1, math.ceil((x / target) ** 2 - 1e-9))
-
-    return {"target": target, "probability": probability, "n_proxies": int(n_proxies),
-            "p_at_group_size": round(float(np.mean(r <= target * np.sqrt(group_size))), 3),
-            "group_size_needed": need(q), "confidence": confidence, "sd_inflation": round(inflate, 4),
-            "group_size_needed_upper": need(q * inflate)}
-
-
-def proxy_spread(proxies: np.ndarray, domains: list[str], *, independent: bool) -> dict:
-    """The mixture's uncertainty from the DRO proxies' randomness: per domain the sd of the ``n``
-    proxies' weights (``proxy_sd``) and the standard error of their mean, the mixture
-    (``mixture_se`` = sd / sqrt(n)); ``{}`` with fewer than 2 proxies. ``independent`` is
-    ``paired_reference``: with one shared reference the proxies share its noise, so the standard
-    error is a lower bound (``se_lower_bound: true``)."""
-    proxies = np.asarray(proxies, dtype=np.float64)
-    n = len(proxies)
-    if n < 2:
-        return {}
-    sd = proxies.std(axis=0, ddof=1)
-    return {"n_proxies": n, "proxy_sd": dict(zip(domains, sd.round(6).tolist(), strict=True)),
-            "mixture_se": dict(zip(domains, (sd / np.sqrt(n)).round(6).tolist(), strict=True)),
-            "se_lower_bound": not independent}
-
-
-def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_path, rcfg, fp: str,
-             r: int) -> dict:
+def dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_path, rcfg, fp: str,
+            r: int) -> dict:
     """The job of one seed's DRO proxy against the round's reference (its key: pools, reference,
     proxy config, seed, DRO settings)."""
     import dataclasses
     from pathlib import Path
 
-    from mix.proxy import proxy_key
+    from mix.proxy_cache import proxy_key
 
     tag = (f"doremi eta={cfg.eta} c={cfg.smoothing} ema={cfg.excess_ema} avg_from={cfg.average_from} "
            f"ref={Path(ref_path).name}")
@@ -411,6 +193,18 @@ def _dro_job(pools_dir, cfg: DoReMiConfig, pcfg, s: int, ref_w: np.ndarray, ref_
             "doremi": dataclasses.asdict(cfg)}
 
 
+def reference_job(pools_dir, ref_w: np.ndarray, rcfg, rs: int, fp: str) -> dict:
+    """The job of one reference model on the mixture ``ref_w``, trained with seed ``rs`` (its key:
+    pools, mixture, reference config, seed)."""
+    import dataclasses
+
+    from mix.proxy_cache import proxy_key
+
+    return {"kind": "reference", "runner": "mix.doremi:run_doremi_job",
+            "key": f"reference-{proxy_key(fp, ref_w, rcfg, rs, 'reference')}",
+            "pools": str(pools_dir), "weights": ref_w.tolist(), "seed": rs, "cfg": dataclasses.asdict(rcfg)}
+
+
 def run_doremi_job(job: dict, cache) -> None:
     """Run a ``reference`` or ``doremi`` job (:mod:`mix.dispatch`) in this process (all ranks under
     torchrun); rank 0 writes the result into ``cache``."""
@@ -419,7 +213,8 @@ def run_doremi_job(job: dict, cache) -> None:
 
     import torch
 
-    from mix.proxy import ProxyConfig, full_state_dict, train_proxy, write_json
+    from mix.proxy import ProxyConfig, full_state_dict, train_proxy
+    from mix.proxy_cache import write_json
 
     cache = Path(cache)
     work = cache / f"work-{job['key']}"
@@ -508,7 +303,7 @@ def _log():
     return get_logger("mix.doremi")
 
 
-def _reference_cfg(pcfg, cfg: DoReMiConfig):
+def reference_cfg(pcfg, cfg: DoReMiConfig):
     """The reference's proxy config: same model, ``reference_factor`` x the steps (and warm-up)."""
     import dataclasses
 

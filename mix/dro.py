@@ -194,7 +194,7 @@ class DROObjective:
         """Per-token loss ``[N, S-1]`` and mask of ``model`` on the probe, in chunks, eval mode."""
         import torch
 
-        from proxytrain.model import per_token_loss
+        from proxytrain.loss import per_token_loss
 
         was_training = model.training
         model.eval()
@@ -237,7 +237,7 @@ class DROObjective:
             return loss_tok * self.dro.loss_weights(batch["domain_id"])[:, None]
         import torch
 
-        from proxytrain.model import per_token_loss
+        from proxytrain.loss import per_token_loss
         from proxytrain.parallel import all_reduce_sum
 
         dev = loss_tok.device

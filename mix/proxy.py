@@ -9,17 +9,15 @@ Library module; used by ``corpusmix mix doremi|regmix|ablation`` and ``corpusmix
 
 There is one training loop: a proxy IS a run of the trainer (model, optimizer, schedule, clipping,
 spike guard, FSDP2 under torchrun, DCP checkpoints, attention backend ``auto``: FlashAttention
-varlen on CUDA when installed). This module adds only the mixture logic:
+varlen on CUDA when installed). This module runs a proxy and reads the pools; the mixture logic
+around the trainer lives beside it:
 
-- :class:`MixtureSource`, the trainer's ``BatchSource``: which domain each row comes from
-  (``sampling: stratified`` or ``iid``), or balanced DRO batches (the same number of windows of
-  every domain, DoReMi); under torchrun every rank draws the same global batch and keeps its rows
-  ``rank, rank + world, ...``, so N ranks train on exactly the rows of one process;
-- the validation source: the first windows of each domain's held-out split, independent of the
-  run's seed, so every proxy of a search is scored on the same tokens (``val`` for the searches,
-  ``eval`` for the ablation, which no search reads);
-- caching: a finished proxy's result is ``cache_dir/proxy-<key>.json`` (the key hashes the pools,
-  the weights, the config and the seed) and is never retrained;
+- :mod:`mix.proxy_config`: :class:`ProxyConfig` and the trainer config it maps to;
+- :mod:`mix.proxy_sources`: the batch sources, rows by mixture weight (``sampling: stratified``
+  or ``iid``) or balanced DRO batches, and the validation windows every proxy of a search is
+  scored on (``val`` for the searches, ``eval`` for the ablation, which no search reads);
+- :mod:`mix.proxy_cache`: a finished proxy's result is ``cache_dir/proxy-<key>.json`` (the key
+  hashes the pools, the weights, the config and the seed) and is never retrained;
 - dispatch (:mod:`mix.dispatch`): ``workers`` proxies in parallel processes, one torch thread each
   on CPU, one GPU each on CUDA; or job files run one by one by ``corpusmix mix proxy-run``.
 
@@ -28,14 +26,11 @@ The Group-DRO reweighting of DoReMi is an objective hook of the trainer (``mix.d
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -43,55 +38,17 @@ import numpy as np
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from mix.proxy_cache import pools_fingerprint, proxy_key, write_json
+from mix.proxy_config import (  # noqa: F401  (ProxyConfig: part of this module's documented API)
+    PLACEMENT_FIELDS,
+    ProxyConfig,
+    resolve_device,
+    shape_config,
+    train_config,
+)
+from mix.proxy_sources import MixtureSource, ValidationSource
 
 log = get_logger("mix.proxy")
-
-
-@dataclass
-class ProxyConfig:
-    """One proxy run (``params.yaml``: ``mix.presets.<name>.proxy``)."""
-
-    model_preset: str = field(default="tiny", metadata={"help": "proxytrain.model preset"})
-    d_model: int = field(default=0, metadata={"help": "override the preset's width (0 = preset)"})
-    n_layers: int = field(default=0, metadata={"help": "override the preset's depth (0 = preset)"})
-    n_heads: int = field(default=0, metadata={"help": "override the preset's heads (0 = preset)"})
-    steps: int = field(default=200, metadata={"help": "optimizer steps"})
-    batch_size: int = field(default=8, metadata={"help": "sequences per step (all ranks together)"})
-    seq_len: int = field(default=128, metadata={"help": "tokens per sequence"})
-    lr: float = field(default=3e-3, metadata={"help": "peak learning rate"})
-    warmup: int = field(default=20, metadata={"help": "warmup steps"})
-    val_batches: int = field(default=4, metadata={"help": "validation batches per domain"})
-    val_seed: int = field(default=1234, metadata={"help": "seed of the (shared) validation batches"})
-    sampling: str = field(default="stratified", metadata={
-        "help": "stratified: each domain gets its exact share of rows (low-discrepancy sequence) and "
-                "its own window stream, so runs on nearby mixtures see nearly the same data; "
-                "iid: every row's domain drawn independently"})
-    head_dtype: str = field(default="fp32", metadata={
-        "help": "fp32 | bf16: the output projection's precision (bf16 inputs, fp32 accumulation, fp32 loss); "
-                "on CPUs with native bf16 (avx512_bf16 / AMX) about half a small proxy's step"})
-    device: str = field(default="auto", metadata={
-        "help": "auto (CUDA when present) | cpu | cuda: where proxies train (not part of the cache key on CPU)"})
-    ckpt_every: int = field(default=0, metadata={
-        "help": "checkpoint a proxy every N steps so a killed long proxy resumes (0 = off: it restarts)"})
-
-    def validate(self) -> None:
-        for name in ("steps", "batch_size", "seq_len", "val_batches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"proxy {name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise ValueError(f"proxy lr must be > 0, got {self.lr}")
-        if self.sampling not in ("stratified", "iid"):
-            raise ValueError(f"proxy sampling must be 'stratified' or 'iid', got {self.sampling!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"proxy device must be auto, cpu or cuda, got {self.device!r}")
-        if self.ckpt_every < 0:
-            raise ValueError(f"proxy ckpt_every must be >= 0, got {self.ckpt_every}")
-        if self.head_dtype not in ("fp32", "bf16"):
-            raise ValueError(f"proxy head_dtype must be fp32 or bf16, got {self.head_dtype!r}")
-
-
-# fields that say where and how safely a proxy runs, not what it computes: out of the cache key
-PLACEMENT_FIELDS = ("device", "ckpt_every")
 
 
 # ----------------------------------------------------------------------------- pools
@@ -140,162 +97,19 @@ def pool_domains(pools_dir: str | Path, split: str = "train") -> dict[str, int]:
     return doms
 
 
-def pools_fingerprint(pools_dir: str | Path) -> str:
-    """Hash of ``pools.json`` (tokenizer hash, token counts): proxies are keyed by it."""
-    return hashlib.sha256((Path(pools_dir) / "pools.json").read_bytes()).hexdigest()[:16]
-
-
 def pools_vocab(pools_dir: str | Path) -> int:
     return int(json.loads((Path(pools_dir) / "pools.json").read_text())["vocab_size"])
 
 
-# ----------------------------------------------------------------------------- batch sources
-
-_INV_PHI = (5 ** 0.5 - 1) / 2
-
-
-class MixtureSource:
-    """The trainer's ``BatchSource`` for a proxy: rows by mixture weight, or balanced (DRO).
-
-    ``weights`` (domain order of ``pools.json``) with ``sampling`` ``stratified``: row ``t`` takes
-    the domain whose cumulative-weight interval holds ``u_t = frac(u0 + t / golden ratio)`` (a Weyl
-    sequence: every domain's row count stays within O(log t) of ``weight * t``) and each domain
-    draws its windows from its own RNG stream, so the n-th row of a domain is the same whatever the
-    other weights are (common random numbers); ``iid``: each row's domain drawn independently.
-    ``weights=None``: balanced batches (``n / k`` windows of every domain, from the domain streams).
-    ``rank``/``world``: every rank draws the global batch of ``n * world`` rows and keeps rows
-    ``rank::world``.
-    """
-
-    def __init__(self, pools_dir: str | Path, domains: list[str], *, seq_len: int, seed: int,
-                 weights: Sequence[float] | None, sampling: str = "stratified", rank: int = 0,
-                 world: int = 1) -> None:
-        from proxytrain.pools import PoolSampler
-
-        self.sampler = PoolSampler(pools_dir, seq_len=seq_len, seed=seed, split="train", domains=domains)
-        assert self.sampler.domains == domains, "pools.json domains must be sorted"
-        self.domains = list(domains)
-        self.vocab_size = int(self.sampler.meta["vocab_size"])
-        self.seq_len, self.sampling, self.rank, self.world = seq_len, sampling, rank, world
-        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
-        self._row = 0
-        self._u0 = float(np.random.default_rng([seed, 1]).random())
-        self._dom_rng = [np.random.default_rng([seed, 2, i]) for i in range(len(domains))]
-
-    def _stream_row(self, d: int) -> dict[str, np.ndarray]:
-        lo, hi = self.sampler.check_nonempty(self.domains[d])
-        start = lo + int(self._dom_rng[d].integers(0, max(hi - lo - self.seq_len, 0) + 1))
-        return self.sampler.window(d, start)
-
-    def global_batch(self, rows: int) -> dict[str, Any]:
-        """The next ``rows`` rows of the run (all ranks together)."""
-        if self.weights is None:
-            k = len(self.domains)
-            return self.sampler.stack([self._stream_row(d) for d in range(k) for _ in range(rows // k)])
-        if self.sampling == "iid":
-            return self.sampler.sample_weighted(self.weights, rows)
-        u = np.mod(self._u0 + (self._row + np.arange(rows)) * _INV_PHI, 1.0)
-        self._row += rows
-        cum = np.cumsum(self.weights)
-        doms = np.minimum(np.searchsorted(cum / cum[-1], u, side="right"), len(self.domains) - 1)
-        return self.sampler.stack([self._stream_row(int(d)) for d in doms])
-
-    def next_batch(self, n: int) -> dict[str, Any]:
-        b = self.global_batch(n * self.world)
-        if self.world == 1:
-            return b
-        return {k: v[self.rank::self.world].contiguous() for k, v in b.items()}
-
-    def eval_batches(self, n: int, count: int) -> list[dict[str, Any]]:  # the trainer's protocol
-        raise NotImplementedError("validation comes from ValidationSource")
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"row": self._row, "u0": self._u0, "domain_rng": [g.bit_generator.state for g in self._dom_rng],
-                "sampler": self.sampler.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._row, self._u0 = int(state["row"]), float(state["u0"])
-        for g, s in zip(self._dom_rng, state["domain_rng"], strict=True):
-            g.bit_generator.state = s
-        self.sampler.load_state_dict(state["sampler"])
-
-
-class ValidationSource:
-    """The first ``count * n`` windows of every domain's held-out split (``val`` or ``eval``), in
-    batches of ``n``; the same rows on every rank and in every proxy of a search."""
-
-    def __init__(self, pools_dir: str | Path, domains: list[str], *, seq_len: int, seed: int, split: str) -> None:
-        from proxytrain.pools import PoolSampler
-
-        if split not in ("val", "eval"):
-            raise ValueError(f"eval_split must be 'val' (search) or 'eval' (ablation), got {split!r}")
-        self.sampler = PoolSampler(pools_dir, seq_len=seq_len, seed=seed, split=split, domains=domains)
-        self.domains, self.split = list(domains), split
-        self.vocab_size = int(self.sampler.meta["vocab_size"])
-
-    def eval_batches(self, n: int, count: int) -> list[dict[str, Any]]:
-        out = []
-        for d in self.domains:
-            got = list(self.sampler.eval_batches(d, n, max_rows=n * count))
-            if not got:
-                frac = "val_fraction" if self.split == "val" else "eval_fraction"
-                raise ValueError(f"domain {d!r} has no tokens in the {self.split!r} split; rebuild the "
-                                 f"pools with a pools.{frac} that leaves it at least one document")
-            out.extend(got)
-        return out
-
-    def next_batch(self, n: int) -> dict[str, Any]:  # the trainer's protocol; never trained on
-        raise NotImplementedError("a validation source is not trained on")
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
-
-
-# ----------------------------------------------------------------------------- model + trainer config
-
-def train_config(cfg: ProxyConfig, *, vocab_size: int, seed: int, out_dir: str | Path, rows: int,
-                 world: int = 1, progress: bool = False) -> Any:
-    """The ``proxytrain.train.TrainConfig`` of a proxy run (``rows`` per step, all ranks together)."""
-    from proxytrain.train import TrainConfig
-
-    if rows % world:
-        raise ConfigError(f"a proxy step of {rows} rows cannot be split over {world} ranks: make the proxy "
-                          f"batch_size a multiple of the world size ({world})")
-    device = resolve_device(cfg.device)
-    return TrainConfig(
-        model=cfg.model_preset, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-        vocab_size=vocab_size, seq_len=cfg.seq_len, steps=cfg.steps, micro_batch_size=rows // world, grad_accum=1,
-        lr=cfg.lr, min_lr=cfg.lr * 0.1, warmup_steps=cfg.warmup, weight_decay=0.1, beta1=0.9, beta2=0.95,
-        grad_clip=1.0, dtype="auto", attn_backend="auto", head_dtype=cfg.head_dtype, device=device,
-        # one thread per proxy on CPU: `workers` proxies share the cores (and the bits do not depend
-        # on the machine's OMP_NUM_THREADS)
-        threads=1 if device == "cpu" else 0, seed=seed, ckpt_every=cfg.ckpt_every, keep_checkpoints=1,
-        resume=True, eval_every=cfg.steps, eval_batches=cfg.val_batches, eval_batch_size=cfg.batch_size,
-        dvclive=False, progress=progress, monitor_every=0, out_dir=str(out_dir))
-
-
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("proxy device cuda: no CUDA device here; use device auto or cpu")
-    return device
-
+# ----------------------------------------------------------------------------- model
 
 def build_proxy_model(pools_dir: str | Path, cfg: ProxyConfig, seed: int = 0, *, vocab_size: int = 0):
     """A freshly initialised proxy model (CPU, plain module) for the pools' vocabulary."""
     from proxytrain.model import build_model
-    from proxytrain.train import TrainConfig, model_config
+    from proxytrain.train_config import model_config
 
     vocab = vocab_size or pools_vocab(pools_dir)
-    tcfg = TrainConfig(model=cfg.model_preset, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                       seq_len=cfg.seq_len, head_dtype=cfg.head_dtype)
-    return build_model(model_config(tcfg, vocab), "cpu", seed=seed)
+    return build_model(model_config(shape_config(cfg), vocab), "cpu", seed=seed)
 
 
 def _build(cfg: ProxyConfig, vocab_size: int, seed: int):
@@ -328,8 +142,6 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     ``result``: ``{"val_loss": {domain: loss}, "train_loss_last", "curve", "steps", "tokens", ...}``.
     Under torchrun every rank calls it; the model it returns is this rank's (FSDP) model.
     """
-    import tempfile
-
     import torch
 
     from proxytrain.parallel import setup_distributed
@@ -357,27 +169,13 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     val.eval_batches(cfg.batch_size, cfg.val_batches)  # an empty held-out split fails before training
     tmp = None
     if work_dir is None:
-        tmp = tempfile.mkdtemp(prefix="proxy-") if rank == 0 else None
-        if world > 1:
-            import torch.distributed as dist
-
-            box = [tmp]
-            dist.broadcast_object_list(box, src=0)
-            tmp = box[0]
-        work_dir = tmp
+        tmp = work_dir = _temp_work_dir(rank, world)
     tcfg = train_config(cfg, vocab_size=source.vocab_size, seed=seed, out_dir=work_dir, rows=rows, world=world,
                         progress=progress)
     t0 = time.perf_counter()
     res = train(tcfg, source=source, val_source=val, objective=objective)
     train_s = time.perf_counter() - t0
-    scores = res.val
-    if not scores:  # resumed from the final checkpoint (killed before the result was written)
-        from proxytrain.model import evaluate
-        from proxytrain.parallel import all_reduce_sum, reshard_all
-
-        scores = evaluate(res.model, val.eval_batches(cfg.batch_size, cfg.val_batches), domains,
-                          reduce=all_reduce_sum)
-        reshard_all(res.model)
+    scores = _final_scores(res, val, cfg, domains)
     losses = _logged_losses(Path(work_dir) / "train_log.jsonl") if rank == 0 else []
     # logged, not returned: results are cached in DVC outputs, whose bytes must not depend on speed
     steps_done = [r for r in res.history if "event" not in r]
@@ -387,7 +185,41 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
                                                                         / max(train_s, 1e-9), 1)}})
     if rank == 0 and (tmp is not None or not keep_work):
         shutil.rmtree(work_dir, ignore_errors=True)
-    result = {
+    return res.model, _result(cfg, scores, domains, w, seed=seed, rows=rows, eval_split=eval_split, losses=losses)
+
+
+def _temp_work_dir(rank: int, world: int) -> str:
+    """A temporary trainer folder, made by rank 0 and shared with the other ranks."""
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="proxy-") if rank == 0 else None
+    if world > 1:
+        import torch.distributed as dist
+
+        box = [tmp]
+        dist.broadcast_object_list(box, src=0)
+        tmp = box[0]
+    return tmp
+
+
+def _final_scores(res: Any, val: ValidationSource, cfg: ProxyConfig, domains: list[str]) -> dict[str, float]:
+    """The run's per-domain held-out loss; evaluated here when the run resumed from its final
+    checkpoint (killed before the result was written) and so has none."""
+    scores = res.val
+    if not scores:
+        from proxytrain.loss import evaluate
+        from proxytrain.parallel import all_reduce_sum, reshard_all
+
+        scores = evaluate(res.model, val.eval_batches(cfg.batch_size, cfg.val_batches), domains,
+                          reduce=all_reduce_sum)
+        reshard_all(res.model)
+    return scores
+
+
+def _result(cfg: ProxyConfig, scores: dict[str, float], domains: list[str], w: np.ndarray, *, seed: int, rows: int,
+            eval_split: str, losses: list[float]) -> dict[str, Any]:
+    """A proxy's result (:func:`train_proxy`): held-out losses, the mixture, the loss curve, the config."""
+    return {
         "val_loss": {d: float(scores[d]) for d in domains}, "domains": domains, "weights": [float(x) for x in w],
         "seed": seed, "steps": cfg.steps, "tokens": cfg.steps * rows * cfg.seq_len, "eval_split": eval_split,
         "train_loss_last": float(np.mean(losses[-10:])) if losses else float("nan"),
@@ -395,7 +227,6 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
                   for i in range(0, len(losses), max(1, len(losses) // 50))],
         "config": {k2: v for k2, v in asdict(cfg).items() if k2 not in PLACEMENT_FIELDS},
     }
-    return res.model, result
 
 
 def proxy_flops(cfg: ProxyConfig, vocab_size: int, *, rows: int, steps: int, forward_share: float = 0.0) -> float:
@@ -403,11 +234,9 @@ def proxy_flops(cfg: ProxyConfig, vocab_size: int, *, rows: int, steps: int, for
     ``proxytrain.flops.flops_per_token``), plus ``forward_share`` x that for extra forward passes
     over the same tokens (a DoReMi reference scoring every DRO batch: 1/3, a forward of 2N of 6N)."""
     from proxytrain.flops import flops_per_token
-    from proxytrain.train import TrainConfig, model_config
+    from proxytrain.train_config import model_config
 
-    tcfg = TrainConfig(model=cfg.model_preset, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                       seq_len=cfg.seq_len, head_dtype=cfg.head_dtype)
-    per_token = flops_per_token(model_config(tcfg, vocab_size), seq_len=cfg.seq_len)
+    per_token = flops_per_token(model_config(shape_config(cfg), vocab_size), seq_len=cfg.seq_len)
     return float(steps * rows * cfg.seq_len * per_token * (1.0 + forward_share))
 
 
@@ -451,56 +280,6 @@ def check_weights(weights: Sequence[float] | None, k: int) -> np.ndarray:
         raise ValueError(f"mixture {w.tolist()} is outside the simplex: weights must be >= 0 and sum to 1")
     return w / w.sum()
 
-
-def proxy_key(pools_fp: str, weights: Sequence[float], cfg: ProxyConfig, seed: int, tag: str = "") -> str:
-    """Cache key: pools, weights, the config fields that change results, seed, tag, the code that
-    computes a proxy and what governs its numbers (:func:`numerics_key`), and the device kind when it
-    is not the CPU (GPU runs compute in bf16). So a cache folder holds only results that the current
-    code and environment would compute again: the same inputs give the same set of files."""
-    c = {k: v for k, v in asdict(cfg).items() if k not in PLACEMENT_FIELDS}
-    payload = {"pools": pools_fp, "w": [round(float(x), 10) for x in weights], "cfg": c, "seed": seed, "tag": tag,
-               "code": code_fingerprint(), "numerics": numerics_key()}
-    dev = resolve_device(cfg.device)
-    if dev != "cpu":
-        payload["device"] = dev
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
-
-
-# the modules whose code computes a proxy's result (a change re-keys every cached run)
-_PROXY_CODE = ("proxytrain", "mix/proxy.py", "mix/doremi.py", "mix/dro.py", "corpusmix/pools.py",
-               "corpusmix/mixture.py")
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """Hash of the source of the modules that compute a proxy's result (:data:`_PROXY_CODE`)."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for entry in _PROXY_CODE:
-        path = root / entry
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def numerics_key() -> dict[str, Any]:
-    """What decides a CPU proxy's bits besides its inputs: the numerics mode and level, the fused
-    kernels' build and the torch version (``corpusmix.numerics``)."""
-    import torch
-
-    from corpusmix import numerics
-    from proxytrain import cpu_kernels
-
-    cpu_kernels.lib()
-    st = numerics.state()
-    return {"torch": torch.__version__, **{k: st.get(k) for k in ("mode", "at_reference", "aten", "kernels")}}
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomic JSON write (a killed writer never leaves a half file under the final name)."""
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
-    os.replace(tmp, path)
 
 
 def train_proxies(pools_dir: str | Path, runs: Sequence[tuple[Sequence[float], int]], cfg: ProxyConfig, *,

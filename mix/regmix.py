@@ -368,22 +368,7 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
     fit["regressor_setting"] = cfg.regressor
     # the final regressor uses every run: the out-of-fold scores above measure how well this works
     final = fit_regressor(chosen, x, y, ys, reduce=reduce, cols=cols, rounds=cfg.lgbm_rounds, seed=seed)
-    # each row of x sums to 1, so the per-domain maxima sum to >= 1 and the region is never empty
-    search_caps = np.minimum(caps, x.max(axis=0)) if cfg.trust_region else caps
-    w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,
-                     concentrations=cfg.concentrations, rng=np.random.default_rng(seed + 2),
-                     caps=search_caps, sampling=cfg.sampling)
-    if cfg.refine:
-        info["topk_mean_weights"] = w.tolist()
-        w = refine(final, w, search_caps)
-        info["predicted_refined"] = float(final.predict(w[None])[0])
-        info["predicted_gap_refined_vs_best"] = info["predicted_refined"] - info["best_predicted"]
-    info["predicted_chosen"] = float(final.predict(w[None])[0])
-    info["refined"] = bool(cfg.refine)
-    info["trust_region"] = bool(cfg.trust_region)
-    info["search_caps"] = search_caps.tolist()
-    info["predicted_prior"] = float(final.predict(prior[None])[0])
-    info["predicted_uniform"] = float(final.predict(np.full((1, len(domains)), 1.0 / len(domains)))[0])
+    w, info = _search_fitted(final, cfg, x, prior, caps, seed=seed)
     from mix.proxy import pools_vocab, proxy_flops
 
     one = proxy_flops(proxy_cfg, pools_vocab(pools_dir), rows=proxy_cfg.batch_size, steps=proxy_cfg.steps)
@@ -399,3 +384,27 @@ def run_regmix(pools_dir, cfg: RegMixConfig, proxy_cfg, *, seed: int = 0, cache_
         "seconds": round(time.perf_counter() - t0, 2),
     }
     return {"weights": dict(zip(domains, w.tolist(), strict=True)), "report": report}
+
+
+def _search_fitted(final, cfg: RegMixConfig, x: np.ndarray, prior: np.ndarray, caps: np.ndarray, *,
+                   seed: int) -> tuple[np.ndarray, dict]:
+    """The mixture the fitted regressor ``final`` predicts best (:func:`search`, then :func:`refine`
+    when ``cfg.refine``) and the search summary with the predictions of the chosen, prior and
+    uniform mixtures."""
+    # each row of x sums to 1, so the per-domain maxima sum to >= 1 and the region is never empty
+    search_caps = np.minimum(caps, x.max(axis=0)) if cfg.trust_region else caps
+    w, info = search(final, prior, candidates=cfg.candidates, top_k=cfg.top_k,
+                     concentrations=cfg.concentrations, rng=np.random.default_rng(seed + 2),
+                     caps=search_caps, sampling=cfg.sampling)
+    if cfg.refine:
+        info["topk_mean_weights"] = w.tolist()
+        w = refine(final, w, search_caps)
+        info["predicted_refined"] = float(final.predict(w[None])[0])
+        info["predicted_gap_refined_vs_best"] = info["predicted_refined"] - info["best_predicted"]
+    info["predicted_chosen"] = float(final.predict(w[None])[0])
+    info["refined"] = bool(cfg.refine)
+    info["trust_region"] = bool(cfg.trust_region)
+    info["search_caps"] = search_caps.tolist()
+    info["predicted_prior"] = float(final.predict(prior[None])[0])
+    info["predicted_uniform"] = float(final.predict(np.full((1, len(prior)), 1.0 / len(prior)))[0])
+    return w, info

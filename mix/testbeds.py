@@ -219,7 +219,7 @@ def run_testbed(tb: Testbed, *, proxy_cfg: Any, regmix_cfg: Any | None = None,
 
     from corpusmix.mixture import natural_mixture, uniform_mixture
     from mix.ablation import ablation_seeds, run_ablation
-    from mix.doremi import run_doremi
+    from mix.doremi_search import run_doremi
     from mix.proxy import pool_domains
     from mix.regmix import run_regmix
 

@@ -14,7 +14,6 @@ directly::
     losses, mask = per_token_loss(model(tokens, segment_ids), tokens, segment_ids)  # proxytrain.loss
     evaluate(model, batches, domains)           # proxytrain.loss -> {domain: mean loss per target token}
 
-``per_token_loss`` and ``evaluate`` are also importable from here (the mixture searches' entry points).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from proxytrain.attention import attend, prepare_attention
-from proxytrain.loss import evaluate, per_token_loss  # noqa: F401  (public names of the mixture searches)
 from proxytrain.ops import (
     rms_norm,
     rope_attention,

@@ -13,7 +13,7 @@ from report.inputs import ReportInputs
 from report.render import Figure, Section, Table
 
 # the per-domain seed range DoReMi's output is held to (docs/mix.md); shown as met or not. The same
-# number as mix.doremi.SEED_RANGE_TARGET (the report reads files, it does not import the searches)
+# number as mix.doremi_sizing.SEED_RANGE_TARGET (the report reads files, it does not import the searches)
 DOREMI_RANGE_TARGET = 0.05
 
 

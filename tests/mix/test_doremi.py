@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from bench.lib.pools import write_pools
-from mix.doremi import DoReMiConfig, GroupDRO, domain_excess_loss, iterate_rounds
+from mix.doremi import DoReMiConfig, GroupDRO, domain_excess_loss
+from mix.doremi_search import iterate_rounds
 
 
 def test_excess_loss_clips_per_token_and_averages_per_domain():
@@ -167,7 +168,7 @@ def test_probe_objective_updates_every_n_steps_from_the_probe_excess(tmp_path):
     history entry per step; a repeated step (skipped batch) neither updates twice nor records twice."""
     from mix.doremi import DROObjective, probe_windows
     from mix.proxy import ProxyConfig, build_proxy_model
-    from proxytrain.model import per_token_loss
+    from proxytrain.loss import per_token_loss
 
     pools = write_pools(tmp_path / "pools", {"a": 6000, "b": 6000, "c": 3000})
     cfg = ProxyConfig(model_preset="tiny", d_model=32, n_layers=1, n_heads=2, seq_len=16)
@@ -306,7 +307,7 @@ def test_group_size_averages_proxies_per_reported_seed(tmp_path):
     assert "proxy_weights" not in one
     assert "range_sizing" not in prov and "range_sizing" not in one  # under 6 proxies: too rough to size
     # 3 seeds of 2 (seeds 11-16; 11-14 cached): 6 proxies, sized from their own sd
-    from mix.doremi import range_sizing
+    from mix.doremi_sizing import range_sizing
 
     assert main(["mix", "doremi", "--input", str(pools), "--output", str(tmp_path / "m3.json"), "--cache",
                  str(cache), *FAST, "--seeds", "3", "--group-size", "2", "--seed", "10"]) == 0
@@ -487,7 +488,7 @@ def test_domain_too_small_for_the_splits_is_left_out_of_the_search(tmp_path):
 def test_range_sizing_matches_a_direct_simulation_of_grouped_runs():
     """The proxies per seed a seed range <= 0.05 needs, from per-proxy sds: its scaled shortcut
     agrees with simulating the grouped runs themselves (m proxies per seed, 3 seeds, another rng)."""
-    from mix.doremi import range_sizing
+    from mix.doremi_sizing import range_sizing
 
     sd = np.array([0.052, 0.036, 0.007, 0.023, 0.029, 0.022, 0.075])  # the demo pools' per-proxy sds
     rng = np.random.default_rng(123)
@@ -519,7 +520,7 @@ def test_range_sizing_matches_a_direct_simulation_of_grouped_runs():
 
 def test_reference_mixtures():
     from corpusmix.config import ConfigError
-    from mix.doremi import reference_weights
+    from mix.doremi_search import reference_weights
 
     tokens = {"a": 300, "junk": 600, "b": 100}
     np.testing.assert_allclose(reference_weights("natural", tokens, None), [0.3, 0.6, 0.1])

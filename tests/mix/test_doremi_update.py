@@ -110,7 +110,7 @@ def test_resumed_state_continues_the_same_trajectory(update):
 
 
 def test_cached_dro_runs_are_keyed_by_the_update(tmp_path):
-    from mix.doremi import _dro_job
+    from mix.doremi import dro_job
     from mix.proxy import ProxyConfig
 
     pcfg = ProxyConfig(steps=10)
@@ -118,7 +118,7 @@ def test_cached_dro_runs_are_keyed_by_the_update(tmp_path):
     keys = set()
     for cfg in (DoReMiConfig(update="eg"), DoReMiConfig(update="softmax"), DoReMiConfig(update="eg_softmax"),
                 DoReMiConfig(update="eg_softmax", temperature=0.25)):
-        job = _dro_job(tmp_path, cfg, pcfg, 1, ref_w, tmp_path / "reference-x.pt", pcfg, "fp", 0)
+        job = dro_job(tmp_path, cfg, pcfg, 1, ref_w, tmp_path / "reference-x.pt", pcfg, "fp", 0)
         assert job["doremi"] == dataclasses.asdict(cfg)
         keys.add(job["key"])
     assert len(keys) == 4  # a changed update or temperature trains new proxies, never reads another's

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from bench.lib.pools import write_pools
-from mix.proxy import MixtureSource, ProxyConfig, pool_domains
+from mix.proxy import ProxyConfig, pool_domains
+from mix.proxy_sources import MixtureSource
 
 
 def _Data(pools, cfg: ProxyConfig, seed: int, weights) -> MixtureSource:

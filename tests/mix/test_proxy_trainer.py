@@ -23,16 +23,10 @@ import torch
 
 from bench.lib.pools import write_pools
 from corpusmix.config import ConfigError
-from mix.doremi import DoReMiConfig, DROObjective, GroupDRO, _dro_job, load_reference
-from mix.proxy import (
-    ProxyConfig,
-    build_proxy_model,
-    dro_rows,
-    pools_fingerprint,
-    proxy_key,
-    train_config,
-    train_proxy,
-)
+from mix.doremi import DoReMiConfig, DROObjective, GroupDRO, dro_job, load_reference
+from mix.proxy import ProxyConfig, build_proxy_model, dro_rows, train_proxy
+from mix.proxy_cache import pools_fingerprint, proxy_key
+from mix.proxy_config import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "data" / "proxy_loop_1d15e2c.json"
@@ -93,7 +87,7 @@ def _doremi_jobs(pools: Path, cache: Path, pcfg: ProxyConfig, steps: int) -> dic
                "pools": str(pools), "weights": ref_w.tolist(), "seed": 0, "cfg": asdict(rcfg)}
     cache.mkdir(parents=True, exist_ok=True)
     run_job(ref_job, cache)
-    return _dro_job(pools, cfg, pcfg, 1, ref_w, cache / f"{ref_job['key']}.pt", rcfg, fp, 0)
+    return dro_job(pools, cfg, pcfg, 1, ref_w, cache / f"{ref_job['key']}.pt", rcfg, fp, 0)
 
 
 def _write_job(cache: Path, job: dict) -> None:
@@ -191,7 +185,7 @@ def test_reference_from_another_vocabulary_or_shape_is_refused_before_training(t
     cache = tmp_path / "cache"
     cache.mkdir()
     shutil.copy(other_vocab, cache / "reference-bad.pt")
-    job = _dro_job(pools, DoReMiConfig(steps=4), pcfg, 1, np.array([0.4, 0.4, 0.2]), cache / "reference-bad.pt",
+    job = dro_job(pools, DoReMiConfig(steps=4), pcfg, 1, np.array([0.4, 0.4, 0.2]), cache / "reference-bad.pt",
                    pcfg, pools_fingerprint(pools), 0)
     with pytest.raises(ConfigError, match="vocabulary"):
         run_job(job, cache)

@@ -47,7 +47,8 @@ def pools(tmp_path_factory) -> Path:
 
 
 def test_replication_with_learnable_garbage(pools: Path, tmp_path: Path):
-    from mix.doremi import DoReMiConfig, run_doremi
+    from mix.doremi import DoReMiConfig
+    from mix.doremi_search import run_doremi
     from mix.presets import PRESETS
     from mix.proxy import ProxyConfig, pool_domains
     from mix.regmix import RegMixConfig, run_regmix

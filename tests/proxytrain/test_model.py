@@ -166,7 +166,8 @@ def test_blocks_trace_as_one_graph_under_compile():
 
 def test_head_dtype_is_validated_and_keys_bf16_proxies_apart():
     from corpusmix.config import ConfigError
-    from mix.proxy import ProxyConfig, proxy_key
+    from mix.proxy import ProxyConfig
+    from mix.proxy_cache import proxy_key
     from proxytrain.train_config import TrainConfig, model_config
 
     with pytest.raises(ConfigError, match="head_dtype must be fp32 or bf16"):
