@@ -66,7 +66,11 @@ class JointForm:
         pts, drops = usable_points(runs, cfg.min_tokens)
         notes = check_points(pts, drops, cfg)
         theta, obj = fit_theta(pts, cfg.huber_delta, cfg.starts, form=self)
-        const = self.constants(theta)
+        try:
+            const = self.constants(theta)
+        except OverflowError:
+            raise FitError(f"the {form} fit diverged (a fitted constant overflows a float): these runs do not pin "
+                           "this form; add sizes/token counts or use another form") from None
         ex = self.exponents(const)
         if min(ex.values()) < MIN_EXPONENT:
             raise FitError(f"the fitted exponents are not positive ({_fmt(ex)}): loss does not fall with model size "

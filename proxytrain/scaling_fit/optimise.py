@@ -101,7 +101,11 @@ def bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray, form: JointLaw
         if len(set(sample[:, 0])) < 2 or len(set(sample[:, 1])) < 2:
             skipped += 1
             continue
-        c = form.constants(fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta, form=form)[0])
+        try:
+            c = form.constants(fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta, form=form)[0])
+        except OverflowError:  # a resample the form cannot pin: counted like a degenerate refit
+            skipped += 1
+            continue
         if min(form.exponents(c).values()) < MIN_EXPONENT:
             skipped += 1
             continue

@@ -366,3 +366,14 @@ def test_cli_check_errors(tmp_path, capsys):
     assert "no usable runs" in capsys.readouterr().err
     assert main(["scale", "check", "--sweep", str(tmp_path / "missing.json")]) == 2
     assert "scale sweep" in capsys.readouterr().err
+
+
+def test_a_fold_whose_fit_overflows_is_reported_not_raised(runs):
+    """On the demo sweep with the early-plateau runs kept, one Hoffmann fold's constants overflow a float:
+    the design check names that fold's failure and goes on (it used to stop with OverflowError)."""
+    from proxytrain.scaling_fit.checks import design_checks
+
+    chk = design_checks(runs, FitConfig(starts=4, min_tokens=0, form="hoffmann"))
+    errors = [f.get("error", "") for f in chk["leave_one_size_out"]]
+    assert any("diverged" in e for e in errors)
+    assert chk["score"] is None
