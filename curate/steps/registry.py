@@ -15,7 +15,6 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 #: ``a``: per-document, before the global dedup; ``dedup``: the global dedup itself (run by the
@@ -80,8 +79,12 @@ def discover() -> None:
     import curate.steps as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        path = Path(pkg.__path__[0]) / f"{info.name}.py"
-        if info.name == "registry" or not path.is_file() or __name__ not in path.read_text(encoding="utf-8"):
+        if info.name == "registry" or info.ispkg:
+            continue
+        # the source through the module's loader: a folder or a zip shipped with --py-files alike
+        name = f"{pkg.__name__}.{info.name}"
+        source = info.module_finder.find_spec(name).loader.get_source(name)  # type: ignore[union-attr,call-arg]
+        if not source or __name__ not in source:
             continue
         try:
             importlib.import_module(f"{pkg.__name__}.{info.name}")
