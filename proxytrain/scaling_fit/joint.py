@@ -7,6 +7,7 @@ bootstraps the constants, and fits the lr law. How and why: docs/scaling.md."""
 from __future__ import annotations
 
 import warnings
+from abc import ABC, abstractmethod
 from dataclasses import asdict
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 from proxytrain.scaling_fit.config import MIN_EXPONENT, FitConfig, FitError, FitWarning
 from proxytrain.scaling_fit.lr_law import lr_for, lr_law_noted
 from proxytrain.scaling_fit.optimise import bootstrap, fit_theta
-from proxytrain.scaling_fit.points import check_points, usable_points
+from proxytrain.scaling_fit.points import check_points, scope, usable_points
 
 
 def theta_columns(th: np.ndarray) -> list[np.ndarray]:
@@ -24,7 +25,7 @@ def theta_columns(th: np.ndarray) -> list[np.ndarray]:
     return [th[:, i:i + 1] for i in range(5)]
 
 
-class JointForm:
+class JointForm(ABC):
     """A law L(N, D) with 5 free parameters fitted by Huber on the log-loss from a grid of starts."""
 
     name: str = ""
@@ -32,33 +33,35 @@ class JointForm:
     grid: np.ndarray
     bounds: list[tuple[float, float]] | None = None
 
+    @abstractmethod
     def objective(self, theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray,
                   delta: float) -> tuple[float, np.ndarray]:
         """The Huber objective on the log residuals and its gradient in ``theta``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def log_pred(self, th: np.ndarray, logn: np.ndarray, logd: np.ndarray) -> np.ndarray:
         """log L for parameter rows ``th`` (shape (k, 5), or (5,)) at the points (broadcast)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def constants(self, theta: np.ndarray) -> dict[str, float]:
         """The named constants of an optimum ``theta``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def law(self, c: dict[str, Any], n: Any, d: Any) -> Any:
         """L(N, D) for constants ``c``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def frontier(self, c: dict[str, Any], flops: Any) -> tuple[Any, Any]:
         """Compute-optimal (N*, D*) for a budget C = 6 N D."""
-        raise NotImplementedError
 
+    @abstractmethod
     def exponents(self, c: dict[str, Any]) -> dict[str, float]:
         """The N and D exponents, by their names in this form."""
-        raise NotImplementedError
 
     def check(self, c: dict[str, float], pts: np.ndarray) -> None:
-        """Refuse (FitError) a fit that is degenerate on these points in a way the exponents do not show."""
+        """Refuse (FitError) a fit that is degenerate on these points in a way the exponents do not show;
+        a form without such a case (Hoffmann) keeps this default, which accepts every fit."""
+        return None
 
     def fit(self, runs: list[dict[str, Any]], cfg: FitConfig, selection: dict[str, Any] | None) -> dict[str, Any]:
         """Fit the law, bootstrap it, and fit the lr law; the JSON-able result ``predict`` reads."""
@@ -101,11 +104,7 @@ class JointForm:
             "objective": obj, "points": [[int(n), int(d), float(loss)] for n, d, loss in pts],
             "log_residuals": [float(r) for r in resid], "rmse_log": float(np.sqrt(np.mean(resid ** 2))),
             "bootstrap": boot, "drops": drops, "lr_optima": optima, "lr_law": lr_law, "notes": notes,
-            "N_range": [int(pts[:, 0].min()), int(pts[:, 0].max())],
-            "D_range": [int(pts[:, 1].min()), int(pts[:, 1].max())],
-            "C_max": float((6 * pts[:, 0] * pts[:, 1]).max()),
-            "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
-            "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")}),
+            **scope(pts, runs),
         }
         if selection:
             out["form_selection"] = selection

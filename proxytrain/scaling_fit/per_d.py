@@ -17,7 +17,7 @@ import numpy as np
 from proxytrain.scaling_fit.config import MIN_EXPONENT, FitConfig, FitError, FitWarning
 from proxytrain.scaling_fit.lr_law import lr_for, lr_law_noted
 from proxytrain.scaling_fit.optimise import one_blas_thread
-from proxytrain.scaling_fit.points import usable_points
+from proxytrain.scaling_fit.points import scope, usable_points
 
 TEXT = "L(N|D) = E_D + A_D/N^alpha_D at each swept D (fixed-D law; no extrapolation in D)"
 D_MATCH = 0.01  # a D within 1 % of a swept token count is that slice
@@ -208,11 +208,7 @@ class PerD:
                "log_residuals": [float(r) for r in resid], "rmse_log": float(np.sqrt(np.mean(resid ** 2))),
                "bootstrap": [], "drops": drops, "lr_optima": optima, "lr_law": lr_law, "notes": notes,
                "slice_checks": checks, "interval_method": PER_D_INTERVAL, "scope": PER_D_SCOPE,
-               "N_range": [int(fitted[:, 0].min()), int(fitted[:, 0].max())],
-               "D_range": [int(fitted[:, 1].min()), int(fitted[:, 1].max())],
-               "C_max": float((6 * fitted[:, 0] * fitted[:, 1]).max()),
-               "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
-               "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")})}
+               **scope(fitted, runs)}
         if selection:
             out["form_selection"] = selection
         return out

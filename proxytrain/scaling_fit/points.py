@@ -77,3 +77,16 @@ def renumber(runs: list[dict[str, Any]], params: str) -> list[dict[str, Any]]:
                        "count only; re-run `corpusmix scale sweep` (cached runs are read back, not retrained) "
                        "or leave scale.fit.params_count empty")
     return [{**r, "N": r[key]} for r in runs]
+
+
+def scope(pts: np.ndarray, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a fit covers: the ranges of N, D and compute of its points, the batch sizes and sequence
+    lengths of its runs (every form's fit result carries these; ``predict``'s extrapolation factor is
+    against ``C_max``, the report prints the ranges)."""
+    return {
+        "N_range": [int(pts[:, 0].min()), int(pts[:, 0].max())],
+        "D_range": [int(pts[:, 1].min()), int(pts[:, 1].max())],
+        "C_max": float((6 * pts[:, 0] * pts[:, 1]).max()),
+        "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
+        "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")}),
+    }
