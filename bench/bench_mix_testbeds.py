@@ -1,7 +1,7 @@
 """Mixture searches on known-answer testbeds (mix/testbeds.py), judged out of sample, paired.
 
     python bench/bench_mix_testbeds.py --family dev [--kinds noise,garbage] [--seeds 5] [--work DIR]
-    python bench/bench_mix_testbeds.py --family heldout --source ../shared/corpora ...
+    python bench/bench_mix_testbeds.py --family heldout|heldout2 --source ../shared/corpora ...
 
 Families (the domains and documents each testbed is built from):
 
@@ -11,7 +11,12 @@ Families (the domains and documents each testbed is built from):
 - ``heldout``: text the designs never saw: the English domains of ``--source`` other than the
   demo's roles first (techdocs, reference, quotes, legal, literature, news, code), documents drawn
   in another seeded order (testbed seed 17), garbage made of the multilingual files; k12 takes its
-  real domains from six languages of ``--source/multilingual``.
+  real domains from six languages of ``--source/multilingual``. Its results led to the proxies'
+  spread validation windows (docs/mix.md), so it is development data since.
+- ``heldout2``: roles no earlier family gave these texts: literature, code, Japanese and Chinese as
+  the real domains (k4: literature and code), garbage made of news and Italian text; k12: the six
+  English domains code, legal, literature, quotes, reference and techdocs, garbage made of Russian
+  text; testbed seed 29.
 
 Per testbed: RegMix (the library defaults of ``RegMixConfig`` with the micro preset's proxies and
 ``num_proxies``) and DoReMi (``--doremi`` arms VARIANT-REFERENCE, default ``paper`` with the
@@ -38,6 +43,9 @@ DEV_REAL = ["code", "legal", "literature", "news", "techdocs", "reference"]
 DEV_GARBAGE = ["quotes"]
 HELD_REAL = ["techdocs", "reference", "quotes", "legal", "literature", "news"]
 HELD_LANGS = ["de", "fr", "es", "it", "pl", "nl"]
+# the second held-out family: roles no earlier family gave these texts
+HELD2_REAL = ["literature", "code", "ja", "zh"]
+HELD2_K12 = ["code", "legal", "literature", "quotes", "reference", "techdocs"]
 
 
 def families(name: str, source: Path, kind: str) -> tuple[dict[str, Path], list[Path], int]:
@@ -50,6 +58,13 @@ def families(name: str, source: Path, kind: str) -> tuple[dict[str, Path], list[
         real = DEV_REAL[:n]
         garbage = [d for d in DEV_REAL + DEV_GARBAGE if d not in real][:2]
         return {d: src / f"{d}.parquet" for d in real}, [src / f"{d}.parquet" for d in garbage], 0
+    if name == "heldout2":
+        def path(d: str) -> Path:
+            return source / "multilingual" / f"{d}.parquet" if len(d) == 2 else source / f"{d}.parquet"
+
+        if kind == "k12":
+            return {d: path(d) for d in HELD2_K12}, [path("ru")], 29
+        return {d: path(d) for d in HELD2_REAL[:n]}, [path("news"), path("it")], 29
     if kind == "k12":
         real = {lang: source / "multilingual" / f"{lang}.parquet" for lang in HELD_LANGS}
         return real, [source / "code.parquet"], 17
@@ -65,7 +80,7 @@ def main() -> int:
     from mix.testbeds import KINDS, build_testbed, run_testbed
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--family", default="dev", choices=["dev", "heldout"])
+    ap.add_argument("--family", default="dev", choices=["dev", "heldout", "heldout2"])
     ap.add_argument("--source", default=str(ROOT.parent / "shared" / "corpora"))
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--seeds", type=int, default=5)

@@ -165,7 +165,8 @@ def train_proxy(pools_dir: str | Path, weights: Sequence[float] | None, cfg: Pro
     source = MixtureSource(pools_dir, domains, seq_len=cfg.seq_len, seed=seed,
                            weights=None if objective is not None else w, sampling=cfg.sampling,
                            rank=rank, world=world)
-    val = ValidationSource(pools_dir, domains, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split)
+    val = ValidationSource(pools_dir, domains, seq_len=cfg.seq_len, seed=cfg.val_seed, split=eval_split,
+                           spread=cfg.val_windows == "spread")
     val.eval_batches(cfg.batch_size, cfg.val_batches)  # an empty held-out split fails before training
     tmp = None
     if work_dir is None:

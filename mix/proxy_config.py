@@ -30,6 +30,9 @@ class ProxyConfig:
     warmup: int = field(default=20, metadata={"help": "warmup steps"})
     val_batches: int = field(default=4, metadata={"help": "validation batches per domain"})
     val_seed: int = field(default=1234, metadata={"help": "seed of the (shared) validation batches"})
+    val_windows: str = field(default="spread", metadata={
+        "help": "spread: the validation windows evenly spaced over each domain's split; first: its first "
+                "consecutive windows (one or two documents at micro size)"})
     sampling: str = field(default="stratified", metadata={
         "help": "stratified: each domain gets its exact share of rows (low-discrepancy sequence) and "
                 "its own window stream, so runs on nearby mixtures see nearly the same data; "
@@ -54,6 +57,8 @@ class ProxyConfig:
             raise ValueError(f"proxy device must be auto, cpu or cuda, got {self.device!r}")
         if self.ckpt_every < 0:
             raise ValueError(f"proxy ckpt_every must be >= 0, got {self.ckpt_every}")
+        if self.val_windows not in ("spread", "first"):
+            raise ValueError(f"proxy val_windows must be spread or first, got {self.val_windows!r}")
         if self.head_dtype not in ("fp32", "bf16"):
             raise ValueError(f"proxy head_dtype must be fp32 or bf16, got {self.head_dtype!r}")
 

@@ -79,22 +79,24 @@ class MixtureSource:
 
 
 class ValidationSource:
-    """The first ``count * n`` windows of every domain's held-out split (``val`` or ``eval``), in
-    batches of ``n``; the same rows on every rank and in every proxy of a search."""
+    """``count * n`` windows of every domain's held-out split (``val`` or ``eval``), in batches of
+    ``n``: evenly spaced over the split with ``spread`` (the proxies' default, ``val_windows``), else
+    its first ones; the same rows on every rank and in every proxy of a search."""
 
-    def __init__(self, pools_dir: str | Path, domains: list[str], *, seq_len: int, seed: int, split: str) -> None:
+    def __init__(self, pools_dir: str | Path, domains: list[str], *, seq_len: int, seed: int, split: str,
+                 spread: bool = False) -> None:
         from proxytrain.pools import PoolSampler
 
         if split not in ("val", "eval"):
             raise ValueError(f"eval_split must be 'val' (search) or 'eval' (ablation), got {split!r}")
         self.sampler = PoolSampler(pools_dir, seq_len=seq_len, seed=seed, split=split, domains=domains)
-        self.domains, self.split = list(domains), split
+        self.domains, self.split, self.spread = list(domains), split, spread
         self.vocab_size = int(self.sampler.meta["vocab_size"])
 
     def eval_batches(self, n: int, count: int) -> list[dict[str, Any]]:
         out = []
         for d in self.domains:
-            got = list(self.sampler.eval_batches(d, n, max_rows=n * count))
+            got = list(self.sampler.eval_batches(d, n, max_rows=n * count, spread=self.spread))
             if not got:
                 frac = "val_fraction" if self.split == "val" else "eval_fraction"
                 raise ValueError(f"domain {d!r} has no tokens in the {self.split!r} split; rebuild the "

@@ -3,14 +3,16 @@
 A testbed is a token-pools folder of real-text domains (the targets) plus junk domains that no
 target can gain from (random tokens, learnable garbage, a duplicated useless domain), built so that
 the natural mixture is dominated by junk. The oracle puts equal weight on the targets and none on
-junk; it is the positive control: a testbed is valid only when the oracle beats both the uniform and
-the natural mixture, paired over evaluation seeds (:func:`validity`). Kinds (``KINDS``):
+junk, within the epoch caps a search is held to (:func:`capped_oracle`); it is the positive
+control: a testbed is valid only when the oracle beats both the uniform and the natural mixture,
+paired over evaluation seeds (:func:`validity`). Kinds (``KINDS``):
 
 - ``noise``: 4 real domains + uniformly random tokens, 3x their tokens (the natural mixture is 75 % noise);
 - ``garbage``: 4 real domains + learnable garbage (:mod:`mix.replication`), 3x their tokens;
 - ``duplicate``: 4 real domains + one useless garbage domain written twice under two names;
-- ``tiny``: 4 real domains, one of them 1/20 the size of the others, + learnable garbage 2x the real
-  tokens (the natural mixture nearly ignores the tiny target);
+- ``tiny``: 4 real domains, one of them 1/8 the size of the others (its equal share of a micro proxy
+  run needs about the default 4-epoch cap), + learnable garbage 2x the real tokens (the natural
+  mixture nearly ignores the tiny target);
 - ``k4``: 2 real domains + noise + garbage;
 - ``k12``: 6 real domains + 5 garbage domains (one kind each) + noise.
 
@@ -38,6 +40,7 @@ from typing import Any
 
 KINDS = ("noise", "garbage", "duplicate", "tiny", "k4", "k12")
 # how many real (target) domains each kind takes from the sources
+TINY_FRACTION = 8  # the tiny target's size: 1/8 of the others (module docstring)
 REAL_DOMAINS = {"noise": 4, "garbage": 4, "duplicate": 4, "tiny": 4, "k4": 2, "k12": 6}
 GARBAGE_KINDS_K12 = ("spam", "table", "hex", "base64", "shuffled")
 
@@ -108,6 +111,8 @@ def build_testbed(kind: str, sources: Mapping[str, str | Path], garbage_sources:
     args = {"kind": kind, "real": {d: str(sources[d]) for d in real}, "garbage": [str(g) for g in garbage_sources],
             "seed": seed, "chars": chars_per_domain, "doc_chars": doc_chars, "vocab": vocab_size,
             "val": val_fraction, "eval": eval_fraction}
+    if kind == "tiny":
+        args["tiny_fraction"] = TINY_FRACTION
     done = root / "testbed.json"
     if done.exists() and json.loads(done.read_text()).get("args") == args:
         return Testbed(**json.loads(done.read_text())["testbed"])
@@ -116,7 +121,7 @@ def build_testbed(kind: str, sources: Mapping[str, str | Path], garbage_sources:
     cur.mkdir(parents=True)
     real_chars = 0
     for i, d in enumerate(real):
-        chars = chars_per_domain // 20 if kind == "tiny" and i == n_real - 1 else chars_per_domain
+        chars = chars_per_domain // TINY_FRACTION if kind == "tiny" and i == n_real - 1 else chars_per_domain
         texts = _sample_texts(sources[d], chars, doc_chars, seed + i)
         real_chars += sum(map(len, texts))
         _write_domain(cur, d, texts, [d] * len(texts))
@@ -154,6 +159,26 @@ def build_testbed(kind: str, sources: Mapping[str, str | Path], garbage_sources:
                  oracle={d: (1.0 / n_real if d in real else 0.0) for d in sorted([*real, *junk])}, seed=seed)
     done.write_text(json.dumps({"args": args, "testbed": tb.to_json()}, indent=1))
     return tb
+
+
+def capped_oracle(oracle: Mapping[str, float], caps: Mapping[str, float]) -> dict[str, float]:
+    """``oracle`` within per-domain ``caps``: a domain above its cap gets the cap and its excess is
+    shared equally by the domains of positive weight still under theirs (repeated until none is
+    above; water-filling). Raises when the caps cannot hold the oracle's domains."""
+    w = {d: float(v) for d, v in oracle.items()}
+    free = [d for d, v in w.items() if v > 0]
+    if sum(min(1.0, float(caps[d])) for d in free) < 1.0 - 1e-9:
+        raise ValueError(f"the epoch caps {dict(caps)} cannot hold the oracle's domains {free}")
+    while True:
+        over = [d for d in free if w[d] > caps[d] + 1e-12]
+        if not over:
+            return w
+        excess = sum(w[d] - caps[d] for d in over)
+        for d in over:
+            w[d] = float(caps[d])
+        free = [d for d in free if d not in over]
+        for d in free:
+            w[d] += excess / len(free)
 
 
 def validity(ablation: Mapping[str, Any], *, oracle: str = "oracle",
@@ -217,17 +242,30 @@ def run_testbed(tb: Testbed, *, proxy_cfg: Any, regmix_cfg: Any | None = None,
     import dataclasses
     import time
 
+    import numpy as np
+
     from corpusmix.mixture import natural_mixture, uniform_mixture
     from mix.ablation import ablation_seeds, run_ablation
     from mix.doremi_search import run_doremi
     from mix.proxy import pool_domains
-    from mix.regmix import run_regmix
+    from mix.regmix import RegMixConfig, epoch_caps, run_regmix
 
     work = Path(work)
     tokens = pool_domains(tb.pools)
-    mixtures: dict[str, dict[str, float]] = {"oracle": dict(tb.oracle), "uniform": uniform_mixture(tokens),
+    # the oracle within the epoch caps RegMix is held to (its max_epochs; the final run here is the
+    # ablation's proxy run)
+    max_epochs = (regmix_cfg or RegMixConfig()).max_epochs
+    budget = proxy_cfg.steps * proxy_cfg.batch_size * proxy_cfg.seq_len
+    caps = dict(zip(tokens, epoch_caps(np.array(list(tokens.values()), dtype=np.float64), budget,
+                                       max_epochs).tolist(), strict=True))
+    oracle = capped_oracle(tb.oracle, caps)
+    mixtures: dict[str, dict[str, float]] = {"oracle": oracle, "uniform": uniform_mixture(tokens),
                                              "natural": natural_mixture(tokens)}
-    out: dict[str, Any] = {"testbed": tb.to_json(), "searches": {}}
+    # DoReMi's `targets` reference is the uncapped oracle: its own arm when the caps moved the oracle
+    targets_ref = "oracle" if oracle == dict(tb.oracle) else "targets_reference"
+    if targets_ref != "oracle" and any(c.reference_mixture == "targets" for c in (doremi_cfgs or {}).values()):
+        mixtures[targets_ref] = dict(tb.oracle)
+    out: dict[str, Any] = {"testbed": tb.to_json(), "searches": {}, "oracle": oracle, "caps": caps}
     if regmix_cfg is not None:
         t0 = time.perf_counter()
         res = run_regmix(tb.pools, dataclasses.replace(regmix_cfg, final_tokens=0), proxy_cfg, seed=0,
@@ -253,6 +291,6 @@ def run_testbed(tb: Testbed, *, proxy_cfg: Any, regmix_cfg: Any | None = None,
     if "regmix" in mixtures:
         out["judged"]["regmix"] = judge("regmix", abl, tb, against=["uniform", "natural"])
     for name, dcfg in (doremi_cfgs or {}).items():
-        ref = {"targets": "oracle"}.get(dcfg.reference_mixture, dcfg.reference_mixture)  # its reference's mixture
+        ref = {"targets": targets_ref}.get(dcfg.reference_mixture, dcfg.reference_mixture)  # its reference's mixture
         out["judged"][name] = judge(name, abl, tb, against=sorted({"natural", ref}), oracle_gap=False)
     return out

@@ -303,12 +303,21 @@ class PoolSampler:
         doms = self.rng.choice(len(self.domains), size=batch_size, p=p)
         return self.stack([self._draw(int(d)) for d in doms])
 
-    def eval_batches(self, domain: str | int, batch_size: int, max_rows: int = 0) -> Iterator[dict[str, Any]]:
-        """Consecutive non-overlapping windows over the domain's split (deterministic, RNG untouched)."""
+    def eval_batches(self, domain: str | int, batch_size: int, max_rows: int = 0,
+                     spread: bool = False) -> Iterator[dict[str, Any]]:
+        """Non-overlapping windows over the domain's split (deterministic, RNG untouched).
+
+        With ``max_rows`` the first ``max_rows`` consecutive windows, or with ``spread`` ``max_rows``
+        windows evenly spaced over the whole split (window ``i`` of ``n``: the one at ``(i + 1/2) n /
+        max_rows``), so a small evaluation reads every part of the domain, not its first documents.
+        """
         d = self.domains[self.domain_index(domain)]
         lo, hi = self._ranges[d]
         starts = list(range(lo, hi, self.seq_len))
-        if max_rows:
+        if max_rows and spread and len(starts) > max_rows:
+            n = len(starts)
+            starts = [starts[(2 * i + 1) * n // (2 * max_rows)] for i in range(max_rows)]
+        elif max_rows:
             starts = starts[:max_rows]
         for k in range(0, len(starts), batch_size):
             yield self.stack([self.window(d, s) for s in starts[k: k + batch_size]])

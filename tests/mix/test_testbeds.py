@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from corpusmix.paths import DEMO
-from mix.testbeds import KINDS, Testbed, build_testbed, judge, validity
+from mix.testbeds import KINDS, Testbed, build_testbed, capped_oracle, judge, validity
 
 SRC = {d: DEMO / "en" / f"{d}.parquet" for d in ("code", "legal", "literature", "news")}
 GARBAGE = [DEMO / "en" / "quotes.parquet"]
@@ -45,6 +45,18 @@ def test_bad_testbed_input_is_a_clear_error(tmp_path):
 
 def _ablation(per_seed: dict[str, list[float]], weights: dict[str, dict[str, float]]) -> dict:
     return {"mixtures": {n: {"avg_per_seed": v, "weights": weights.get(n, {})} for n, v in per_seed.items()}}
+
+
+def test_capped_oracle_gives_a_small_target_its_cap_and_shares_the_rest():
+    oracle = {"a": 0.25, "b": 0.25, "c": 0.25, "tiny": 0.25, "junk": 0.0}
+    caps = {"a": 1.0, "b": 0.3, "c": 1.0, "tiny": 0.1, "junk": 1.0}
+    w = capped_oracle(oracle, caps)
+    # tiny at its cap; its excess shared by a, b, c pushes b over its cap, whose excess goes to a, c
+    assert w["tiny"] == pytest.approx(0.1) and w["b"] == pytest.approx(0.3) and w["junk"] == 0.0
+    assert w["a"] == pytest.approx(0.3) and w["c"] == pytest.approx(0.3) and sum(w.values()) == pytest.approx(1.0)
+    assert capped_oracle(oracle, dict.fromkeys(oracle, 1.0)) == oracle  # caps that do not bind change nothing
+    with pytest.raises(ValueError, match="cannot hold"):
+        capped_oracle(oracle, dict.fromkeys(oracle, 0.2))
 
 
 def test_validity_and_judge_follow_the_preregistered_rules():

@@ -146,6 +146,27 @@ def test_eval_batches_cover_the_val_split(built):
                zip(batches, s.eval_batches("code", batch_size=4), strict=True))
 
 
+def test_spread_eval_windows_span_the_split(built):
+    """``spread`` takes ``max_rows`` windows evenly over the whole split (the first ones read only its
+    first documents); both are deterministic and lie inside the split."""
+    root, _, _ = built
+    s = PoolSampler(root / "pools", seq_len=8, split="val")
+    lo, hi = s._ranges["code"]
+    n = len(range(lo, hi, 8))
+    assert n > 6
+    first = [bt["tokens"] for bt in s.eval_batches("code", batch_size=3, max_rows=6)]
+    spread = [bt["tokens"] for bt in s.eval_batches("code", batch_size=3, max_rows=6, spread=True)]
+    toks = np.concatenate([np.fromfile(root / "pools" / "code.bin", dtype=np.uint16)])
+    want = [lo + 8 * ((2 * i + 1) * n // 12) for i in range(6)]
+    got = torch.cat(spread).numpy()
+    assert all((got[i][:min(8, hi - w)] == toks[w: min(w + 8, hi)]).all() for i, w in enumerate(want))
+    assert want[-1] > lo + 8 * 6 and not torch.equal(torch.cat(first), torch.cat(spread))
+    again = torch.cat([bt["tokens"] for bt in s.eval_batches("code", batch_size=3, max_rows=6, spread=True)])
+    assert torch.equal(again, torch.cat(spread))
+    # fewer windows in the split than asked: all of them, as without spread
+    assert sum(len(bt["tokens"]) for bt in s.eval_batches("code", batch_size=4, max_rows=10 * n, spread=True)) == n
+
+
 def test_three_disjoint_splits(built):
     root, _, meta = built
     for d in DOMAINS:
