@@ -98,7 +98,7 @@ def main() -> int:
                     help="print Markdown tables of earlier --out files (no training) and exit")
     args = ap.parse_args()
     if args.table is not None:
-        print(markdown([r for f in args.table for r in json.loads(Path(f).read_text())]))
+        print(markdown([r for f in args.table for r in json.loads(Path(f).read_text())["result"]["testbeds"]]))
         return 0
     pcfg = ProxyConfig(**PRESETS["micro"]["proxy"], device="cpu")
     rcfg = None if args.no_regmix else RegMixConfig(**{**PRESETS["micro"]["regmix"], "workers": args.workers,
@@ -124,7 +124,7 @@ def main() -> int:
         results.append(res)
         print(json.dumps(summary(res)), flush=True)
     if args.out:
-        harness.write_record("mix_testbeds", results, args.out)
+        harness.write_record("mix_testbeds", {"testbeds": results}, args.out)
     return 0
 
 
