@@ -105,14 +105,14 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 
 
-def _provider_literals() -> re.Pattern[str]:
+def _provider_words() -> tuple[str, ...]:
     from curate.steps.secret_formats import PROVIDER_PLUGINS
 
-    words = sorted({w for _, gates in PROVIDER_PLUGINS.values() for w in gates}, key=len, reverse=True)
-    return re.compile("|".join(re.escape(w) for w in words))
+    return tuple(sorted({w for _, gates in PROVIDER_PLUGINS.values() for w in gates}, key=len, reverse=True))
 
 
-_PROVIDER_LITERALS = _provider_literals()
+_PROVIDER_WORDS = _provider_words()
+_PROVIDER_LITERALS = re.compile("|".join(re.escape(w) for w in _PROVIDER_WORDS))
 # values that are the whole secret as reported (no token to extend)
 _WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIVATE_KEY", "SECRET_JWT",
                           "SECRET_SLACK_TOKEN", "SECRET_AZURE_KEY"})
@@ -120,7 +120,33 @@ _WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIV
 # its default (quotes-required) patterns, a quote; other lines never reach its dozen regexes
 _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase")  # searched in the lower-cased text
 _QUOTE = re.compile("[\'\"`]")
+# shapes for the gate scan (``curate.steps.gate_scan``, bytes of the lower-cased text): a run of
+# _LONG bytes without ASCII whitespace (every token of _LONG characters is one: str.split() splits
+# on more), and a keyword-plugin hint with a quote on its line (the plugin needs both)
+_SCAN_SHAPES = {
+    "@long": rf"[^\x09-\x0d\x20]{{{_LONG}}}",
+    "@keyword_line": rf"(?:{_KEYWORD_HINT.pattern})[^\n]*[\'\"`]|[\'\"`][^\n]*(?:{_KEYWORD_HINT.pattern})",
+}
 _MAX_LINE = 4000  # the keyword plugin's regexes backtrack on very long lines: read a window there
+# For the "rx" and "long" gate patterns of GATES: a bytes pattern that matches the lower-cased
+# text's UTF-8 wherever the gate pattern matches the text (or its long tokens), so the scan can rule
+# a gate out before its regex runs. Upper-case letters become lower-case; Unicode classes (``\d``,
+# IGNORECASE's ``ſ`` for ``s``) take any non-ASCII byte; counted repeats of such classes count
+# bytes, at least one per character (up to four). Checked on random text: tests/curate/test_gate_scan.py.
+_N = r"[\x80-\xff]"
+_LOW_SUPERSETS: dict[str, str] = {
+    r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}": rf"akc[a-z0-9]{{10}}|ap(?:[0-9a-f]|{_N}{{2,4}})[a-z0-9]{{8}}",
+    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}": r"(?:a3t[a-z0-9]|abia|acca|akia|asia)[0-9a-z]{16}",
+    r"[0-9a-f]{64}|[a-z]{24}": rf"(?:[0-9a-f]|{_N}){{64}}|(?:[a-z]|{_N}){{24}}",
+    r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|(?i:cloudant\.com)":
+        r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|cloudant\.com",
+    r"[MNO][a-zA-Z\d_-]{23,25}\.": r"[mno][a-z0-9_\-\x80-\xff]{23,100}\.",
+    r"[a-zA-Z0-9_\-]{44}": r"[a-z0-9_\-]{44}",
+    r"(?:key|pwd|pass|token)[^\n]*?[a-zA-Z0-9_\-]{44}": r"(?:key|pwd|pass|token)[^\n]*[a-z0-9_\-]{44}",
+    r"[a-f0-9]{48}": rf"(?:[a-f0-9]|{_N}){{48}}",
+    r"\d{8}:": r"[0-9\x80-\xff]{8}:",
+    r"(?:AC|SK)[a-z0-9]{32}": r"(?:ac|sk)[a-z0-9]{32}",
+}
 
 
 def _whole_token(plugin: Any, text: str, value: str) -> list[str]:
@@ -198,6 +224,20 @@ class SecretsDetector:
 
         self._candidates = {(lo, lg): [p for p in others if can_hold(p[2], lo, lg)]
                             for lo in (False, True) for lg in (False, True)}
+        # every gate literal, the long-token shape and the keyword plugin's line shape, and the
+        # context layer's gates, found in one compiled pass over the lower-cased text
+        from curate.steps.gate_scan import GateScan, literal
+        from curate.steps.secrets_context import context_patterns
+
+        lits = {*words, *_PROVIDER_WORDS, *(w for _, _, gate in self._plugins if gate for how, what in gate
+                                             if how == "long_lower" for w in what)}
+        # the "rx" and "long" gate patterns the scan can rule out first: pattern -> scan name
+        self._pre = {rx: f"@gate{i}" for i, rx in enumerate(sorted(_LOW_SUPERSETS))}
+        self._scan = GateScan({**{w: literal(w) for w in sorted(lits)}, **_SCAN_SHAPES,
+                               **{name: _LOW_SUPERSETS[rx] for rx, name in self._pre.items()},
+                               **(context_patterns() if context else {})},
+                              open_on_re={"@keyword_line", *(n for rx, n in self._pre.items()
+                                                          if "[^\\n]*" in _LOW_SUPERSETS[rx])})
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
         from detect_secrets.filters import heuristic as h
@@ -223,8 +263,8 @@ class SecretsDetector:
             assert hint is not None
             if len(line) > _MAX_LINE:
                 line = line[max(0, hint.start() - 200):hint.start() + 800]
-            if h.is_indirect_reference(line):
-                continue
+            if ("(" in line or "[" in line) and h.is_indirect_reference(line):
+                continue  # (its pattern needs a bracket; on long lines it is slow)
             for value in plugin.analyze_string(line):
                 # detect-secrets' own false-positive filters of its default scan
                 if not value or is_placeholder(value) or h.is_sequential_string(value) or h.is_potential_uuid(value) \
@@ -238,27 +278,36 @@ class SecretsDetector:
         """``(start, end, type)`` of every occurrence of every secret value found in ``text``."""
         found: list[tuple[int, int, str]] = []
         values: list[tuple[str, str]] = []
-        low = text.lower()
-        if len(low) != len(text):  # a few letters lower-case to two characters ("İ"): keep offsets
-            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        # the whitespace-free tokens of >= 20 characters (a "long" secret lies in one; few in prose)
-        long_text = " ".join(t for t in text.split() if len(t) >= _LONG)
-        long_low = long_text.lower()
-        lower_hit = any(w in low for w in self._lower_words)
+        low, present = self._scan.lowered(text)
+        # the whitespace-free tokens of >= 20 characters (a "long" secret lies in one; few in prose;
+        # none where no 20 bytes run without ASCII whitespace), joined once when a gate asks
+        longs: list[str] = []
+
+        def long_text() -> str:
+            if not longs:
+                longs.append(" ".join(t for t in text.split() if len(t) >= _LONG) if "@long" in present else "")
+            return longs[0]
+
+        lower_hit = not present.isdisjoint(self._lower_words)
+        pre = self._pre
 
         def holds(how: str, what: Any) -> bool:
-            if how == "lower":
-                return lower_hit and any(w in low for w in what)
+            if how == "lower":  # gate literals are found exactly by the scan
+                return not present.isdisjoint(what)
+            if how in ("rx", "long") and pre.get(what.pattern, "") not in present and what.pattern in pre:
+                return False  # the scan's superset of the pattern is absent
             if how == "rx":
                 return what.search(text) is not None
             if how == "long":
-                return bool(long_text) and what.search(long_text) is not None
+                return bool(long_text()) and what.search(long_text()) is not None
             if how == "long_lower":
-                return any(w in long_low for w in what)
+                return not present.isdisjoint(what) and bool(long_text()) and any(
+                    w in long_text().lower() for w in what)
             return all(holds(h, w) for h, w in what)  # "all"
 
-        plugins = self._candidates[(lower_hit, bool(long_text))]
-        if long_text and _PROVIDER_LITERALS.search(long_low) is not None:
+        plugins = self._candidates[(lower_hit, "@long" in present)]
+        if not present.isdisjoint(_PROVIDER_WORDS) and long_text() \
+                and _PROVIDER_LITERALS.search(long_text().lower()) is not None:
             plugins = plugins + self._providers  # the long tokens hold a provider literal (most text: no)
         for plugin, kind, gate in plugins:
             if gate is not None and not any(holds(how, what) for how, what in gate):
@@ -268,7 +317,7 @@ class SecretsDetector:
                     values.append((v, kind))
                 elif v:
                     values += [(x, kind) for x in _whole_token(plugin, text, v)]
-        if self._keyword is not None:
+        if self._keyword is not None and "@keyword_line" in present:
             values += [(v, self._keyword[1]) for v in self._keyword_values(text, low)]
         for value, kind in dict.fromkeys(values):
             start = text.find(value)
@@ -289,5 +338,5 @@ class SecretsDetector:
         if "private key-----" in low:
             found += _pem_tails(text)
         if self._context is not None:
-            found += self._context.detect(text, low)
+            found += self._context.detect(text, low, present)
         return found

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
+from curate.steps.gate_scan import SPACE, WORD, GateScan, folded, literal
+
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
@@ -267,18 +269,22 @@ _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("authorization",),), (("x-api", "x-auth", "x-token", "x-key", "x-secret", "-key:", "-token:", "-key\":",
                               "-token\":"),),
 )
-_CLI_HEADS = tuple(sorted({w for gate in _CLI_GATES for w in gate[0]}))  # every pattern's first literals
+_CLI_HEADS = frozenset(w for gate in _CLI_GATES for w in gate[0])  # every pattern's first literals
+_CLI_ANY = (" -", "\t-", "authorization", "x-")
+_CLI_BY_HEAD = {w: tuple(i for i, gate in enumerate(_CLI_GATES) if w in gate[0]) for w in _CLI_HEADS}
 
 
-def command_lines(text: str, low: str) -> Iterator[tuple[int, int, str]]:
+def command_lines(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
+    """``present``: the gates found in ``low`` (``context_scan().lowered(text)``)."""
+    present = context_scan().lowered(text)[1] if present is None else present
     # every option pattern needs " -" (or a tab before the dash), the headers their name
-    if " -" not in low and "\t-" not in low and "authorization" not in low and "x-" not in low:
+    if present.isdisjoint(_CLI_ANY):
         return
-    present = {w for w in _CLI_HEADS if w in low}  # substring checks, in C, once each
-    if not present:
-        return
-    for i, (rx, gate) in enumerate(zip(_CLI, _CLI_GATES, strict=True)):
-        if present.isdisjoint(gate[0]) or not all(any(w in low for w in group) for group in gate[1:]):
+    # the patterns one of whose heads occurs, in order; each runs when every group of its gate holds
+    todo = sorted({i for w in present & _CLI_HEADS for i in _CLI_BY_HEAD[w]})
+    for i in todo:
+        rx, gate = _CLI[i], _CLI_GATES[i]
+        if any(present.isdisjoint(group) for group in gate[1:]):
             continue
         for m in rx.finditer(text):
             if i == 14 and m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
@@ -304,13 +310,14 @@ _PARAM_CRED = re.compile(r"[?&;](?:user_?)?(?:password|passwd|pwd|pass|access_?t
                          re.IGNORECASE)
 
 
-def urls(text: str, low: str) -> Iterator[tuple[int, int, str]]:
+def urls(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
+    present = context_scan().lowered(text)[1] if present is None else present
     if "://" in text and "@" in text:
         for m in _URL_CRED.finditer(text):
             value = m.group("v")
             if value and not is_placeholder(value) and value.lower() not in ("pass", "pw", "pwd"):
                 yield m.start("v"), m.end("v"), URL
-    if "=" in text:
+    if "@param" in present:
         for m in _PARAM_CRED.finditer(text):
             value = m.group("v")
             name = m.group(0)[1:].split("=", 1)[0].lower()
@@ -345,10 +352,11 @@ _ARG = re.compile(r"\s*(?:(?P<lit>[bruf]?(?P<q>[\"'])(?P<v>[^\"'\n]*)(?P=q))|[^,
 _CALL_HINT = re.compile(r"connect|login|auth|credential|pass|pwd|secret|token|key|bind|pdo|mysqli")
 
 
-def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
-    if "(" not in text or not _CALL_HINT.search(low):
+def call_arguments(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
+    present = context_scan().lowered(text)[1] if present is None else present
+    if "(" not in present or "@call" not in present:
         return
-    for m in (_KEY_VALUE_CALL.finditer(text) if _KV_GATE.search(low) else ()):
+    for m in (_KEY_VALUE_CALL.finditer(text) if "@kv" in present and _KV_GATE.search(low) else ()):
         kl = m.group("key").lower()
         if not any(w in kl for w in _KEY_WORDS):
             continue
@@ -358,7 +366,7 @@ def call_arguments(text: str, low: str) -> Iterator[tuple[int, int, str]]:
             continue
         yield m.start("v"), m.end("v"), kind
     for rx, index, lit in _CALLS:
-        if lit not in low:
+        if lit not in present:
             continue
         for m in rx.finditer(text):
             pos = m.end()
@@ -383,8 +391,10 @@ _NAME_VALUE = re.compile(r"[\"']?(?:[Nn]ame|NAME)[\"']?[ \t]*[:=][ \t]*[\"']?(?P
                          r"[ \t]*-?[ \t]*[\"']?(?:[Vv]alue|VALUE)[\"']?[ \t]*[:=][ \t]*" + _V)
 
 
-def pairs(text: str, low: str) -> Iterator[tuple[int, int, str]]:
-    if "AKIA" in text or "ASIA" in text or "A3T" in text or "ABIA" in text or "ACCA" in text:
+def pairs(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
+    present = context_scan().lowered(text)[1] if present is None else present
+    if not present.isdisjoint(_AWS_HEADS) and (
+            "AKIA" in text or "ASIA" in text or "A3T" in text or "ABIA" in text or "ACCA" in text):
         for m in _AWS_ID.finditer(text):
             # from two lines before the key id to three lines after it
             lo = m.start()
@@ -398,7 +408,7 @@ def pairs(text: str, low: str) -> Iterator[tuple[int, int, str]]:
                 v = s.group(0)
                 if any(c.isupper() for c in v) and any(c.islower() for c in v) and not v.isalpha():
                     yield s.start(), s.end(), "SECRET_AWS_KEY"
-    if "name" in low and _VALUE_KEY.search(low):
+    if "name" in present and _VALUE_KEY.search(low):
         for m in _NAME_VALUE.finditer(text):
             kind = key_kind(m.group("key"))
             value = m.group("v")
@@ -414,19 +424,51 @@ _DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:p
                         r"[\w.\-]*[ \t]+\S")
 
 
+_AWS_HEADS = ("akia", "asia", "a3t", "abia", "acca")
+
+
+def context_patterns() -> dict[str, str]:
+    """The gates of this module for ``GateScan`` (searched in the lower-cased text): literals under
+    their own text, ``@hint`` and ``@call`` for the hint and call-name alternations."""
+    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group),
+             *(lit for _, _, lit in _CALLS), *_AWS_HEADS, "(", "name"}
+    out = {w: literal(w) for w in sorted(words)}
+    out["@hint"] = _HINT.pattern
+    out["@call"] = _CALL_HINT.pattern
+    # supersets of _PARAM_CRED's name and of _KV_GATE, on the lower-cased bytes (gate_scan.folded)
+    names = ("password", "passwd", "pwd", "pass", "access_?token", "auth_?token", "token", "api_?key", "apikey",
+             "secret", "client_?secret", "sig", "signature", "private_?token")
+    out["@param"] = "[?&;](?:" + folded("user") + "_?)?(?:" + "|".join(
+        "_?".join(folded(part) for part in n.split("_?")) for n in names) + ")="
+    out["@kv"] = rf"(?:pass|pwd|secret|token|key|auth|cred)(?:[.\-]|{WORD}){{0,120}}[\"']{SPACE}*,{SPACE}*[\"']"
+    return out
+
+
+_SCAN: GateScan | None = None
+
+
+def context_scan() -> GateScan:
+    """The ``GateScan`` of ``context_patterns()`` (built once per process)."""
+    global _SCAN
+    if _SCAN is None:
+        _SCAN = GateScan(context_patterns())
+    return _SCAN
+
+
 class ContextSecrets:
     """Spans of secrets named by their context (see the module docstring)."""
 
-    def detect(self, text: str, low: str | None = None) -> list[tuple[int, int, str]]:
-        if low is None:
-            low = text.lower()
-            if len(low) != len(text):
-                low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    def detect(self, text: str, low: str | None = None, present: frozenset[str] | None = None
+               ) -> list[tuple[int, int, str]]:
+        """``low``, ``present``: ``GateScan.lowered(text)`` of ``context_scan()`` or of a scan
+        holding its patterns (both or neither)."""
+        if low is None or present is None:
+            low, present = context_scan().lowered(text)
         out: list[tuple[int, int, str]] = []
         bound = 0  # no line before this offset is looked at again
         covered = -1  # end of the last window read on a very long line
         ls = le = -1
-        for h in _HINT.finditer(low):
+        for h in _HINT.finditer(low) if "@hint" in present else ():
             if h.start() <= le and le - ls <= _MAX_LINE:
                 continue  # this line was read whole
             if not _HINT_OP.match(low, h.end()) and not (
@@ -447,7 +489,7 @@ class ContextSecrets:
                 covered = we - 100
                 out += [(ws + s, ws + e, k) for s, e, k in self._line(text[ws:we])]
         for finder in (command_lines, urls, call_arguments, pairs):
-            out += finder(text, low)
+            out += finder(text, low, present)
         return out
 
     @staticmethod

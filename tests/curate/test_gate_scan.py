@@ -1,0 +1,181 @@
+"""The compiled gate scan of the PII and secrets passes (curate/steps/gate_scan.py).
+
+A gate may only rule a detector out where the detector cannot match: each superset pattern is
+checked against the pattern it stands for on random text built from the characters where Python
+and byte-level matching differ (non-ASCII digits and spaces, the long s and dotless i that
+IGNORECASE matches, the Kelvin sign), and both engines must answer the same.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from curate.steps import gate_scan
+from curate.steps.gate_scan import GateScan, folded, literal
+from curate.steps.secrets import _KEYWORD_HINT, _LONG, _LOW_SUPERSETS, _SCAN_SHAPES, SecretsDetector
+from curate.steps.secrets_context import _KV_GATE, _PARAM_CRED, ContextSecrets, context_patterns
+
+hyperscan = pytest.importorskip("hyperscan", reason="the hyperscan wheel is not installed here")
+
+# characters on which bytes and str matching part ways, plus what the patterns look for
+ALPHABET = (list("abcdefkpsitonyw") + list("ACKINOPSTWXYZ") + list("0123456789") + list(" \t\n=:;?&'\"_-.,()[]")
+            + ["\u017f", "\u0131", "\u212a", "\u0663", "\u00a0", "\u2003", "\x1c", "é", "ß", "中"])
+WORDS = ["pass", "password", "token", "key", "secret", "api_key", "access_token", "AKIA", "ASIA", "AC", "SK",
+         "cloudant", "cloudant.com", "clou_apikey", "sig", "user_", "signature", "AKC", "APB", "auth", "cred", "pwd"]
+
+
+def _random_texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 12)):
+            if rng.random() < 0.35:
+                w = rng.choice(WORDS)
+                parts.append(w.upper() if rng.random() < 0.2 else w)
+            else:
+                parts.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 70))))
+        out.append("".join(parts))
+    return out
+
+
+def _mutate(word: str, rng: random.Random) -> str:
+    """``word`` with letters upper-cased or swapped for what IGNORECASE also matches."""
+    swap = {"s": "\u017f", "i": "\u0131", "k": "\u212a"}
+    return "".join(swap[c] if c in swap and rng.random() < 0.2 else c.upper() if rng.random() < 0.3 else c
+                   for c in word)
+
+
+def _shaped_texts(n: int, seed: int) -> list[str]:
+    """Name/value shapes the context gates look for, with random identifiers, quotes and spaces."""
+    rng = random.Random(seed)
+    names = ["password", "passwd", "pwd", "pass", "access_token", "accesstoken", "auth_token", "token", "api_key",
+             "apikey", "secret", "client_secret", "sig", "signature", "private_token", "key", "cred"]
+    spaces = [" ", "\t", "\u00a0", "\u2003", "\x1c", ""]
+    ident = list("abcXYZ019_.-") + ["\u0663", "é", "ß", "中"]
+    out = []
+    for _ in range(n):
+        word = _mutate(rng.choice(names), rng)
+        tail = "".join(rng.choice(ident) for _ in range(rng.randint(0, 34)))
+        q1, q2 = rng.choice("\"'"), rng.choice("\"'")
+        sp = "".join(rng.choice(spaces) for _ in range(rng.randint(0, 3)))
+        out.append(rng.choice(["x", "?", "&", ";", " "]) + (rng.choice(["user_", "USER", "u\u017fer"])
+                                                            if rng.random() < 0.2 else "")
+                   + word + rng.choice(["=v", "=", tail + q1 + sp + "," + sp + q2, tail + "=" + tail]))
+    return out
+
+
+def _low(text: str) -> str:
+    low = text.lower()
+    assert len(low) == len(text)  # no U+0130 in the alphabet: the gates are open for such texts
+    return low
+
+
+def _data(text: str) -> bytes:
+    return _low(text).encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.parametrize("source", sorted(_LOW_SUPERSETS))
+def test_each_gate_superset_matches_wherever_its_pattern_does(source: str) -> None:
+    rx = next(w for g in __import__("curate.steps.secrets", fromlist=["GATES"]).GATES.values()
+              for how, what in g for w in ([what] if how in ("rx", "long") else [x for _, x in what]
+                                           if how == "all" else []) if w.pattern == source)
+    sup = re.compile(_LOW_SUPERSETS[source].encode(), re.DOTALL)
+    hits = 0
+    for text in _random_texts(1500, seed=len(source)):
+        # the gate pattern runs on the text (rx) or on its long tokens (long); either is in the text
+        if rx.search(text) or rx.search(" ".join(t for t in text.split() if len(t) >= _LONG)):
+            hits += 1
+            assert sup.search(_data(text)), (source, text)
+    # planted matches of every pattern, so the check is not vacuous
+    for text in ["AKCp5e2gMx8TUeQ3", "xAPBsomething12 z", "AKIA" + "Q" * 16, "a" * 64, "clou_apikey=",
+                 "see cloudant.com", "M" + "a" * 24 + ".", "k" * 44, "key: " + "x" * 44, "ab" * 24,
+                 "\u0663" * 8 + ":", "AC" + "a" * 32, "key\u017f" + "a" * 44]:
+        if rx.search(text):
+            hits += 1
+            assert sup.search(_data(text)), (source, text)
+    assert hits > 0
+
+
+@pytest.mark.parametrize(("name", "rx", "on_low"), [
+    ("@param", _PARAM_CRED, False), ("@kv", _KV_GATE, True), ("@hint", re.compile(context_patterns()["@hint"]), True)])
+def test_context_gate_supersets(name: str, rx: re.Pattern[str], on_low: bool) -> None:
+    sup = re.compile(context_patterns()[name].encode(), re.DOTALL)
+    extra = ["?pa\u017f\u017fword=x", "&ap\u0131_key=1", ";TOKEN=abc", "pass_x' , 'y", "key\u00a0'\u2003,'z"]
+    hits = 0
+    for text in _random_texts(1000, seed=7) + _shaped_texts(3000, seed=8) + extra:
+        if rx.search(_low(text) if on_low else text):
+            hits += 1
+            assert sup.search(_data(text)), (name, text)
+    assert hits > 20
+
+
+def test_shape_gates_long_tokens_and_keyword_lines() -> None:
+    long_rx = re.compile(_SCAN_SHAPES["@long"].encode())
+    line_rx = re.compile(_SCAN_SHAPES["@keyword_line"].encode())
+    for text in _random_texts(3000, seed=11) + ["x" * _LONG, "\u017f" * _LONG, "pass = 'x'", "'x' + key"]:
+        if any(len(t) >= _LONG for t in text.split()):
+            assert long_rx.search(_data(text)), text
+        low = _low(text)
+        if any(_KEYWORD_HINT.search(line) and re.search("['\"`]", line) for line in low.split("\n")):
+            assert line_rx.search(_data(text)), text
+
+
+def test_both_engines_find_the_same_gates() -> None:
+    patterns = SecretsDetector()._scan
+    hs = GateScan(dict(zip(patterns.names, patterns.sources, strict=True)), engine="hyperscan")
+    py = GateScan(dict(zip(patterns.names, patterns.sources, strict=True)), engine="re")
+    assert hs.uses_hyperscan and not py.uses_hyperscan
+    py_open = GateScan(dict(zip(patterns.names, patterns.sources, strict=True)), engine="re",
+                       open_on_re=patterns.open_on_re)
+    assert patterns.open_on_re  # the line-long shapes
+    texts = _random_texts(1500, seed=3) + _shaped_texts(500, seed=4) + ["lone \ud800 password='x'", "", "İ" * 3]
+    for text in texts:
+        assert hs.present(text.lower()) == py.present(text.lower()), text
+        # an open gate is reported present; every other gate as found
+        assert py_open.present(text.lower()) == py.present(text.lower()) | patterns.open_on_re, text
+
+
+def test_the_re_engine_stays_linear_on_one_long_line() -> None:
+    import time
+
+    gates = SecretsDetector()._scan
+    scan = GateScan(dict(zip(gates.names, gates.sources, strict=True)), engine="re", open_on_re=gates.open_on_re)
+    line = ("passkey token=" * 20000 + "\u0663" * 50000 + "m" * 100000)
+    t0 = time.perf_counter()
+    scan.present(line)
+    assert time.perf_counter() - t0 < 20.0
+
+
+def test_detections_do_not_depend_on_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+             "mysql -u root -pS3cr3tPassw0rd db", "conn = psycopg2.connect('postgres://u:pw9Xk2q@h/db')",
+             "GOOGLE_API_KEY=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "İSTANBUL token: 'aZ9xQ2mP7kL3vB8n'"]
+    texts += _random_texts(300, seed=5)
+    detector = SecretsDetector()
+    assert detector._scan.uses_hyperscan
+    with_hs = [detector.detect(t) for t in texts]
+    monkeypatch.setattr(gate_scan, "_hyperscan", lambda: None)
+    fallback = SecretsDetector()
+    assert not fallback._scan.uses_hyperscan
+    assert [fallback.detect(t) for t in texts] == with_hs
+    assert sum(map(len, with_hs)) >= 5
+
+
+def test_the_scan_pickles_and_rebuilds() -> None:
+    import pickle
+
+    scan = GateScan({"a": literal("pass"), "b": folded("sig")})
+    assert scan.present("x pa\u017f\u017f sig") == {"b"}
+    again = pickle.loads(pickle.dumps(scan))
+    assert again.present("password") == {"a"}
+    ctx = pickle.loads(pickle.dumps(ContextSecrets()))
+    assert ctx.detect("password = 'hunter2-Xk9'\n") == [(12, 23, "SECRET_PASSWORD")]
+
+
+def test_unknown_engine_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="engine"):
+        GateScan({"a": "x"}, engine="pcre")
