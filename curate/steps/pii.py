@@ -231,6 +231,7 @@ class PIIRedactor(Annotator):
         self._secrets: Any = None
         self._numbers: Any = None
         self._ssn: Any = None
+        self._gates: Any = None
         self.type_counts: Counter[str] = Counter()
 
     # heavy objects are built on first use: steps are pickled to worker processes by the engines
@@ -241,6 +242,7 @@ class PIIRedactor(Annotator):
         state["_secrets"] = None
         state["_numbers"] = None
         state["_ssn"] = None
+        state["_gates"] = None
         return state
 
     def engine(self, part: str) -> Any:
@@ -258,8 +260,20 @@ class PIIRedactor(Annotator):
         if self._secrets is None:
             from curate.steps.secrets import SecretsDetector
 
-            self._secrets = SecretsDetector()
+            _, ssn = self._number_parts()
+            self._secrets = SecretsDetector(extra_gates=ssn.gate_patterns())
         return self._secrets
+
+    def lowered(self, text: str) -> tuple[str, frozenset[str]]:
+        """``text`` lower-cased at the same offsets and the gates found in it: one compiled pass for
+        the SSN/table gates and, with ``pii.secrets``, every secrets gate."""
+        if self.cfg.secrets:
+            return self.secrets.lowered(text)
+        if self._gates is None:
+            from curate.steps.gate_scan import GateScan
+
+            self._gates = GateScan(self._number_parts()[1].gate_patterns())
+        return self._gates.lowered(text)
 
     def _number_parts(self) -> tuple[Any, Any]:
         if self._numbers is None:
@@ -349,8 +363,9 @@ class PIIRedactor(Annotator):
                     if t not in types and rx.search(text, max(0, s - 2), e):
                         types.add(t)
                 continue
-            else:
-                types.add("IP_ADDRESS")  # an ISO date is no phone (see _ISO_DATE), it is looked at as before
+            # else: an ISO date or a year range (see _ISO_DATE), no phone and no IP address; its
+            # window is kept for the other candidates' types (every IP address presidio finds holds
+            # a dotted quad or a colon group, and those add IP_ADDRESS themselves)
             cands.append((s, e))
         at = [m.span() for m in _AT.finditer(text)]
         colons = [m.span() for m in _COLONS.finditer(text)]
@@ -388,16 +403,17 @@ class PIIRedactor(Annotator):
         """Sorted, non-overlapping ``(start, end, type)`` PII spans on ``text``."""
         found: list[tuple[int, int, str, float]] = []
         numbers: list[tuple[int, int, str]] = []
+        lowered = self.lowered(text) if self.cfg.secrets else None
         if not self.cfg.prefilter:
             self._analyze(text, [(0, len(text))], self._types, found, "all")
             if self.cfg.number_kinds:
                 numbers = self.not_pii_numbers(text, [(0, len(text))])
-            self._context_ssn(text, found)
+            self._context_ssn(text, found, lowered=lowered)
         elif self._types:
             wins, clusters, kinds = self.windows(text)
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
             if clusters:
-                self._context_ssn(text, found, clusters)
+                self._context_ssn(text, found, clusters, lowered)
             if self.cfg.number_kinds and (clusters or any(f[2] == "IP_ADDRESS" for f in found)):
                 # the windows that hold a digit cluster or a detection a number of another kind
                 # can overrule (a dotted quad may be a version)
@@ -433,18 +449,17 @@ class PIIRedactor(Annotator):
                 found.append((r.start, r.end, "PERSON", r.score))
         if self.cfg.secrets:
             # secrets outrank every PII type: a key that looks like a phone is redacted as a key
-            found += [(s, e, t, 2.0) for s, e, t in self.secrets.detect(text)]
+            found += [(s, e, t, 2.0) for s, e, t in self.secrets.detect(text, lowered)]
         return resolve_overlaps(found)
 
     def _context_ssn(self, text: str, found: list[tuple[int, int, str, float]],
-                     clusters: list[tuple[int, int]] | None = None) -> None:
+                     clusters: list[tuple[int, int]] | None = None,
+                     lowered: tuple[str, frozenset[str]] | None = None) -> None:
         """SSNs named by a word or a column header (separators optional, above every phone), cards
         and phones in columns whose header names them (``curate.steps.pii_tables``)."""
         _, ctx = self._number_parts()
-        low = text.lower()
-        if len(low) != len(text):
-            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        found += [sp for sp in ctx.spans(text, low, clusters) if sp[2] in self._types]
+        low, present = lowered or self.lowered(text)
+        found += [sp for sp in ctx.spans(text, low, clusters, present) if sp[2] in self._types]
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if not isinstance(doc.text, str):

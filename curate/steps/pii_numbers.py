@@ -83,6 +83,9 @@ _DECIMAL = re.compile(r"(?<![\d.])\d+\.\d{5,}(?![\d.])")
 
 
 _PUNCT = " -./()\u00a0"
+_DIGIT_DOT_DIGIT = re.compile(r"\d\.\d")
+_SEVEN_DIGITS = re.compile(r"\d{7}")
+_LETTER_DIGIT = re.compile(r"[A-Za-z][-_#/]?\d")  # an _ID's prefix letter, then its number
 
 
 def _in_cluster(text: str, s: int, e: int) -> bool:
@@ -133,13 +136,17 @@ class NumberKinds:
 
     def _find(self, text: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
         seg = text[lo:hi]  # cheap literal checks skip the patterns that cannot match here
+        # necessary conditions of several patterns, each one search: a digit, a dot, a digit (every
+        # version and decimal holds one); seven digits in a row (timestamps, bare runs, EAN-13)
+        dot = _DIGIT_DOT_DIGIT.search(seg) is not None
+        run = _SEVEN_DIGITS.search(seg) is not None
         for m in _DATES.finditer(text, lo, hi):
             yield m.start(), m.end(), "date"
-        if "1" in seg:
+        if run and "1" in seg:
             for m in _TIMESTAMP.finditer(text, lo, hi):
                 if not self.phone_context(text, m.start()):
                     yield m.start(), m.end(), "timestamp"
-        if "." in seg or ":" in seg:
+        if dot:
             for m in _VERSION.finditer(text, lo, hi):
                 yield m.start(), m.end(), "version"
         low = seg.lower()
@@ -150,7 +157,7 @@ class NumberKinds:
             for m in _ISBN13.finditer(text, lo, hi):
                 if _isbn13_ok(re.sub(r"\D", "", m.group(0))):
                     yield m.start(), m.end(), "isbn"
-        if "0" in seg:
+        if run and "0" in seg:
             for m in _EAN13.finditer(text, lo, hi):  # a national phone number is shorter
                 if _isbn13_ok(m.group(0)):
                     yield m.start(), m.end(), "isbn"
@@ -165,7 +172,7 @@ class NumberKinds:
         if "10." in seg:
             for m in _DOI.finditer(text, lo, hi):
                 yield m.start(), m.end(), "doi"
-        for m in _ID.finditer(text, lo, hi):
+        for m in _ID.finditer(text, lo, hi) if _LETTER_DIGIT.search(seg) else ():
             if m.group("p").lower() not in _PHONE_LETTERS and sum(c.isdigit() for c in m.group(0)) >= 5:
                 yield m.start(), m.end(), "id"
         yield from self._bare_ids(text, lo, hi)
@@ -174,14 +181,14 @@ class NumberKinds:
         if "#" in seg:
             for m in _HASH_REF.finditer(text, lo, hi):
                 yield m.start(), m.end(), "ref_number"
-        for m in _BARE.finditer(text, lo, hi):
+        for m in _BARE.finditer(text, lo, hi) if run else ():
             # a run of digits without separators: only a phone word makes it a phone number
             s, e = m.span()
             if self.phone_context(text, s) or _in_cluster(text, s, e):
                 continue
             quantity = _QUANTITY_BEFORE.search(text, max(0, s - 12), s) or _UNIT_AFTER.match(text, e)
             yield s, e, "quantity" if quantity else "bare_number"
-        if "." in seg:
+        if dot:
             for m in _DECIMAL.finditer(text, lo, hi):
                 yield m.start(), m.end(), "decimal"
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from curate.steps.gate_scan import folded, literal
 from curate.steps.pii_recognizers import luhn_ok
 
 _SSN = re.compile(r"(?<![\w\-./])\d{3}(?P<s>[- .]?)\d{2}(?P=s)\d{4}(?![\d]|[\-./]\d)")
@@ -41,23 +42,36 @@ class ContextNumbers:
     def __init__(self, ssn_words: tuple[str, ...] | list[str], context_chars: int = 40) -> None:
         from presidio_analyzer.predefined_recognizers import UsSsnRecognizer
 
+        self._words = tuple(ssn_words)
         alts = "|".join(re.escape(w) for w in sorted(ssn_words, key=len, reverse=True))
         self._ssn_words = re.compile(rf"(?<![^\W\d_])(?:{alts})(?![^\W\d_])", re.IGNORECASE)
         self.context_chars = context_chars
         self._invalid = UsSsnRecognizer().invalidate_result
 
-    def spans(self, text: str, low: str, clusters: list[tuple[int, int]] | None = None
-              ) -> list[tuple[int, int, str, float]]:
+    def gate_patterns(self) -> dict[str, str]:
+        """Gates for ``curate.steps.gate_scan.GateScan`` on the lower-cased text: ``@ssn`` (a superset
+        of the SSN words; open when a word is not ASCII, whose case folds differ) and ``@header``
+        (a header word: without one no column is named)."""
+        words = [w.lower() for w in self._words]
+        ssn = "|".join(folded(w) for w in words) if all(w.isascii() for w in words) and words else r"[\x00-\xff]"
+        return {"@ssn": ssn, "@header": "|".join(literal(w) for w in _HEADER_WORDS)}
+
+    def spans(self, text: str, low: str, clusters: list[tuple[int, int]] | None = None,
+              present: frozenset[str] | None = None) -> list[tuple[int, int, str, float]]:
         """``clusters``: where the digit runs are (the PII step's candidates); only their lines are
-        looked at as table rows. ``None``: every line."""
+        looked at as table rows. ``None``: every line. ``present``: the gates of ``gate_patterns``
+        found in ``low`` (``None``: look everywhere)."""
         out: list[tuple[int, int, str, float]] = []
-        if ("ssn" in low or "social s" in low or "soc" in low and "sec" in low or "ss#" in low or "ss no" in low) \
+        if (present is None or "@ssn" in present) and (
+                "ssn" in low or "social s" in low or "soc" in low and "sec" in low or "ss#" in low or "ss no" in low) \
                 and self._ssn_words.search(text):
             for m in _SSN.finditer(text):
                 lo = max(0, m.start() - self.context_chars)
                 nl = text.rfind("\n", lo, m.start())
                 if not self._invalid(m.group(0)) and self._ssn_words.search(text, nl + 1 if nl >= 0 else lo, m.start()):
                     out.append((m.start(), m.end(), "US_SSN", 0.6))
+        if present is not None and "@header" not in present:
+            return sorted(set(out))
         if clusters is None:
             clusters = [(m.start(), m.end()) for m in re.finditer(r"\d{3}", text)]
         out += self._columns(text, clusters)

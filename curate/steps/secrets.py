@@ -67,18 +67,18 @@ GATES: dict[str, tuple[tuple[str, Any], ...]] = {  # alternatives: the plugin ru
     "basic_auth.BasicAuthDetector": (("lower", ("://",)),),
     # its assignment patterns (case-sensitive) hold ``cl[oudant|ou][-_][api]`` + a key word; its URL
     # patterns (any case) ``cloudant.com``
-    "cloudant.CloudantDetector": (("all", (("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)),
-                                           ("rx", re.compile(r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)"
-                                                             r"|(?i:cloudant\.com)")))),),
+    "cloudant.CloudantDetector": (("all", (("rx", re.compile(r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)"
+                                                             r"|(?i:cloudant\.com)")),
+                                           ("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)))),),
     "discord.DiscordBotTokenDetector": (("long", re.compile(r"[MNO][a-zA-Z\d_-]{23,25}\.")),),
     "github_token.GitHubTokenDetector": (("lower", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),),
     "gitlab_token.GitLabTokenDetector": (("lower", ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941",
                                                     "glcbt-", "glimt-", "glptt-")),),
     # its one pattern: a key word (case-sensitive), then on the same line (only spaces, quotes and
     # an assignment in between) the 44-character key
-    "ibm_cloud_iam.IbmCloudIamDetector": (("all", (("long", re.compile(r"[a-zA-Z0-9_\-]{44}")),
-                                                   ("rx", re.compile(r"(?:key|pwd|pass|token)[^\n]*?"
-                                                                     r"[a-zA-Z0-9_\-]{44}")))),),
+    "ibm_cloud_iam.IbmCloudIamDetector": (("all", (("rx", re.compile(r"(?:key|pwd|pass|token)[^\n]*?"
+                                                                     r"[a-zA-Z0-9_\-]{44}")),
+                                                   ("long", re.compile(r"[a-zA-Z0-9_\-]{44}")))),),
     "ibm_cos_hmac.IbmCosHmacDetector": (("long", re.compile(r"[a-f0-9]{48}", re.IGNORECASE)),),
     "jwt.JwtTokenDetector": (("lower", ("eyj",)),),
     "mailchimp.MailchimpDetector": (("lower", ("-us",)),),
@@ -105,14 +105,6 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 
 
-def _provider_words() -> tuple[str, ...]:
-    from curate.steps.secret_formats import PROVIDER_PLUGINS
-
-    return tuple(sorted({w for _, gates in PROVIDER_PLUGINS.values() for w in gates}, key=len, reverse=True))
-
-
-_PROVIDER_WORDS = _provider_words()
-_PROVIDER_LITERALS = re.compile("|".join(re.escape(w) for w in _PROVIDER_WORDS))
 # values that are the whole secret as reported (no token to extend)
 _WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIVATE_KEY", "SECRET_JWT",
                           "SECRET_SLACK_TOKEN", "SECRET_AZURE_KEY"})
@@ -128,24 +120,28 @@ _SCAN_SHAPES = {
     "@keyword_line": rf"(?:{_KEYWORD_HINT.pattern})[^\n]*[\'\"`]|[\'\"`][^\n]*(?:{_KEYWORD_HINT.pattern})",
 }
 _MAX_LINE = 4000  # the keyword plugin's regexes backtrack on very long lines: read a window there
-# For the "rx" and "long" gate patterns of GATES: a bytes pattern that matches the lower-cased
+# For most "rx" and "long" gate patterns of GATES: a bytes pattern that matches the lower-cased
 # text's UTF-8 wherever the gate pattern matches the text (or its long tokens), so the scan can rule
 # a gate out before its regex runs. Upper-case letters become lower-case; Unicode classes (``\d``,
 # IGNORECASE's ``ſ`` for ``s``) take any non-ASCII byte; counted repeats of such classes count
 # bytes, at least one per character (up to four). Checked on random text: tests/curate/test_gate_scan.py.
+# Left out: long-token shapes the scan would pay for on every text (a "long" gate runs only where
+# the text has a long token; "all" gates list their cheap part first).
+# "long" gate patterns that cannot match whitespace (no ".", "\s", negated class or space in them)
+# and match at least _LONG characters: a match in the text lies in one long token and one in the
+# joined long tokens cannot cross the joining space, so searching the text answers the same
+_TEXT_EQUIVALENT = frozenset({
+    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", r"[0-9a-f]{64}|[a-z]{24}", r"[MNO][a-zA-Z\d_-]{23,25}\.",
+    r"[a-zA-Z0-9_\-]{44}", r"[a-f0-9]{48}", r"(?:AC|SK)[a-z0-9]{32}"})
 _N = r"[\x80-\xff]"
 _LOW_SUPERSETS: dict[str, str] = {
     r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}": rf"akc[a-z0-9]{{10}}|ap(?:[0-9a-f]|{_N}{{2,4}})[a-z0-9]{{8}}",
     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}": r"(?:a3t[a-z0-9]|abia|acca|akia|asia)[0-9a-z]{16}",
-    r"[0-9a-f]{64}|[a-z]{24}": rf"(?:[0-9a-f]|{_N}){{64}}|(?:[a-z]|{_N}){{24}}",
     r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|(?i:cloudant\.com)":
         r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|cloudant\.com",
-    r"[MNO][a-zA-Z\d_-]{23,25}\.": r"[mno][a-z0-9_\-\x80-\xff]{23,100}\.",
-    r"[a-zA-Z0-9_\-]{44}": r"[a-z0-9_\-]{44}",
     r"(?:key|pwd|pass|token)[^\n]*?[a-zA-Z0-9_\-]{44}": r"(?:key|pwd|pass|token)[^\n]*[a-z0-9_\-]{44}",
     r"[a-f0-9]{48}": rf"(?:[a-f0-9]|{_N}){{48}}",
     r"\d{8}:": r"[0-9\x80-\xff]{8}:",
-    r"(?:AC|SK)[a-z0-9]{32}": r"(?:ac|sk)[a-z0-9]{32}",
 }
 
 
@@ -183,7 +179,10 @@ def _pem_tails(text: str) -> list[tuple[int, int, str]]:
 class SecretsDetector:
     """Spans of secrets on a text with detect-secrets' plugins (no verification, no network)."""
 
-    def __init__(self, plugins: dict[str, str] | None = None, *, context: bool = True) -> None:
+    def __init__(self, plugins: dict[str, str] | None = None, *, context: bool = True,
+                 extra_gates: dict[str, str] | None = None) -> None:
+        """``extra_gates``: more ``GateScan`` patterns scanned in the same pass (the PII step's), so
+        one ``lowered(text)`` serves both."""
         import importlib
 
         from curate.steps.secret_formats import PROVIDER_PLUGINS
@@ -205,39 +204,50 @@ class SecretsDetector:
                 # one of the text's long tokens (few in prose)
                 self._plugins.append((plugin_cls(), plugin_cls.secret_type, (("long_lower", gates),)))
             self._context = ContextSecrets()
-        # does any gate literal occur? (most texts: none, and then no "lower" gate needs its own look)
-        words = sorted({w for _, _, gate in self._plugins if gate for how, what in gate if how == "lower"
-                        for w in what}, key=len, reverse=True)
-        self._lower_words = tuple(words)
-        self._providers = [p for p in self._plugins if p[2] is not None and p[2][0][0] == "long_lower"]
-        others = [p for p in self._plugins if not (p[2] is not None and p[2][0][0] == "long_lower")]
-        # the plugins whose gates can hold, by (a gate literal occurs, the text has a long token):
-        # a "lower" alternative needs the first, a "long" one (or an "all" holding one) the second
-        def can_hold(gate: tuple[tuple[str, Any], ...] | None, lower: bool, long: bool) -> bool:
-            if gate is None:
-                return True
-            for how, what in gate:
-                needs = {how} if how != "all" else {h for h, _ in what}
-                if ("lower" not in needs or lower) and (not needs & {"long", "long_lower"} or long):
-                    return True
-            return False
-
-        self._candidates = {(lo, lg): [p for p in others if can_hold(p[2], lo, lg)]
-                            for lo in (False, True) for lg in (False, True)}
         # every gate literal, the long-token shape and the keyword plugin's line shape, and the
         # context layer's gates, found in one compiled pass over the lower-cased text
         from curate.steps.gate_scan import GateScan, literal
         from curate.steps.secrets_context import context_patterns
 
-        lits = {*words, *_PROVIDER_WORDS, *(w for _, _, gate in self._plugins if gate for how, what in gate
-                                             if how == "long_lower" for w in what)}
+        lits = {w for _, _, gate in self._plugins if gate for how, what in gate
+                if how in ("lower", "long_lower") for w in what}
         # the "rx" and "long" gate patterns the scan can rule out first: pattern -> scan name
         self._pre = {rx: f"@gate{i}" for i, rx in enumerate(sorted(_LOW_SUPERSETS))}
         self._scan = GateScan({**{w: literal(w) for w in sorted(lits)}, **_SCAN_SHAPES,
                                **{name: _LOW_SUPERSETS[rx] for rx, name in self._pre.items()},
-                               **(context_patterns() if context else {})},
+                               **(context_patterns() if context else {}), **(extra_gates or {})},
                               open_on_re={"@keyword_line", *(n for rx, n in self._pre.items()
                                                           if "[^\\n]*" in _LOW_SUPERSETS[rx])})
+        # which plugins a text can need, from the names the scan finds: a plugin whose gate can only
+        # hold where one of its names occurs is listed under them, one with no such name always runs
+        self._always: list[int] = []
+        self._by_name: dict[str, list[int]] = {}
+        for i, (_, _, gate) in enumerate(self._plugins):
+            names = self._gate_names(gate)
+            if names is None:
+                self._always.append(i)
+            for name in names or ():
+                self._by_name.setdefault(name, []).append(i)
+
+    def _gate_names(self, gate: Any) -> set[str] | None:
+        """Scan names one of which occurs wherever ``gate`` holds (``None``: no such set)."""
+        if gate is None:
+            return None
+        out: set[str] = set()
+        for how, what in gate:
+            if how in ("lower", "long_lower"):  # the literals (long_lower's lie in the text too)
+                out |= set(what)
+            elif how in ("rx", "long"):
+                name = self._pre.get(what.pattern) or ("@long" if how == "long" else None)
+                if name is None:
+                    return None
+                out.add(name)
+            else:  # "all": the names of the first of its conditions that has some
+                names = next((n for h, w in what if (n := self._gate_names(((h, w),))) is not None), None)
+                if names is None:
+                    return None
+                out |= names
+        return out
 
     def _keyword_values(self, text: str, low: str) -> list[str]:
         from detect_secrets.filters import heuristic as h
@@ -274,11 +284,16 @@ class SecretsDetector:
                 out.append(value)
         return out
 
-    def detect(self, text: str) -> list[tuple[int, int, str]]:
-        """``(start, end, type)`` of every occurrence of every secret value found in ``text``."""
+    def lowered(self, text: str) -> tuple[str, frozenset[str]]:
+        """``text`` lower-cased at the same offsets, and the gates found in it (``detect``'s input)."""
+        return self._scan.lowered(text)
+
+    def detect(self, text: str, lowered: tuple[str, frozenset[str]] | None = None) -> list[tuple[int, int, str]]:
+        """``(start, end, type)`` of every occurrence of every secret value found in ``text``;
+        ``lowered``: ``self.lowered(text)`` when the caller has it."""
         found: list[tuple[int, int, str]] = []
         values: list[tuple[str, str]] = []
-        low, present = self._scan.lowered(text)
+        low, present = lowered or self._scan.lowered(text)
         # the whitespace-free tokens of >= 20 characters (a "long" secret lies in one; few in prose;
         # none where no 20 bytes run without ASCII whitespace), joined once when a gate asks
         longs: list[str] = []
@@ -288,7 +303,6 @@ class SecretsDetector:
                 longs.append(" ".join(t for t in text.split() if len(t) >= _LONG) if "@long" in present else "")
             return longs[0]
 
-        lower_hit = not present.isdisjoint(self._lower_words)
         pre = self._pre
 
         def holds(how: str, what: Any) -> bool:
@@ -299,17 +313,19 @@ class SecretsDetector:
             if how == "rx":
                 return what.search(text) is not None
             if how == "long":
+                if what.pattern in _TEXT_EQUIVALENT:  # the same answer on the text, without joining
+                    return what.search(text) is not None
                 return bool(long_text()) and what.search(long_text()) is not None
             if how == "long_lower":
                 return not present.isdisjoint(what) and bool(long_text()) and any(
                     w in long_text().lower() for w in what)
             return all(holds(h, w) for h, w in what)  # "all"
 
-        plugins = self._candidates[(lower_hit, "@long" in present)]
-        if not present.isdisjoint(_PROVIDER_WORDS) and long_text() \
-                and _PROVIDER_LITERALS.search(long_text().lower()) is not None:
-            plugins = plugins + self._providers  # the long tokens hold a provider literal (most text: no)
-        for plugin, kind, gate in plugins:
+        todo = set(self._always)
+        for name in present:
+            todo.update(self._by_name.get(name, ()))
+        for i in sorted(todo):  # in the plugins' order
+            plugin, kind, gate = self._plugins[i]
             if gate is not None and not any(holds(how, what) for how, what in gate):
                 continue
             for v in plugin.analyze_string(text):

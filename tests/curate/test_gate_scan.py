@@ -179,3 +179,20 @@ def test_the_scan_pickles_and_rebuilds() -> None:
 def test_unknown_engine_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match="engine"):
         GateScan({"a": "x"}, engine="pcre")
+
+
+def test_long_gates_searched_on_the_text_answer_as_on_the_long_tokens() -> None:
+    from curate.steps.secrets import GATES, _TEXT_EQUIVALENT
+
+    longs = {w.pattern: w for g in GATES.values() for how, what in g
+             for h, w in ([(how, what)] if how != "all" else what) if h == "long"}
+    assert _TEXT_EQUIVALENT <= set(longs)
+    for source in _TEXT_EQUIVALENT:
+        rx = longs[source]
+        assert re._parser.parse(rx.pattern, rx.flags).getwidth()[0] >= _LONG, source
+        assert not re.search(r"\\s|\\W|\\D|\\S|\[\^| |(?<!\\)\.", source.replace("\\.", "")), source
+        texts = _random_texts(800, seed=len(source)) + ["AKIA" + "Q" * 16, "M" + "a" * 24 + ". x",
+                                                        "a" * 24, "AC" + "b" * 32, "k" * 44, "ab" * 24]
+        for text in texts:
+            long_text = " ".join(t for t in text.split() if len(t) >= _LONG)
+            assert (rx.search(text) is None) == (rx.search(long_text) is None), (source, text)
