@@ -260,8 +260,7 @@ class PIIRedactor(Annotator):
         if self._secrets is None:
             from curate.steps.secrets import SecretsDetector
 
-            _, ssn = self._number_parts()
-            self._secrets = SecretsDetector(extra_gates=ssn.gate_patterns())
+            self._secrets = SecretsDetector(extra_gates=self._gate_patterns())
         return self._secrets
 
     def lowered(self, text: str) -> tuple[str, frozenset[str]]:
@@ -272,8 +271,13 @@ class PIIRedactor(Annotator):
         if self._gates is None:
             from curate.steps.gate_scan import GateScan
 
-            self._gates = GateScan(self._number_parts()[1].gate_patterns())
+            self._gates = GateScan(self._gate_patterns())
         return self._gates.lowered(text)
+
+    def _gate_patterns(self) -> dict[str, str]:
+        """The PII step's gates on the lower-cased text: the SSN/table ones, ``@`` (an e-mail
+        candidate's) and a colon group (``_COLONS``, whose hex digits lower-case to a-f)."""
+        return {**self._number_parts()[1].gate_patterns(), "@": "@", "@colons": ":[0-9a-f]{0,4}:"}
 
     def _number_parts(self) -> tuple[Any, Any]:
         if self._numbers is None:
@@ -317,7 +321,8 @@ class PIIRedactor(Annotator):
                 out.append((ws, we))
         return out
 
-    def windows(self, text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]], set[str]]:
+    def windows(self, text: str, present: frozenset[str] | None = None
+                ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], set[str]]:
         """Candidates on ``text``: ``(windows for the cheap recognizers, digit clusters, types)``.
 
         ``types`` are the PII types the candidates can hold (an ``@`` only an e-mail, a dotted
@@ -367,8 +372,9 @@ class PIIRedactor(Annotator):
             # window is kept for the other candidates' types (every IP address presidio finds holds
             # a dotted quad or a colon group, and those add IP_ADDRESS themselves)
             cands.append((s, e))
-        at = [m.span() for m in _AT.finditer(text)]
-        colons = [m.span() for m in _COLONS.finditer(text)]
+        # (``present``: the gates of ``lowered(text)``; no "@" or colon group there, no candidate)
+        at = [m.span() for m in _AT.finditer(text)] if present is None or "@" in present else []
+        colons = [m.span() for m in _COLONS.finditer(text)] if present is None or "@colons" in present else []
         types.update(["EMAIL_ADDRESS"] if at else [])
         types.update(["IP_ADDRESS"] if colons else [])
         cands += at + colons
@@ -403,14 +409,14 @@ class PIIRedactor(Annotator):
         """Sorted, non-overlapping ``(start, end, type)`` PII spans on ``text``."""
         found: list[tuple[int, int, str, float]] = []
         numbers: list[tuple[int, int, str]] = []
-        lowered = self.lowered(text) if self.cfg.secrets else None
+        lowered = self.lowered(text) if self.cfg.secrets or self.cfg.prefilter else None
         if not self.cfg.prefilter:
             self._analyze(text, [(0, len(text))], self._types, found, "all")
             if self.cfg.number_kinds:
                 numbers = self.not_pii_numbers(text, [(0, len(text))])
             self._context_ssn(text, found, lowered=lowered)
         elif self._types:
-            wins, clusters, kinds = self.windows(text)
+            wins, clusters, kinds = self.windows(text, lowered[1] if lowered else None)
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
             if clusters:
                 self._context_ssn(text, found, clusters, lowered)

@@ -19,6 +19,8 @@ from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
 from curate.steps.gate_scan import SPACE, WORD, GateScan, folded, literal
 
+_NON_ASCII = r"[\x80-\xff]"
+
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
@@ -434,6 +436,14 @@ def context_patterns() -> dict[str, str]:
              *(lit for _, _, lit in _CALLS), *_AWS_HEADS, "(", "name"}
     out = {w: literal(w) for w in sorted(words)}
     out["@hint"] = _HINT.pattern
+    # a superset of where the hint loop of ContextSecrets.detect can read a line: a hint followed by
+    # an operator (_HINT_OP) or with a directive's head before it (_HINT_HEAD): at its line's start
+    # after export/set/-, right after "password", after "set", or "login"/"machine" anywhere
+    ident, hint = rf"(?:[a-z0-9_.\-]|{_NON_ASCII}){{0,160}}", f"(?:{_HINT.pattern})"
+    out["@hintline"] = "|".join((
+        rf"{hint}{ident}[\"'`\]]{{0,3}}[ \t]*(?:[:=(]|=>)",
+        rf"(?:^|\n)[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?{ident}{hint}",
+        rf"password[ \t]*{hint}", rf"set[ \t]+{ident}{hint}", "login|machine"))
     out["@call"] = _CALL_HINT.pattern
     # supersets of _PARAM_CRED's name and of _KV_GATE, on the lower-cased bytes (gate_scan.folded)
     names = ("password", "passwd", "pwd", "pass", "access_?token", "auth_?token", "token", "api_?key", "apikey",
@@ -468,7 +478,7 @@ class ContextSecrets:
         bound = 0  # no line before this offset is looked at again
         covered = -1  # end of the last window read on a very long line
         ls = le = -1
-        for h in _HINT.finditer(low) if "@hint" in present else ():
+        for h in _HINT.finditer(low) if "@hintline" in present else ():
             if h.start() <= le and le - ls <= _MAX_LINE:
                 continue  # this line was read whole
             if not _HINT_OP.match(low, h.end()) and not (

@@ -196,3 +196,21 @@ def test_long_gates_searched_on_the_text_answer_as_on_the_long_tokens() -> None:
         for text in texts:
             long_text = " ".join(t for t in text.split() if len(t) >= _LONG)
             assert (rx.search(text) is None) == (rx.search(long_text) is None), (source, text)
+
+
+def test_the_hint_line_gate_holds_wherever_the_hint_loop_reads_a_line() -> None:
+    from curate.steps.secrets_context import _HINT, _HINT_HEAD, _HINT_OP, _HINT_WORD
+
+    sup = re.compile(context_patterns()["@hintline"].encode(), re.DOTALL)
+    extra = ["requirepass S3cret", "export TOKEN abc", "  - apikey x", "machine h login u password p",
+             "x password  token v", "set db.pass v", "auth_token := 'x'", "clé_secret\u00e9 = 1", "\nkey v"]
+    hits = 0
+    for text in _random_texts(2000, seed=13) + _shaped_texts(1500, seed=14) + extra:
+        low = _low(text)
+        for h in _HINT.finditer(low):
+            if _HINT_OP.match(low, h.end()) or (
+                    _HINT_WORD.match(low, h.end()) and _HINT_HEAD.search(low, max(0, h.start() - 120), h.start())):
+                hits += 1
+                assert sup.search(_data(text)), text
+                break
+    assert hits > 50
