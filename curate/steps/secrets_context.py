@@ -17,10 +17,6 @@ from collections.abc import Iterator
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
-from curate.steps.gate_scan import SPACE, WORD, GateScan, folded, literal
-
-_NON_ASCII = r"[\x80-\xff]"
-
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
@@ -277,8 +273,8 @@ _CLI_BY_HEAD = {w: tuple(i for i, gate in enumerate(_CLI_GATES) if w in gate[0])
 
 
 def command_lines(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
-    """``present``: the gates found in ``low`` (``context_scan().lowered(text)``)."""
-    present = context_scan().lowered(text)[1] if present is None else present
+    """``present``: the gates found in ``low`` (``secrets_gates.context_scan().lowered(text)``)."""
+    present = _lowered(text)[1] if present is None else present
     # every option pattern needs " -" (or a tab before the dash), the headers their name
     if present.isdisjoint(_CLI_ANY):
         return
@@ -313,7 +309,7 @@ _PARAM_CRED = re.compile(r"[?&;](?:user_?)?(?:password|passwd|pwd|pass|access_?t
 
 
 def urls(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
-    present = context_scan().lowered(text)[1] if present is None else present
+    present = _lowered(text)[1] if present is None else present
     if "://" in text and "@" in text:
         for m in _URL_CRED.finditer(text):
             value = m.group("v")
@@ -355,7 +351,7 @@ _CALL_HINT = re.compile(r"connect|login|auth|credential|pass|pwd|secret|token|ke
 
 
 def call_arguments(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
-    present = context_scan().lowered(text)[1] if present is None else present
+    present = _lowered(text)[1] if present is None else present
     if "(" not in present or "@call" not in present:
         return
     for m in (_KEY_VALUE_CALL.finditer(text) if "@kv" in present and _KV_GATE.search(low) else ()):
@@ -394,7 +390,7 @@ _NAME_VALUE = re.compile(r"[\"']?(?:[Nn]ame|NAME)[\"']?[ \t]*[:=][ \t]*[\"']?(?P
 
 
 def pairs(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
-    present = context_scan().lowered(text)[1] if present is None else present
+    present = _lowered(text)[1] if present is None else present
     if not present.isdisjoint(_AWS_HEADS) and (
             "AKIA" in text or "ASIA" in text or "A3T" in text or "ABIA" in text or "ACCA" in text):
         for m in _AWS_ID.finditer(text):
@@ -429,40 +425,10 @@ _DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:p
 _AWS_HEADS = ("akia", "asia", "a3t", "abia", "acca")
 
 
-def context_patterns() -> dict[str, str]:
-    """The gates of this module for ``GateScan`` (searched in the lower-cased text): literals under
-    their own text, ``@hint`` and ``@call`` for the hint and call-name alternations."""
-    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group),
-             *(lit for _, _, lit in _CALLS), *_AWS_HEADS, "(", "name"}
-    out = {w: literal(w) for w in sorted(words)}
-    out["@hint"] = _HINT.pattern
-    # a superset of where the hint loop of ContextSecrets.detect can read a line: a hint followed by
-    # an operator (_HINT_OP) or with a directive's head before it (_HINT_HEAD): at its line's start
-    # after export/set/-, right after "password", after "set", or "login"/"machine" anywhere
-    ident, hint = rf"(?:[a-z0-9_.\-]|{_NON_ASCII}){{0,160}}", f"(?:{_HINT.pattern})"
-    out["@hintline"] = "|".join((
-        rf"{hint}{ident}[\"'`\]]{{0,3}}[ \t]*(?:[:=(]|=>)",
-        rf"(?:^|\n)[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?{ident}{hint}",
-        rf"password[ \t]*{hint}", rf"set[ \t]+{ident}{hint}", "login|machine"))
-    out["@call"] = _CALL_HINT.pattern
-    # supersets of _PARAM_CRED's name and of _KV_GATE, on the lower-cased bytes (gate_scan.folded)
-    names = ("password", "passwd", "pwd", "pass", "access_?token", "auth_?token", "token", "api_?key", "apikey",
-             "secret", "client_?secret", "sig", "signature", "private_?token")
-    out["@param"] = "[?&;](?:" + folded("user") + "_?)?(?:" + "|".join(
-        "_?".join(folded(part) for part in n.split("_?")) for n in names) + ")="
-    out["@kv"] = rf"(?:pass|pwd|secret|token|key|auth|cred)(?:[.\-]|{WORD}){{0,120}}[\"']{SPACE}*,{SPACE}*[\"']"
-    return out
+def _lowered(text: str) -> tuple[str, frozenset[str]]:
+    from curate.steps.secrets_gates import context_scan  # (it imports this module's patterns)
 
-
-_SCAN: GateScan | None = None
-
-
-def context_scan() -> GateScan:
-    """The ``GateScan`` of ``context_patterns()`` (built once per process)."""
-    global _SCAN
-    if _SCAN is None:
-        _SCAN = GateScan(context_patterns())
-    return _SCAN
+    return context_scan().lowered(text)
 
 
 class ContextSecrets:
@@ -470,10 +436,10 @@ class ContextSecrets:
 
     def detect(self, text: str, low: str | None = None, present: frozenset[str] | None = None
                ) -> list[tuple[int, int, str]]:
-        """``low``, ``present``: ``GateScan.lowered(text)`` of ``context_scan()`` or of a scan
+        """``low``, ``present``: ``GateScan.lowered(text)`` of ``secrets_gates.context_scan()`` or a scan
         holding its patterns (both or neither)."""
         if low is None or present is None:
-            low, present = context_scan().lowered(text)
+            low, present = _lowered(text)
         out: list[tuple[int, int, str]] = []
         bound = 0  # no line before this offset is looked at again
         covered = -1  # end of the last window read on a very long line

@@ -16,7 +16,8 @@ import pytest
 from curate.steps import gate_scan
 from curate.steps.gate_scan import GateScan, folded, literal
 from curate.steps.secrets import _KEYWORD_HINT, _LONG, _LOW_SUPERSETS, _SCAN_SHAPES, SecretsDetector
-from curate.steps.secrets_context import _KV_GATE, _PARAM_CRED, ContextSecrets, context_patterns
+from curate.steps.secrets_context import _KV_GATE, _PARAM_CRED, ContextSecrets
+from curate.steps.secrets_gates import context_patterns
 
 hyperscan = pytest.importorskip("hyperscan", reason="the hyperscan wheel is not installed here")
 
@@ -182,7 +183,7 @@ def test_unknown_engine_is_one_clear_error() -> None:
 
 
 def test_long_gates_searched_on_the_text_answer_as_on_the_long_tokens() -> None:
-    from curate.steps.secrets import GATES, _TEXT_EQUIVALENT
+    from curate.steps.secrets import _TEXT_EQUIVALENT, GATES
 
     longs = {w.pattern: w for g in GATES.values() for how, what in g
              for h, w in ([(how, what)] if how != "all" else what) if h == "long"}
