@@ -207,7 +207,7 @@ class SecretsDetector:
         # every gate literal, the long-token shape and the keyword plugin's line shape, and the
         # context layer's gates, found in one compiled pass over the lower-cased text
         from curate.steps.gate_scan import GateScan, literal
-        from curate.steps.secrets_gates import context_patterns
+        from curate.steps.secrets_context import context_patterns
 
         lits = {w for _, _, gate in self._plugins if gate for how, what in gate
                 if how in ("lower", "long_lower") for w in what}

@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from detect_secrets.filters import heuristic
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
+from curate.steps import secrets_gates
+from curate.steps.gate_scan import GateScan
+
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
@@ -273,7 +276,7 @@ _CLI_BY_HEAD = {w: tuple(i for i, gate in enumerate(_CLI_GATES) if w in gate[0])
 
 
 def command_lines(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
-    """``present``: the gates found in ``low`` (``secrets_gates.context_scan().lowered(text)``)."""
+    """``present``: the gates found in ``low`` (``_lowered(text)``)."""
     present = _lowered(text)[1] if present is None else present
     # every option pattern needs " -" (or a tab before the dash), the headers their name
     if present.isdisjoint(_CLI_ANY):
@@ -425,10 +428,21 @@ _DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:p
 _AWS_HEADS = ("akia", "asia", "a3t", "abia", "acca")
 
 
-def _lowered(text: str) -> tuple[str, frozenset[str]]:
-    from curate.steps.secrets_gates import context_scan  # (it imports this module's patterns)
+def context_patterns() -> dict[str, str]:
+    """This module's gates for ``GateScan`` (``curate.steps.secrets_gates``)."""
+    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group),
+             *(lit for _, _, lit in _CALLS), *_AWS_HEADS, "(", "name"}
+    return secrets_gates.context_patterns(words, _HINT.pattern, _CALL_HINT.pattern)
 
-    return context_scan().lowered(text)
+
+_SCAN: list[GateScan] = []
+
+
+def _lowered(text: str) -> tuple[str, frozenset[str]]:
+    """``GateScan.lowered`` of this module's gates (the scan built once per process)."""
+    if not _SCAN:
+        _SCAN.append(GateScan(context_patterns()))
+    return _SCAN[0].lowered(text)
 
 
 class ContextSecrets:
@@ -436,7 +450,7 @@ class ContextSecrets:
 
     def detect(self, text: str, low: str | None = None, present: frozenset[str] | None = None
                ) -> list[tuple[int, int, str]]:
-        """``low``, ``present``: ``GateScan.lowered(text)`` of ``secrets_gates.context_scan()`` or a scan
+        """``low``, ``present``: ``GateScan.lowered(text)`` of ``context_patterns()`` or of a scan
         holding its patterns (both or neither)."""
         if low is None or present is None:
             low, present = _lowered(text)

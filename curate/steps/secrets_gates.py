@@ -6,35 +6,28 @@ hold, so a finder whose gate is absent is skipped; the finders then run their ow
 
 from __future__ import annotations
 
-from curate.steps.gate_scan import SPACE, WORD, GateScan, folded, literal
-from curate.steps.secrets_context import (
-    _AWS_HEADS,
-    _CALL_HINT,
-    _CALLS,
-    _CLI_ANY,
-    _CLI_GATES,
-    _HINT,
-)
+from collections.abc import Iterable
+
+from curate.steps.gate_scan import SPACE, WORD, folded, literal
 
 _NON_ASCII = r"[\x80-\xff]"
 
 
-def context_patterns() -> dict[str, str]:
-    """The gates of ``secrets_context`` for ``GateScan`` (searched in the lower-cased text): literals under
-    their own text, ``@hint`` and ``@call`` for the hint and call-name alternations."""
-    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group),
-             *(lit for _, _, lit in _CALLS), *_AWS_HEADS, "(", "name"}
-    out = {w: literal(w) for w in sorted(words)}
-    out["@hint"] = _HINT.pattern
+def context_patterns(words: Iterable[str], hint: str, call_hint: str) -> dict[str, str]:
+    """The gates of ``secrets_context`` for ``GateScan`` (searched in the lower-cased text): its
+    literal ``words`` under their own text, ``@hint`` and ``@call`` for the hint and call-name
+    alternations (``hint``, ``call_hint``: their regex sources), and the shapes below."""
+    out = {w: literal(w) for w in sorted(set(words))}
+    out["@hint"] = hint
     # a superset of where the hint loop of ContextSecrets.detect can read a line: a hint followed by
     # an operator (_HINT_OP) or with a directive's head before it (_HINT_HEAD): at its line's start
     # after export/set/-, right after "password", after "set", or "login"/"machine" anywhere
-    ident, hint = rf"(?:[a-z0-9_.\-]|{_NON_ASCII}){{0,160}}", f"(?:{_HINT.pattern})"
+    ident, hint = rf"(?:[a-z0-9_.\-]|{_NON_ASCII}){{0,160}}", f"(?:{hint})"
     out["@hintline"] = "|".join((
         rf"{hint}{ident}[\"'`\]]{{0,3}}[ \t]*(?:[:=(]|=>)",
         rf"(?:^|\n)[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?{ident}{hint}",
         rf"password[ \t]*{hint}", rf"set[ \t]+{ident}{hint}", "login|machine"))
-    out["@call"] = _CALL_HINT.pattern
+    out["@call"] = call_hint
     # supersets of _PARAM_CRED's name and of _KV_GATE, on the lower-cased bytes (gate_scan.folded)
     names = ("password", "passwd", "pwd", "pass", "access_?token", "auth_?token", "token", "api_?key", "apikey",
              "secret", "client_?secret", "sig", "signature", "private_?token")
@@ -42,14 +35,3 @@ def context_patterns() -> dict[str, str]:
         "_?".join(folded(part) for part in n.split("_?")) for n in names) + ")="
     out["@kv"] = rf"(?:pass|pwd|secret|token|key|auth|cred)(?:[.\-]|{WORD}){{0,120}}[\"']{SPACE}*,{SPACE}*[\"']"
     return out
-
-
-_SCAN: GateScan | None = None
-
-
-def context_scan() -> GateScan:
-    """The ``GateScan`` of ``context_patterns()`` (built once per process)."""
-    global _SCAN
-    if _SCAN is None:
-        _SCAN = GateScan(context_patterns())
-    return _SCAN

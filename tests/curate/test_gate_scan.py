@@ -16,8 +16,7 @@ import pytest
 from curate.steps import gate_scan
 from curate.steps.gate_scan import GateScan, folded, literal
 from curate.steps.secrets import _KEYWORD_HINT, _LONG, _LOW_SUPERSETS, _SCAN_SHAPES, SecretsDetector
-from curate.steps.secrets_context import _KV_GATE, _PARAM_CRED, ContextSecrets
-from curate.steps.secrets_gates import context_patterns
+from curate.steps.secrets_context import _KV_GATE, _PARAM_CRED, ContextSecrets, context_patterns
 
 hyperscan = pytest.importorskip("hyperscan", reason="the hyperscan wheel is not installed here")
 
