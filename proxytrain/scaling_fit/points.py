@@ -82,11 +82,12 @@ def renumber(runs: list[dict[str, Any]], params: str) -> list[dict[str, Any]]:
 def scope(pts: np.ndarray, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """What a fit covers: the ranges of N, D and compute of its points, the batch sizes and sequence
     lengths of its runs (every form's fit result carries these; ``predict``'s extrapolation factor is
-    against ``C_max``, the report prints the ranges)."""
+    against ``C_max``; a budget below ``C_min`` is refused; the report prints the ranges)."""
     return {
         "N_range": [int(pts[:, 0].min()), int(pts[:, 0].max())],
         "D_range": [int(pts[:, 1].min()), int(pts[:, 1].max())],
         "C_max": float((6 * pts[:, 0] * pts[:, 1]).max()),
+        "C_min": float((6 * pts[:, 0] * pts[:, 1]).min()),
         "batch_sizes": sorted({int(r["batch_size"]) for r in runs if r.get("batch_size")}),
         "seq_len": sorted({int(r["seq_len"]) for r in runs if r.get("seq_len")}),
     }

@@ -91,6 +91,10 @@ def test_predict_by_budget_and_by_size(fit):
     assert law(fit["constants"], p["N"] * 8, p["D"] / 8) > p["loss"]
     with pytest.raises(FitError, match="--flops"):
         predict(fit, n=1e5)
+    # a budget below every fitted run's compute: one clear line, no plan
+    assert fit["C_min"] < fit["C_max"]
+    with pytest.raises(FitError, match="below the smallest fitted run's compute"):
+        predict(fit, flops=fit["C_min"] / 2)
 
 
 def test_too_few_runs_one_size_one_token_count(runs):

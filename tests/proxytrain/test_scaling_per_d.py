@@ -72,7 +72,7 @@ def test_per_d_refuses_an_unswept_d_and_names_the_swept_ones():
 def test_per_d_discrete_frontier_picks_the_slice_with_the_lowest_loss():
     fit = _fit(_runs(SLICES))
     seen = set()
-    for flops in (1e9, 1e10, 1e12, 1e14):
+    for flops in (1.1e10, 2e10, 1e12, 1e14):  # from just above the smallest fitted run's compute
         p = predict(fit, flops=flops)
         by_hand = {d: c["E"] + c["A"] / (flops / (6 * d)) ** c["alpha"] for d, c in SLICES.items()}
         best = min(by_hand, key=by_hand.get)
@@ -80,6 +80,8 @@ def test_per_d_discrete_frontier_picks_the_slice_with_the_lowest_loss():
         assert "swept token counts only" in p["frontier_note"] and len(p["frontier"]) == 3
         seen.add(best)
     assert len(seen) >= 2  # the budgets above cross from one slice to another: the choice is not trivial
+    with pytest.raises(FitError, match="below the smallest fitted run's compute"):
+        predict(fit, flops=1e9)
 
 
 def test_auto_picks_per_d_when_the_size_effect_grows_with_d_in_no_joint_form():
