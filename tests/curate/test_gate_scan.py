@@ -214,3 +214,15 @@ def test_the_hint_line_gate_holds_wherever_the_hint_loop_reads_a_line() -> None:
                 assert sup.search(_data(text)), text
                 break
     assert hits > 50
+
+
+def test_threads_scan_at_once_with_their_own_scratch() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    gates = SecretsDetector()._scan
+    scan = GateScan(dict(zip(gates.names, gates.sources, strict=True)))
+    texts = _shaped_texts(400, seed=21) + ["x " * 50000 + "password = 'v'"] * 4
+    expected = [scan.present(t.lower()) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda t: scan.present(t.lower()), texts * 3))
+    assert got == expected * 3
