@@ -19,8 +19,11 @@ picks its code path by CPU at run time, its answers do not.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+_BUILD_LOCK = threading.Lock()
 
 
 def _hyperscan() -> Any:
@@ -47,23 +50,43 @@ class GateScan:
         self._db: Any = None
         self._compiled: list[re.Pattern[bytes]] | None = None
         self._always: frozenset[str] = frozenset()
+        self._local = threading.local()
+        self._hs: Any = None
 
     def __getstate__(self) -> dict[str, Any]:  # a compiled database does not pickle: rebuilt on use
-        return {**self.__dict__, "_db": None, "_compiled": None, "_always": frozenset()}
+        return {**self.__dict__, "_db": None, "_compiled": None, "_always": frozenset(), "_local": None, "_hs": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def _scratch(self) -> Any:
+        """This thread's Hyperscan scratch space (a scratch serves one scan at a time: two threads
+        sharing one get ``ScratchInUseError``)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hs.Scratch(self._db)
+        return scratch
 
     def _build(self) -> None:
+        with _BUILD_LOCK:  # threads sharing a scan build it once
+            if self._db is None and self._compiled is None:
+                self._compile()
+
+    def _compile(self) -> None:
         hs = _hyperscan() if self.engine != "re" else None
         if hs is None:
             if self.engine == "hyperscan":
                 raise RuntimeError("GateScan engine 'hyperscan': the hyperscan package is not installed")
-            self._compiled = [re.compile(s.encode(), re.DOTALL) for s in self.sources]
             self._always = frozenset(n for n in self.names if n in self.open_on_re)
+            self._compiled = [re.compile(s.encode(), re.DOTALL) for s in self.sources]
             return
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         n = len(self.sources)
         db.compile(expressions=[s.encode() for s in self.sources], ids=list(range(n)), elements=n,
                    flags=[hs.HS_FLAG_SINGLEMATCH | hs.HS_FLAG_DOTALL] * n)
-        self._db = db
+        self._hs = hs
+        self._db = db  # last: other threads take a set _db as built
 
     @property
     def uses_hyperscan(self) -> bool:
@@ -93,7 +116,7 @@ class GateScan:
             return always | frozenset(names[i] for i, rx in enumerate(self._compiled)
                                       if names[i] not in always and rx.search(data))
         hits: list[int] = []
-        self._db.scan(data, match_event_handler=_collect, context=hits)
+        self._db.scan(data, match_event_handler=_collect, context=hits, scratch=self._scratch())
         return frozenset(names[i] for i in hits)
 
 
