@@ -62,9 +62,12 @@ GATES: dict[str, tuple[tuple[str, Any], ...]] = {  # alternatives: the plugin ru
     # the token after its head is >= 10 (AKC) or >= 8 (AP?) alphanumerics long
     "artifactory.ArtifactoryDetector": (("rx", re.compile(r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}")),),
     "aws.AWSKeyDetector": (("long", re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")),
-                           ("lower", ("aws",))),
+                           # its secret-key pattern (detect-secrets 1.5's own, as it stands)
+                           ("rx", re.compile(r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]"
+                                             r"[0-9a-zA-Z/+]{40}['\"]", re.IGNORECASE))),
     "azure_storage_key.AzureStorageKeyDetector": (("lower", ("accountkey=",)),),
-    "basic_auth.BasicAuthDetector": (("lower", ("://",)),),
+    # its pattern as detect-secrets 1.5 has it, ungrouped
+    "basic_auth.BasicAuthDetector": (("rx", re.compile(r"://[^:/?#\[\]@!$&'()*+,;=\s]+:[^:/?#\[\]@!$&'()*+,;=\s]+@")),),
     # its assignment patterns (case-sensitive) hold ``cl[oudant|ou][-_][api]`` + a key word; its URL
     # patterns (any case) ``cloudant.com``
     "cloudant.CloudantDetector": (("all", (("rx", re.compile(r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)"
@@ -140,6 +143,15 @@ _LOW_SUPERSETS: dict[str, str] = {
     r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|(?i:cloudant\.com)":
         r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|cloudant\.com",
     r"(?:key|pwd|pass|token)[^\n]*?[a-zA-Z0-9_\-]{44}": r"(?:key|pwd|pass|token)[^\n]*[a-z0-9_\-]{44}",
+    # discord: the 24+ characters before its dot (its class, \d widened to any non-ASCII byte)
+    r"[MNO][a-zA-Z\d_-]{23,25}\.": r"[a-z0-9_\-\x80-\xff]{24}\.",
+    r"(?:AC|SK)[a-z0-9]{32}": r"(?:ac|sk)[a-z0-9]{32}",
+    r"://[^:/?#\[\]@!$&'()*+,;=\s]+:[^:/?#\[\]@!$&'()*+,;=\s]+@":
+        r"://[^:/?#\[\]@!$&'()*+,;=\x09-\x0d\x20]+:[^:/?#\[\]@!$&'()*+,;=\x09-\x0d\x20]+@",
+    # IGNORECASE: "s" also matches U+017F, "i" U+0131 (gate_scan.folded); "." any but a newline
+    r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"][0-9a-zA-Z/+]{40}['\"]":
+        r"aw(?:s|\xc5\xbf)[^\n]{0,80}(?:key|pwd|pw|pa(?:s|\xc5\xbf)(?:s|\xc5\xbf)|token)[^\n]{0,80}['\"]"
+        r"(?:[0-9a-z/+]|\xc5\xbf|\xc4\xb1){40}['\"]",
     r"[a-f0-9]{48}": rf"(?:[a-f0-9]|{_N}){{48}}",
     r"\d{8}:": r"[0-9\x80-\xff]{8}:",
 }
@@ -210,7 +222,7 @@ class SecretsDetector:
         from curate.steps.secrets_context import context_patterns
 
         lits = {w for _, _, gate in self._plugins if gate for how, what in gate
-                if how in ("lower", "long_lower") for w in what}
+                if how in ("lower", "long_lower") for w in what} | {"private key-----"}
         # the "rx" and "long" gate patterns the scan can rule out first: pattern -> scan name
         self._pre = {rx: f"@gate{i}" for i, rx in enumerate(sorted(_LOW_SUPERSETS))}
         self._scan = GateScan({**{w: literal(w) for w in sorted(lits)}, **_SCAN_SHAPES,
@@ -228,6 +240,11 @@ class SecretsDetector:
                 self._always.append(i)
             for name in names or ():
                 self._by_name.setdefault(name, []).append(i)
+        # a text holding none of these names holds no secret any pass can find (most prose)
+        from curate.steps.secrets_context import active_names
+
+        self._active = None if self._always else frozenset(
+            {*self._by_name, "@keyword_line", "private key-----", *(active_names() if context else ())})
 
     def _gate_names(self, gate: Any) -> set[str] | None:
         """Scan names one of which occurs wherever ``gate`` holds (``None``: no such set)."""
@@ -294,6 +311,8 @@ class SecretsDetector:
         found: list[tuple[int, int, str]] = []
         values: list[tuple[str, str]] = []
         low, present = lowered or self._scan.lowered(text)
+        if self._active is not None and present.isdisjoint(self._active):
+            return found
         # the whitespace-free tokens of >= 20 characters (a "long" secret lies in one; few in prose;
         # none where no 20 bytes run without ASCII whitespace), joined once when a gate asks
         longs: list[str] = []
@@ -351,7 +370,7 @@ class SecretsDetector:
                     e = _WORD_TAIL.match(text, e).end()  # type: ignore[union-attr]
                 found.append((s, e, kind))
                 start = text.find(value, e)
-        if "private key-----" in low:
+        if "private key-----" in present:
             found += _pem_tails(text)
         if self._context is not None:
             found += self._context.detect(text, low, present)

@@ -266,7 +266,7 @@ _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("mysql", "mariadb"), (" -p",)), (("login",), ("-p",)), (("sshpass",),), (("redis-cli",),), (("ldap",),),
     (("sqlcmd", "bcp", "osql", "isql"),), (("mongo",),), (("curl", "wget"),), (("smbclient",),), (("htpasswd",),),
     (("pass:",),), (("zip",), (" -p",)), (("7z",),), (("echo",), ("stdin", "sudo")),
-    (("--",), ("pass", "token", "key", "secret")), (("-storepass", "-keypass", "-srcstorepass", "-deststorepass"),),
+    (("@longflag",), ("pass", "token", "key", "secret")), (("-storepass", "-keypass", "-srcstorepass", "-deststorepass"),),
     (("authorization",),), (("x-api", "x-auth", "x-token", "x-key", "x-secret", "-key:", "-token:", "-key\":",
                               "-token\":"),),
 )
@@ -313,7 +313,7 @@ _PARAM_CRED = re.compile(r"[?&;](?:user_?)?(?:password|passwd|pwd|pass|access_?t
 
 def urls(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
     present = _lowered(text)[1] if present is None else present
-    if "://" in text and "@" in text:
+    if "@urlcred" in present:
         for m in _URL_CRED.finditer(text):
             value = m.group("v")
             if value and not is_placeholder(value) and value.lower() not in ("pass", "pw", "pwd"):
@@ -331,7 +331,8 @@ def urls(text: str, low: str, present: frozenset[str] | None = None) -> Iterator
 # positional password arguments of connect/login calls: (call pattern, index of the password)
 
 _STR = r"\s*(?:[bruf]?(?:\"[^\"\n]*\"|'[^'\n]*')|[^,()\n]*?)\s*"
-# (call pattern, index of the password argument, literal of the pattern in the lower-cased text)
+# (call pattern, index of the password argument, gate of the pattern in the lower-cased text: a
+# literal of it, or a name of secrets_gates.context_patterns)
 _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
     (r"\bmysql_real_connect\s*\(", 3, "mysql_real_connect"), (r"\bmysqli?_connect\s*\(", 2, "_connect"),
     (r"\bnew\s+mysqli\s*\(", 2, "mysqli"), (r"\bnew\s+PDO\s*\(", 2, "pdo"),
@@ -341,7 +342,7 @@ _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
     (r"\bPasswordAuthentication\s*\(", 1, "passwordauthentication"), (r"\bset_password\s*\(", 2, "set_password"),
     (r"\b(?:simple_)?bind_s\s*\(", 1, "bind_s"), (r"\bldap_bind\s*\(", 2, "ldap_bind"),
     (r"\b(?:pymysql|MySQLdb|mysql\.connector|pg8000|cx_Oracle|oracledb)\.connect\s*\(", 2, ".connect"),
-    (r"\bauth\s*=\s*\(", 1, "auth"), (r"\bBasicAuth\s*\(", 1, "basicauth"),
+    (r"\bauth\s*=\s*\(", 1, "@authcall"), (r"\bBasicAuth\s*\(", 1, "basicauth"),
 ))
 # a key literal and a value literal as the first two arguments: define('DB_PASSWORD', 'v'),
 # props.setProperty("password", "v"), Map.of("apiKey", "v"), config.set("token", "v")
@@ -394,8 +395,7 @@ _NAME_VALUE = re.compile(r"[\"']?(?:[Nn]ame|NAME)[\"']?[ \t]*[:=][ \t]*[\"']?(?P
 
 def pairs(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
     present = _lowered(text)[1] if present is None else present
-    if not present.isdisjoint(_AWS_HEADS) and (
-            "AKIA" in text or "ASIA" in text or "A3T" in text or "ABIA" in text or "ACCA" in text):
+    if "@awsid" in present:
         for m in _AWS_ID.finditer(text):
             # from two lines before the key id to three lines after it
             lo = m.start()
@@ -409,7 +409,7 @@ def pairs(text: str, low: str, present: frozenset[str] | None = None) -> Iterato
                 v = s.group(0)
                 if any(c.isupper() for c in v) and any(c.islower() for c in v) and not v.isalpha():
                     yield s.start(), s.end(), "SECRET_AWS_KEY"
-    if "name" in present and _VALUE_KEY.search(low):
+    if "@namevalue" in present and _VALUE_KEY.search(low):
         for m in _NAME_VALUE.finditer(text):
             kind = key_kind(m.group("key"))
             value = m.group("v")
@@ -425,14 +425,21 @@ _DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:p
                         r"[\w.\-]*[ \t]+\S")
 
 
-_AWS_HEADS = ("akia", "asia", "a3t", "abia", "acca")
 
 
 def context_patterns() -> dict[str, str]:
     """This module's gates for ``GateScan`` (``curate.steps.secrets_gates``)."""
-    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group),
-             *(lit for _, _, lit in _CALLS), *_AWS_HEADS, "(", "name"}
-    return secrets_gates.context_patterns(words, _HINT.pattern, _CALL_HINT.pattern)
+    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group), *(lit for _, _, lit in _CALLS), "("}
+    return secrets_gates.context_patterns({w for w in words if not w.startswith("@")}, _HINT.pattern,
+                                          _CALL_HINT.pattern)
+
+
+def active_names() -> frozenset[str]:
+    """Gate names at least one of which a text holds wherever ``ContextSecrets.detect`` can find
+    anything (the hint lines, a command's head, a URL or query-string credential, a call's name or
+    a key/value call, an AWS key id, a name/value pair)."""
+    return frozenset({"@hintline", *_CLI_HEADS, "@urlcred", "@param", "@kv", *(lit for _, _, lit in _CALLS),
+                      "@awsid", "@namevalue"})
 
 
 _SCAN: list[GateScan] = []

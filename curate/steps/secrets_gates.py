@@ -28,6 +28,17 @@ def context_patterns(words: Iterable[str], hint: str, call_hint: str) -> dict[st
         rf"(?:^|\n)[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?{ident}{hint}",
         rf"password[ \t]*{hint}", rf"set[ \t]+{ident}{hint}", "login|machine"))
     out["@call"] = call_hint
+    out["@authcall"] = rf"auth{SPACE}*={SPACE}*\("  # the call pattern \bauth\s*=\s*\(
+    out["@namevalue"] = r"name[\"']?[ \t]*[:=]"  # the head of a name/value pair (_NAME_VALUE)
+    # an AWS key id (_AWS_ID), a URL with a user and password (_URL_CRED), a long option naming a
+    # secret (the "--password V" command-line pattern)
+    out["@awsid"] = r"(?:a3t[a-z0-9]|akia|asia|abia|acca)[a-z2-7]{16}"
+    out["@urlcred"] = r"://[^\x09-\x0d\x20:/?#@\"'<>]*:[^\x09-\x0d\x20/\"'<>]*@"
+    out["@longflag"] = "--(?:" + "|".join((
+        "password", "passwd", "pass", "db-password", "admin-password", "root-password", "http-password",
+        "ftp-password", "proxy-password", "passphrase", "token", "api-key", "apikey", "api-token", "auth-token",
+        "access-token", "secret", "client-secret", "secret-key", "access-key", "secret-access-key",
+        "private-token", "storepass", "keypass", "srcstorepass", "deststorepass")) + ")"
     # supersets of _PARAM_CRED's name and of _KV_GATE, on the lower-cased bytes (gate_scan.folded)
     names = ("password", "passwd", "pwd", "pass", "access_?token", "auth_?token", "token", "api_?key", "apikey",
              "secret", "client_?secret", "sig", "signature", "private_?token")

@@ -93,7 +93,10 @@ def test_each_gate_superset_matches_wherever_its_pattern_does(source: str) -> No
     # planted matches of every pattern, so the check is not vacuous
     for text in ["AKCp5e2gMx8TUeQ3", "xAPBsomething12 z", "AKIA" + "Q" * 16, "a" * 64, "clou_apikey=",
                  "see cloudant.com", "M" + "a" * 24 + ".", "k" * 44, "key: " + "x" * 44, "ab" * 24,
-                 "\u0663" * 8 + ":", "AC" + "a" * 32, "key\u017f" + "a" * 44]:
+                 "\u0663" * 8 + ":", "AC" + "a" * 32, "key\u017f" + "a" * 44,
+                 "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'",
+                 "AW\u017f pa\u017f\u017f: \"" + "\u017f" * 20 + "ab" * 10 + "\"", "https://us{er:p\u00e9w@host",
+                 "ftp://me:\u2003x@h"]:
         if rx.search(text):
             hits += 1
             assert sup.search(_data(text)), (source, text)
