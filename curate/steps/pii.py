@@ -409,14 +409,14 @@ class PIIRedactor(Annotator):
         """Sorted, non-overlapping ``(start, end, type)`` PII spans on ``text``."""
         found: list[tuple[int, int, str, float]] = []
         numbers: list[tuple[int, int, str]] = []
-        lowered = self.lowered(text) if self.cfg.secrets or self.cfg.prefilter else None
+        lowered = self.lowered(text)  # one lower-casing and gate scan for every pass below
         if not self.cfg.prefilter:
             self._analyze(text, [(0, len(text))], self._types, found, "all")
             if self.cfg.number_kinds:
                 numbers = self.not_pii_numbers(text, [(0, len(text))])
             self._context_ssn(text, found, lowered=lowered)
         elif self._types:
-            wins, clusters, kinds = self.windows(text, lowered[1] if lowered else None)
+            wins, clusters, kinds = self.windows(text, lowered[1])
             self._analyze(text, wins, [t for t in self._types if t in kinds], found, "cheap")
             if clusters:
                 self._context_ssn(text, found, clusters, lowered)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from curate.steps.gate_scan import folded
+
 # detect-secrets plugin class -> our type (placeholder ``<TYPE>``)
 PLUGINS = {
     "aws.AWSKeyDetector": "SECRET_AWS_KEY",
@@ -123,19 +125,19 @@ _SCAN_SHAPES = {
     "@keyword_line": rf"(?:{_KEYWORD_HINT.pattern})[^\n]*[\'\"`]|[\'\"`][^\n]*(?:{_KEYWORD_HINT.pattern})",
 }
 _MAX_LINE = 4000  # the keyword plugin's regexes backtrack on very long lines: read a window there
-# For most "rx" and "long" gate patterns of GATES: a bytes pattern that matches the lower-cased
-# text's UTF-8 wherever the gate pattern matches the text (or its long tokens), so the scan can rule
-# a gate out before its regex runs. Upper-case letters become lower-case; Unicode classes (``\d``,
-# IGNORECASE's ``ſ`` for ``s``) take any non-ASCII byte; counted repeats of such classes count
-# bytes, at least one per character (up to four). Checked on random text: tests/curate/test_gate_scan.py.
-# Left out: long-token shapes the scan would pay for on every text (a "long" gate runs only where
-# the text has a long token; "all" gates list their cheap part first).
 # "long" gate patterns that cannot match whitespace (no ".", "\s", negated class or space in them)
 # and match at least _LONG characters: a match in the text lies in one long token and one in the
 # joined long tokens cannot cross the joining space, so searching the text answers the same
 _TEXT_EQUIVALENT = frozenset({
     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", r"[0-9a-f]{64}|[a-z]{24}", r"[MNO][a-zA-Z\d_-]{23,25}\.",
     r"[a-zA-Z0-9_\-]{44}", r"[a-f0-9]{48}", r"(?:AC|SK)[a-z0-9]{32}"})
+# For most "rx" and "long" gate patterns of GATES: a bytes pattern that matches the lower-cased
+# text's UTF-8 wherever the gate pattern matches the text (or its long tokens), so the scan can rule
+# a gate out before its regex runs. Upper-case letters become lower-case; Unicode classes (``\d``,
+# IGNORECASE's ``ſ`` for ``s``) take any non-ASCII byte; counted repeats of such classes count
+# bytes, at least one per character (up to four). Checked on random text: tests/curate/test_gate_scan.py.
+# Left out: the long-token parts of the cloudant and IBM gates, which the scan would pay for on
+# every text (their "all" gates list the part it finds first).
 _N = r"[\x80-\xff]"
 _LOW_SUPERSETS: dict[str, str] = {
     r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}": rf"akc[a-z0-9]{{10}}|ap(?:[0-9a-f]|{_N}{{2,4}})[a-z0-9]{{8}}",
@@ -150,7 +152,7 @@ _LOW_SUPERSETS: dict[str, str] = {
         r"://[^:/?#\[\]@!$&'()*+,;=\x09-\x0d\x20]+:[^:/?#\[\]@!$&'()*+,;=\x09-\x0d\x20]+@",
     # IGNORECASE: "s" also matches U+017F, "i" U+0131 (gate_scan.folded); "." any but a newline
     r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"][0-9a-zA-Z/+]{40}['\"]":
-        r"aw(?:s|\xc5\xbf)[^\n]{0,80}(?:key|pwd|pw|pa(?:s|\xc5\xbf)(?:s|\xc5\xbf)|token)[^\n]{0,80}['\"]"
+        folded("aws") + r"[^\n]{0,80}(?:key|pwd|pw|" + folded("pass") + r"|token)[^\n]{0,80}['\"]"
         r"(?:[0-9a-z/+]|\xc5\xbf|\xc4\xb1){40}['\"]",
     r"[a-f0-9]{48}": rf"(?:[a-f0-9]|{_N}){{48}}",
     r"\d{8}:": r"[0-9\x80-\xff]{8}:",
@@ -327,7 +329,7 @@ class SecretsDetector:
         def holds(how: str, what: Any) -> bool:
             if how == "lower":  # gate literals are found exactly by the scan
                 return not present.isdisjoint(what)
-            if how in ("rx", "long") and pre.get(what.pattern, "") not in present and what.pattern in pre:
+            if how in ("rx", "long") and (name := pre.get(what.pattern)) is not None and name not in present:
                 return False  # the scan's superset of the pattern is absent
             if how == "rx":
                 return what.search(text) is not None

@@ -18,7 +18,12 @@ from curate.steps.gate_scan import GateScan, folded, literal
 from curate.steps.secrets import _KEYWORD_HINT, _LONG, _LOW_SUPERSETS, _SCAN_SHAPES, SecretsDetector
 from curate.steps.secrets_context import _KV_GATE, _PARAM_CRED, ContextSecrets, context_patterns
 
-hyperscan = pytest.importorskip("hyperscan", reason="the hyperscan wheel is not installed here")
+try:
+    import hyperscan  # noqa: F401
+    HAVE_HYPERSCAN = True
+except ImportError:  # the re engine's tests still run; the engine comparisons need the wheel
+    HAVE_HYPERSCAN = False
+needs_hyperscan = pytest.mark.skipif(not HAVE_HYPERSCAN, reason="the hyperscan wheel is not installed here")
 
 # characters on which bytes and str matching part ways, plus what the patterns look for
 ALPHABET = (list("abcdefkpsitonyw") + list("ACKINOPSTWXYZ") + list("0123456789") + list(" \t\n=:;?&'\"_-.,()[]")
@@ -127,6 +132,7 @@ def test_shape_gates_long_tokens_and_keyword_lines() -> None:
             assert line_rx.search(_data(text)), text
 
 
+@needs_hyperscan
 def test_both_engines_find_the_same_gates() -> None:
     patterns = SecretsDetector()._scan
     hs = GateScan(dict(zip(patterns.names, patterns.sources, strict=True)), engine="hyperscan")
@@ -153,6 +159,7 @@ def test_the_re_engine_stays_linear_on_one_long_line() -> None:
     assert time.perf_counter() - t0 < 20.0
 
 
+@needs_hyperscan
 def test_detections_do_not_depend_on_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = ["export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
              "mysql -u root -pS3cr3tPassw0rd db", "conn = psycopg2.connect('postgres://u:pw9Xk2q@h/db')",
@@ -219,6 +226,7 @@ def test_the_hint_line_gate_holds_wherever_the_hint_loop_reads_a_line() -> None:
     assert hits > 50
 
 
+@needs_hyperscan
 def test_threads_scan_at_once_with_their_own_scratch() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
