@@ -30,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 MOJIBAKE_PREFIX = 32_768  # characters scanned by ftfy's regex: the rate settles long before that
+TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "”", "’", "。", "！", "？", "…")  # closes a sentence or clause
 MAX_LINES = 400  # lines looked at for stamped_share
 _DIGIT_RUN = re.compile(r"\d+")
 # a clock time, an ISO date or a Unix epoch (10 digits, optional fraction): what log and trace lines start with
@@ -164,3 +165,31 @@ def line_start_variety(lines: list[str]) -> float | None:
         # the second token only when it is a word: "Unpacking libfoo:amd64" and "Unpacking libbar" agree
         starts.add(sub("0", (t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]).lower()))
     return len(starts) / len(head)
+
+
+_SEPARATORS = re.compile(r"\s*[·|•»›]\s*")
+_NOT_LABEL = re.compile(r"[=(){};<>\[\]$%@#\\/:\d]")  # code, paths, numbers, key: value
+LABEL_WORDS = 5
+MAX_SEGMENTS = 2000
+
+
+def label_share(lines: list[str]) -> float | None:
+    """Share of a text's segments (its non-empty ``lines``, split again at ``·|•»›``; the first
+    MAX_SEGMENTS; 8+ of them) that are navigation labels: at most LABEL_WORDS words, starting with
+    a capital, no closing punctuation, no digits or code characters ("Home", "About us", "Previous
+    topic", "Show Source"). Menus, sidebars and footers are mostly labels; prose, code, lists and
+    tables are not."""
+    segs: list[str] = []
+    for ln in lines[:MAX_SEGMENTS]:
+        s = ln.strip()
+        if _SEPARATORS.search(s) is None:
+            segs.append(s)
+        else:
+            segs.extend(x for x in _SEPARATORS.split(s) if x)
+    segs = [s for s in segs if len(s) >= 2]
+    if len(segs) < 8:
+        return None
+    search = _NOT_LABEL.search
+    n = sum(1 for s in segs if s[0].isupper() and not s.endswith(TERMINAL) and search(s) is None
+            and len(s.split(None, LABEL_WORDS)) <= LABEL_WORDS)
+    return n / len(segs)

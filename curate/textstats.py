@@ -32,11 +32,12 @@ from typing import Any
 import numpy as np
 
 from curate import junkstats as js
+from curate.ocrstats import damaged_share
 
 _EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
-_TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "”", "’", "。", "！", "？", "…")
+_TERMINAL = js.TERMINAL
 MAX_ORDER_CHARS = 50_000  # characters scored for word order: enough pairs for a stable mean
 COMPRESS_PREFIX = 32_768  # bytes compressed per document: the ratio settles long before that
 
@@ -390,12 +391,14 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
         "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
         "mojibake": js.mojibake_rate(text),
+        "label_share": js.label_share(lines),
     }
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None,
-                   line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None)
+                   line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None,
+                   damaged_share=None)
         return out
     lows, size, total = _token_stats(out, tokens, lang, lines)
     distinct = _repetition_stats(out, lines, lows, size, total)
@@ -428,6 +431,8 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     out["plain_share"] = n_plain / n
     out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
                         if in_dict is not None and n_plain >= 30 else None)
+    out["damaged_share"] = _damaged(lang, ids, plain & (in_dict == 0), lows, n_plain) if (
+        in_dict is not None and n_plain >= 30) else None
     if in_dict is not None:
         stop = _TABLE.stop_flags(lang, lows, js.stopwords(lang))
         out["stop_share"] = int(stop.sum()) / n
@@ -439,6 +444,21 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     out["stamped_share"] = js.stamped_share(lines)
     out["line_start_variety"] = js.line_start_variety(lines)
     return lows, size, total
+
+
+def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray, n_plain: int) -> float | None:
+    """``ocrstats.damaged_share`` of a document from its token-table ids."""
+    tokens = _TABLE.tokens
+    uniq, counts = np.unique(ids, return_counts=True)
+    o_uniq, o_counts = np.unique(ids[oov], return_counts=True)
+
+    def present() -> set[str]:
+        low_words = _TABLE.low_words
+        return {low_words[j].strip(_EDGE_PUNCT) for j in np.unique(lows).tolist()}
+
+    return damaged_share([tokens[i] for i in uniq.tolist()], counts.tolist(),
+                         [tokens[i].strip(_EDGE_PUNCT) for i in o_uniq.tolist()], o_counts.tolist(),
+                         present, lang, n_plain)
 
 
 def _repetition_stats(out: dict[str, float | None], lines: list[str], lows: np.ndarray, size: np.ndarray,

@@ -74,6 +74,14 @@ class FilterConfig:
     garbage_max_oov_share: float = field(default=0.35, metadata={
         "help": "auto: drop when this share of the lower-case words (3+ letters; 30+ of them) is not in the "
                 "language's dictionary (OCR noise, invented words)"})
+    garbage_max_damaged_share: float = field(default=0.04, metadata={
+        "help": "auto: drop running text (damaged_min_plain_share) when this share of its lower-case words are near misses "
+                "of words it spells right, run-together words or case flips (OCR and conversion damage)"})
+    damaged_min_plain_share: float = field(default=0.2, metadata={
+        "help": "auto: ... when lower-case words of 3+ letters are at least this share of the tokens"})
+    garbage_max_label_share: float = field(default=0.5, metadata={
+        "help": "auto: drop an 8+ segment document whose segments are mostly navigation labels (short, capitalised, "
+                "no closing punctuation, digits or code): menus, sidebars, footers"})
     oov_min_plain_share: float = field(default=0.3, metadata={
         "help": "auto: ... in running text: lower-case words are at least this share of the tokens (not code)"})
     garbage_min_function_words: float = field(default=0.1, metadata={

@@ -123,9 +123,15 @@ class CalibratedFilter(CurationStep):
             return "garbage:no_function_words"  # dictionary words without grammar: drawn at random
         if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
             return "garbage:boilerplate"
+        lab = s.get("label_share")
+        if lab is not None and lab > c.garbage_max_label_share:
+            return "garbage:navigation"
         oov = s.get("oov_share")
         if oov is not None and oov > c.garbage_max_oov_share and s["plain_share"] >= c.oov_min_plain_share:
             return "garbage:misspelt"
+        dmg = s.get("damaged_share")
+        if dmg is not None and dmg > c.garbage_max_damaged_share and s["plain_share"] >= c.damaged_min_plain_share:
+            return "garbage:damaged_words"
         if s.get("mojibake", 0.0) > c.garbage_max_mojibake:
             return "garbage:mojibake"
         st, rep = s.get("stuffing"), s.get("rep_ngram_share")

@@ -1,0 +1,161 @@
+"""Damaged words: the share of a document's words that look like OCR or conversion damage.
+
+Text that went through bad OCR or a broken conversion has words that are *almost* words of its own
+vocabulary: ``tlie`` next to ``the``, ``perrnission`` next to ``permission``, two words run
+together (``ofthe``, ``canredistribute``) and case flipped inside a word (``tHIS``). Real documents
+have out-of-dictionary words too (identifiers, names, jargon), but those are not near misses of
+words the same document spells correctly, and they do not split into a frequent function word and
+another word. ``damaged_share`` counts, among a document's lower-case words of 3+ letters that are
+not in the language's dictionary:
+
+* **near misses**: the word is within a small edit of a frequent dictionary word (one deletion,
+  insertion or substitution; for words of 6+ letters also two-for-one confusions such as ``rn`` for
+  ``m``) *and that word occurs in the same document* (found with a deletion index of the language's
+  most frequent words, as SymSpell does, without its per-lookup cost);
+* **run-together words**: the word splits into two frequent words, one of them among the
+  language's most frequent (``ofthe``, ``andmodify``);
+
+plus words whose case flips inside (``tHIS``, ``sOFTWARE``), divided by the number of lower-case
+words of 3+ letters. A misspelling here and there stays far below the garbage threshold
+(``curate.filters.garbage_max_damaged_share``); text damaged at a word error rate of a few percent
+does not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+NEAR_WORDS = 20_000  # frequent words a near miss may be of
+SPLIT_WORDS = 30_000  # words a run-together word may split into
+FUNCTION_WORDS = 100
+COMMON_WORDS = 1000  # a near miss of one of these counts even when the document does not spell it right  # one half of a run-together word is among these
+MAX_CANDIDATES = 400  # distinct out-of-dictionary words looked at per document
+_CASE_FLIP = re.compile(r"[a-z]+[A-Z]{2,}")
+# a word with digits where letters belong: 0 for o, 1 for l or i, 5 for s, ...
+_MIXED_DIGITS = re.compile(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}")
+_AS_L = str.maketrans("013456789", "oleasbtbg")
+_AS_I = str.maketrans("013456789", "oieasbtbg")
+_EDGE = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
+
+
+def _deletes(w: str) -> set[str]:
+    return {w[:i] + w[i + 1:] for i in range(len(w))}
+
+
+class NearMissIndex:
+    """A deletion index of a language's frequent words plus its run-together split test."""
+
+    def __init__(self, ranked: list[str]) -> None:
+        self.rank = {w: i for i, w in enumerate(ranked[:SPLIT_WORDS]) if w.isalpha()}
+        index: dict[str, list[str]] = {}
+        for w in ranked[:NEAR_WORDS]:
+            if len(w) < 3 or not w.isalpha():
+                continue
+            for v in (w, *_deletes(w)):
+                got = index.setdefault(v, [])
+                if len(got) < 8:
+                    got.append(w)
+        self.index = {k: tuple(v) for k, v in index.items()}
+        self._memo: dict[str, tuple[bool, tuple[str, ...]]] = {}
+
+    def _split(self, w: str) -> bool:
+        rank = self.rank
+        for k in range(1, len(w)):
+            ra, rb = rank.get(w[:k]), rank.get(w[k:])
+            if ra is not None and rb is not None and min(ra, rb) < FUNCTION_WORDS and (k > 1 or w[0] == "a"):
+                return True
+        return False
+
+    def _near(self, w: str) -> tuple[str, ...]:
+        variants = {w, *_deletes(w)}
+        if len(w) >= 6:
+            variants.update(v2 for v in list(variants) for v2 in _deletes(v))
+        found: list[str] = []
+        index = self.index
+        for v in variants:
+            found.extend(index.get(v, ()))
+        return tuple(sorted(set(found)))
+
+    def judge(self, w: str) -> tuple[bool, tuple[str, ...]]:
+        """(is ``w`` a run-together word, the frequent words it is a near miss of)."""
+        got = self._memo.get(w)
+        if got is None:
+            if len(self._memo) >= 200_000:
+                self._memo.clear()
+            got = (self._split(w), () if len(w) < 4 else self._near(w))
+            self._memo[w] = got
+        return got
+
+
+@lru_cache(maxsize=16)
+def near_miss_index(lang: str) -> NearMissIndex | None:
+    import wordfreq
+
+    if lang not in wordfreq.available_languages():
+        return None
+    try:
+        ranked = [w.lower() for w in wordfreq.top_n_list(lang, SPLIT_WORDS)]
+    except (LookupError, ValueError):
+        return None
+    return NearMissIndex(ranked) if len(ranked) >= 1000 else None
+
+
+def _kind(tok: str) -> tuple[str, ...]:
+    """("",) for a case flip, the letters-for-digits readings of a word with digits where letters
+    belong, () for anything else (``tok`` is a whitespace token)."""
+    core = tok.strip(_EDGE)
+    if _CASE_FLIP.fullmatch(core):
+        return ("",)
+    if _MIXED_DIGITS.fullmatch(core):
+        return core.translate(_AS_L), core.translate(_AS_I)
+    return ()
+
+
+_KINDS: dict[str, tuple[str, ...]] = {}
+
+
+def damaged_share(tokens: list[str], counts: list[int], oov_words: list[str], oov_counts: list[int],
+                  present: Callable[[], set[str]], lang: str, n_plain: int) -> float | None:
+    """The share of damaged words (module docstring) among ``n_plain`` lower-case words of 3+ letters.
+
+    ``tokens``/``counts``: the document's distinct whitespace tokens and how often each occurs;
+    ``oov_words``/``oov_counts``: its distinct lower-case words of 3+ letters (edge punctuation
+    stripped) that are not in the dictionary; ``present()``: every lower-cased word of the document,
+    edge punctuation stripped (called only when needed). Only words that occur once count: a word
+    the document repeats is its vocabulary (an identifier, a name), not damage."""
+    idx = near_miss_index(lang)
+    if idx is None or n_plain <= 0:
+        return None
+    if len(_KINDS) > 200_000:
+        _KINDS.clear()
+    kinds = list(map(_KINDS.get, tokens))
+    damaged = 0
+    seen: set[str] | None = None
+    for tok, kind, c in zip(tokens, kinds, counts, strict=True):
+        if kind is None:
+            kind = _KINDS[tok] = _kind(tok)
+        if not kind or c > 1:
+            continue
+        if kind == ("",):
+            damaged += 1
+            continue
+        seen = present() if seen is None else seen
+        damaged += any(len(w) > 2 and w in seen for w in kind)
+    for w, c in zip(oov_words[:MAX_CANDIDATES], oov_counts, strict=False):
+        if c > 1:
+            continue
+        split, near = idx.judge(w)
+        if not split and near:
+            if min(idx.rank[x] for x in near) < COMMON_WORDS:
+                split = True  # a near miss of one of the most frequent words: "tbe", "wih"
+            else:
+                seen = present() if seen is None else seen
+                split = any(x in seen for x in near)
+        damaged += split
+    return damaged / n_plain
+
+
+def strip_edges(tok: str) -> str:
+    return tok.strip(_EDGE)

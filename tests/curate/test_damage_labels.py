@@ -1,0 +1,100 @@
+"""Damaged words (OCR, conversion) and navigation labels: the statistics behind
+``garbage:damaged_words`` and ``garbage:navigation`` (curate.ocrstats, curate.junkstats)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from curate import junkstats as js
+from curate import ocrstats
+from curate.textstats import doc_stats
+
+PROSE = (
+    "The committee met on Tuesday to discuss the proposal for the new library. Several members "
+    "argued that the building should be placed near the school, because the children would use it "
+    "most often. Others preferred a site close to the station, where people who work in the city "
+    "could stop on their way home. After a long debate the chair asked for a vote, and the majority "
+    "chose the site near the school. The decision will be reviewed next year, when the cost of the "
+    "land is known. Everyone agreed that the library should open before the end of the decade, and "
+    "that the old building would be kept as a museum for the history of the town and its people."
+)
+
+
+def _damage(text: str, rate: float, seed: int) -> str:
+    """OCR-like damage from a confusion table (not the one the statistic knows: it knows none)."""
+    rng = random.Random(seed)
+    conf = {"m": "rn", "h": "li", "e": "c", "u": "ii", "d": "cl", "w": "vv", "l": "1"}
+    out = []
+    for w in text.split(" "):
+        if rng.random() < rate and any(c in w for c in conf):
+            c = rng.choice([c for c in conf if c in w])
+            w = w.replace(c, conf[c], 1)
+        elif rng.random() < rate / 3:
+            out.append(w + rng.choice(["the", "of", "and"]))
+            continue
+        out.append(w)
+    return " ".join(out)
+
+
+def test_clean_prose_has_no_damage() -> None:
+    s = doc_stats(PROSE, "en")
+    assert s["damaged_share"] is not None and s["damaged_share"] < 0.02
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_ocr_damage_is_measured(seed: int) -> None:
+    s = doc_stats(_damage(PROSE, 0.15, seed), "en")
+    assert s["damaged_share"] > 0.04
+
+
+def test_repeated_identifiers_are_not_damage() -> None:
+    # jargon the document repeats (an identifier, a name) is its vocabulary, not damage
+    text = PROSE + " " + " ".join(["The nread value and the pfile handle are set by telldir."] * 3)
+    assert doc_stats(text, "en")["damaged_share"] < 0.02
+
+
+def test_near_miss_index() -> None:
+    idx = ocrstats.near_miss_index("en")
+    assert idx is not None
+    split, near = idx.judge("perrnission")  # rn for m: two for one
+    assert not split and "permission" in near
+    assert idx.judge("ofthe")[0] and idx.judge("andmodify")[0]
+    assert ocrstats.near_miss_index("xx-not-a-language") is None
+
+
+def test_digits_for_letters_and_case_flips() -> None:
+    text = PROSE.replace("library", "1ibrary", 1).replace("decision", "dEC1SION", 1).replace("school", "sCHOOL", 1)
+    assert doc_stats(text, "en")["damaged_share"] > doc_stats(PROSE, "en")["damaged_share"]
+
+
+def test_no_dictionary_no_statistic() -> None:
+    assert doc_stats(PROSE, None)["damaged_share"] is None
+
+
+NAV = "\n".join(["Home", "About us", "Previous topic", "Next topic", "Show Source", "Quick search",
+                 "Table of Contents", "Contact", "Privacy Policy", "Terms of Use"])
+
+
+def test_navigation_labels() -> None:
+    share = js.label_share(NAV.split("\n"))
+    assert share == 1.0
+    assert js.label_share([PROSE]) is None  # too few segments to judge
+    lines = "\n".join((PROSE + " " + PROSE).split(". "))
+    assert js.label_share(lines.split("\n")) == 0.0
+
+
+def test_code_lists_and_tables_are_not_labels() -> None:
+    code = "\n".join(["def f(x):", "    return x + 1", "", "class A:", "    pass", "x = f(2)", "print(x)",
+                      "import os", "os.path.join(a, b)", "CONFIG = {}"])
+    table = "\n".join(f"Row {i} {i * 3} {i * 7}" for i in range(12))
+    assert js.label_share(code.split("\n")) < 0.5
+    assert js.label_share(table.split("\n")) == 0.0
+
+
+@pytest.mark.parametrize("text", ["", "\u0301" * 5000, "a" * 5_000_000, "x\n" * 100_000, "Home\n" * 50_000])
+def test_bad_input(text: str) -> None:
+    s = doc_stats(text, "en")
+    assert s["damaged_share"] is None or 0.0 <= s["damaged_share"] <= 1.0
+    assert s["label_share"] is None or 0.0 <= s["label_share"] <= 1.0
