@@ -48,7 +48,10 @@ RATES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.30)
 def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from lib.garbage_sources import KINDS, garbage_doc, real_domains
+    if split == "heldout3":
+        from lib.garbage_sources3 import KINDS, garbage_doc, real_domains
+    else:
+        from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
     rng = random.Random(seed)
     real = real_domains(split)
@@ -138,12 +141,15 @@ def score(truth: dict, out: Path) -> dict:
     mixed = {k[8:]: round(v[0] / v[1], 4) for k, v in sorted(groups.items()) if k.startswith("garbage:")}
     own = {k[4:]: round(v[0] / v[1], 4) for k, v in sorted(groups.items()) if k.startswith("own:")}
     g_all = [v for k, v in groups.items() if k.startswith("garbage:")]
+    g8 = [v for k, v in groups.items() if k.startswith("garbage:") and k != "garbage:shuffled_sentences"]
     cal = json.loads((out / "calibration.json").read_text())
     verdicts = {d: {k: v.get(k) for k in ("junk_share", "verdict", "docs")}
                 for d, v in cal["steps"].get("filters", {}).get("domains", {}).items()}  # no verdict: older trees
     return {
         "garbage_mixed_handled": mixed,
         "garbage_mixed_all": round(sum(v[0] for v in g_all) / max(1, sum(v[1] for v in g_all)), 4),
+        # the eight kinds of the curation's acceptance table (shuffled sentences have no detector)
+        "garbage_mixed_eight_kinds": round(sum(v[0] for v in g8) / max(1, sum(v[1] for v in g8)), 4),
         "real_kept": real, "real_kept_mean": round(sum(real.values()) / max(1, len(real)), 4),
         "real_kept_min": min(real.values()) if real else None,
         "own_domain_handled": own,
@@ -158,7 +164,7 @@ def score(truth: dict, out: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "heldout", "heldout2"), required=True)
+    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3"), required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)
     ap.add_argument("--own-per-kind", type=int, default=12)
@@ -193,7 +199,8 @@ def main() -> int:
     out = run_chain(work, args.steps.split(","), Path(args.params), args.out_name)
     res = score(truth, out)
     harness.write_record("garbage_heldout", res, work / f"result-{args.out_name}.json")
-    print(json.dumps({k: res[k] for k in ("garbage_mixed_handled", "garbage_mixed_all", "real_kept",
+    print(json.dumps({k: res[k] for k in ("garbage_mixed_handled", "garbage_mixed_all", "garbage_mixed_eight_kinds",
+                                          "real_kept",
                                           "real_kept_mean", "real_kept_min", "own_domain_handled",
                                           "mostly_junk_real_kept", "one_doc_kept")}, indent=1))
     print("verdicts:", json.dumps({d: (v["junk_share"], v["verdict"]) for d, v in res["verdicts"].items()}))

@@ -169,16 +169,29 @@ def line_start_variety(lines: list[str]) -> float | None:
 
 _SEPARATORS = re.compile(r"\s*[·|•»›]\s*")
 _NOT_LABEL = re.compile(r"[=(){};<>\[\]$%@#\\/:\d]")  # code, paths, numbers, key: value
-LABEL_WORDS = 5
+_NUMBERING = re.compile(r"(?:\d+(?:\.\d+)*\.?|[A-Z]\.|[ivx]+\.)\s+")  # "2.1. ", "A. ", "iv. "
+_API_ENTRY = re.compile(r"[A-Za-z_][\w.]*\(\)")  # "BytesGenerator.flatten()" in an API index
+LABEL_WORDS = 7
 MAX_SEGMENTS = 2000
+
+
+def _is_label(s: str) -> bool:
+    m = _NUMBERING.match(s)
+    if m:
+        s = s[m.end():]
+    if _API_ENTRY.fullmatch(s):
+        return True
+    return (bool(s) and s[0].isupper() and not s.endswith(TERMINAL) and _NOT_LABEL.search(s) is None
+            and len(s.split(None, LABEL_WORDS)) <= LABEL_WORDS)
 
 
 def label_share(lines: list[str]) -> float | None:
     """Share of a text's segments (its non-empty ``lines``, split again at ``·|•»›``; the first
     MAX_SEGMENTS; 8+ of them) that are navigation labels: at most LABEL_WORDS words, starting with
-    a capital, no closing punctuation, no digits or code characters ("Home", "About us", "Previous
-    topic", "Show Source"). Menus, sidebars and footers are mostly labels; prose, code, lists and
-    tables are not."""
+    a capital, no closing punctuation, no digits or code characters once a leading section number
+    is set aside ("Home", "About us", "Previous topic", "2.1. Listing whole packages"), or one API
+    name with ``()`` (a table of contents of an API page). Menus, sidebars, footers and tables of
+    contents are mostly labels; prose, code, lists and tables are not."""
     segs: list[str] = []
     for ln in lines[:MAX_SEGMENTS]:
         s = ln.strip()
@@ -189,7 +202,4 @@ def label_share(lines: list[str]) -> float | None:
     segs = [s for s in segs if len(s) >= 2]
     if len(segs) < 8:
         return None
-    search = _NOT_LABEL.search
-    n = sum(1 for s in segs if s[0].isupper() and not s.endswith(TERMINAL) and search(s) is None
-            and len(s.split(None, LABEL_WORDS)) <= LABEL_WORDS)
-    return n / len(segs)
+    return sum(map(_is_label, segs)) / len(segs)

@@ -79,7 +79,7 @@ class FilterConfig:
                 "of words it spells right, run-together words or case flips (OCR and conversion damage)"})
     damaged_min_plain_share: float = field(default=0.2, metadata={
         "help": "auto: ... when lower-case words of 3+ letters are at least this share of the tokens"})
-    garbage_max_label_share: float = field(default=0.5, metadata={
+    garbage_max_label_share: float = field(default=0.4, metadata={
         "help": "auto: drop an 8+ segment document whose segments are mostly navigation labels (short, capitalised, "
                 "no closing punctuation, digits or code): menus, sidebars, footers"})
     oov_min_plain_share: float = field(default=0.3, metadata={
