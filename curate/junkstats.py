@@ -185,13 +185,15 @@ def _is_label(s: str) -> bool:
             and len(s.split(None, LABEL_WORDS)) <= LABEL_WORDS)
 
 
-def label_share(lines: list[str]) -> float | None:
+def label_share(lines: list[str]) -> tuple[float | None, float | None]:
     """Share of a text's segments (its non-empty ``lines``, split again at ``·|•»›``; the first
     MAX_SEGMENTS; 8+ of them) that are navigation labels: at most LABEL_WORDS words, starting with
     a capital, no closing punctuation, no digits or code characters once a leading section number
     is set aside ("Home", "About us", "Previous topic", "2.1. Listing whole packages"), or one API
     name with ``()`` (a table of contents of an API page). Menus, sidebars, footers and tables of
-    contents are mostly labels; prose, code, lists and tables are not."""
+    contents are mostly labels; prose, code, lists and tables are not. Returns (share of the
+    segments, share of the segments' characters): an article with many headings has many label
+    segments but most of its characters in paragraphs."""
     segs: list[str] = []
     for ln in lines[:MAX_SEGMENTS]:
         s = ln.strip()
@@ -201,5 +203,6 @@ def label_share(lines: list[str]) -> float | None:
             segs.extend(x for x in _SEPARATORS.split(s) if x)
     segs = [s for s in segs if len(s) >= 2]
     if len(segs) < 8:
-        return None
-    return sum(map(_is_label, segs)) / len(segs)
+        return None, None
+    labels = [s for s in segs if _is_label(s)]
+    return len(labels) / len(segs), sum(map(len, labels)) / sum(map(len, segs))

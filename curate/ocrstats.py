@@ -14,8 +14,10 @@ not in the language's dictionary:
   most frequent words, as SymSpell does, without its per-lookup cost);
 * **run-together words**: the word splits into two frequent words, one of them among the
   language's most frequent (``ofthe``, ``andmodify``);
+* **broken words**: the word joined to its neighbour makes a dictionary word (``pa cket``);
 
-plus words whose case flips inside (``tHIS``, ``sOFTWARE``), divided by the number of lower-case
+plus words whose case flips inside (``tHIS``, ``sOFTWARE``) and words with digits where letters
+belong that read as a word of the document (``1ist``, ``a8``), divided by the number of lower-case
 words of 3+ letters. A misspelling here and there stays far below the garbage threshold
 (``curate.filters.garbage_max_damaged_share``); text damaged at a word error rate of a few percent
 does not.
@@ -31,12 +33,13 @@ NEAR_WORDS = 20_000  # frequent words a near miss may be of
 SPLIT_WORDS = 30_000  # words a run-together word may split into
 FUNCTION_WORDS = 100
 COMMON_WORDS = 1000  # a near miss of one of these counts even when the document does not spell it right  # one half of a run-together word is among these
-MAX_CANDIDATES = 400  # distinct out-of-dictionary words looked at per document
+MAX_CANDIDATES = 400
+MAX_SPLIT_ANCHORS = 1000  # positions of out-of-dictionary words tried for a broken word per document  # distinct out-of-dictionary words looked at per document
 _CASE_FLIP = re.compile(r"[a-z]+[A-Z]{2,}")
 # a word with digits where letters belong: 0 for o, 1 for l or i, 5 for s, ...
 _MIXED_DIGITS = re.compile(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}")
-_AS_L = str.maketrans("013456789", "oleasbtbg")
-_AS_I = str.maketrans("013456789", "oieasbtbg")
+# the readings tried: 1 as l or i, 8 as s or b (the other digits have one usual confusion)
+_READINGS = tuple(str.maketrans("013456789", f"o{one}easbt{eight}g") for one in "li" for eight in "sb")
 _EDGE = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 
 
@@ -109,22 +112,43 @@ def _kind(tok: str) -> tuple[str, ...]:
     if _CASE_FLIP.fullmatch(core):
         return ("",)
     if _MIXED_DIGITS.fullmatch(core):
-        return core.translate(_AS_L), core.translate(_AS_I)
+        return tuple(dict.fromkeys(core.translate(r) for r in _READINGS))
     return ()
 
 
 _KINDS: dict[str, tuple[str, ...]] = {}
 
 
+def split_words(sequence: list[str], anchors: list[int], words: frozenset[str]) -> int:
+    """Words broken in two by a space (``pa cket``, ``overri des``): at each anchor (the position of
+    an out-of-dictionary lower-case word in the whitespace token ``sequence``), the anchor joined to
+    its neighbour, both plain lower-case letters with nothing between them, makes a dictionary word
+    of 5+ letters."""
+    n, found = len(sequence), 0
+    last = -2
+    for i in anchors:
+        for a, b in ((i - 1, i), (i, i + 1)):
+            if a <= last or a < 0 or b >= n:
+                continue
+            x, y = sequence[a].lstrip(_EDGE), sequence[b].rstrip(_EDGE)
+            if x.isalpha() and y.isalpha() and x.islower() and y.islower() and len(x) + len(y) >= 5 and (
+                    x + y) in words:
+                found += 1
+                last = b
+                break
+    return found
+
+
 def damaged_share(tokens: list[str], counts: list[int], oov_words: list[str], oov_counts: list[int],
-                  present: Callable[[], set[str]], lang: str, n_plain: int) -> float | None:
+                  present: Callable[[], set[str]], lang: str, n_plain: int, split_words: int = 0) -> float | None:
     """The share of damaged words (module docstring) among ``n_plain`` lower-case words of 3+ letters.
 
     ``tokens``/``counts``: the document's distinct whitespace tokens and how often each occurs;
     ``oov_words``/``oov_counts``: its distinct lower-case words of 3+ letters (edge punctuation
     stripped) that are not in the dictionary; ``present()``: every lower-cased word of the document,
-    edge punctuation stripped (called only when needed). Only words that occur once count: a word
-    the document repeats is its vocabulary (an identifier, a name), not damage."""
+    edge punctuation stripped (called only when needed); ``split_words``: the count of
+    :func:`split_words`. Only words that occur once count: a word the document repeats is its
+    vocabulary (an identifier, a name), not damage."""
     idx = near_miss_index(lang)
     if idx is None or n_plain <= 0:
         return None
@@ -154,7 +178,7 @@ def damaged_share(tokens: list[str], counts: list[int], oov_words: list[str], oo
                 seen = present() if seen is None else seen
                 split = any(x in seen for x in near)
         damaged += split
-    return damaged / n_plain
+    return (damaged + split_words) / n_plain
 
 
 def strip_edges(tok: str) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from curate import junkstats as js
-from curate.ocrstats import damaged_share
+from curate.ocrstats import MAX_SPLIT_ANCHORS, damaged_share, split_words
 
 _EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
@@ -391,8 +391,8 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
         "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
         "mojibake": js.mojibake_rate(text),
-        "label_share": js.label_share(lines),
     }
+    out["label_share"], out["label_char_share"] = js.label_share(lines)
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
@@ -431,7 +431,7 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     out["plain_share"] = n_plain / n
     out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
                         if in_dict is not None and n_plain >= 30 else None)
-    out["damaged_share"] = _damaged(lang, ids, plain & (in_dict == 0), lows, n_plain) if (
+    out["damaged_share"] = _damaged(tokens, lang, ids, plain & (in_dict == 0), lows, n_plain) if (
         in_dict is not None and n_plain >= 30) else None
     if in_dict is not None:
         stop = _TABLE.stop_flags(lang, lows, js.stopwords(lang))
@@ -446,7 +446,8 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     return lows, size, total
 
 
-def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray, n_plain: int) -> float | None:
+def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray,
+             n_plain: int) -> float | None:
     """``ocrstats.damaged_share`` of a document from its token-table ids."""
     tokens = _TABLE.tokens
     uniq, counts = np.unique(ids, return_counts=True)
@@ -456,9 +457,11 @@ def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray, n_pl
         low_words = _TABLE.low_words
         return {low_words[j].strip(_EDGE_PUNCT) for j in np.unique(lows).tolist()}
 
+    anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
+    broken = split_words(sequence, anchors, dictionary(lang)[0]) if anchors else 0
     return damaged_share([tokens[i] for i in uniq.tolist()], counts.tolist(),
                          [tokens[i].strip(_EDGE_PUNCT) for i in o_uniq.tolist()], o_counts.tolist(),
-                         present, lang, n_plain)
+                         present, lang, n_plain, broken)
 
 
 def _repetition_stats(out: dict[str, float | None], lines: list[str], lows: np.ndarray, size: np.ndarray,

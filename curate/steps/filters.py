@@ -82,6 +82,8 @@ class FilterConfig:
     garbage_max_label_share: float = field(default=0.4, metadata={
         "help": "auto: drop an 8+ segment document whose segments are mostly navigation labels (short, capitalised, "
                 "no closing punctuation, digits or code): menus, sidebars, footers"})
+    label_min_char_share: float = field(default=0.15, metadata={
+        "help": "auto: ... and the labels hold at least this share of its characters (not an article with headings)"})
     oov_min_plain_share: float = field(default=0.3, metadata={
         "help": "auto: ... in running text: lower-case words are at least this share of the tokens (not code)"})
     garbage_min_function_words: float = field(default=0.1, metadata={

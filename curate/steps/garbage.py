@@ -124,7 +124,7 @@ class CalibratedFilter(CurationStep):
         if (s.get("n_segments") or 0) >= 8 and s["boilerplate_share"] > c.garbage_max_boilerplate_share:
             return "garbage:boilerplate"
         lab = s.get("label_share")
-        if lab is not None and lab > c.garbage_max_label_share:
+        if lab is not None and lab > c.garbage_max_label_share and s["label_char_share"] > c.label_min_char_share:
             return "garbage:navigation"
         oov = s.get("oov_share")
         if oov is not None and oov > c.garbage_max_oov_share and s["plain_share"] >= c.oov_min_plain_share:

@@ -78,19 +78,26 @@ NAV = "\n".join(["Home", "About us", "Previous topic", "Next topic", "Show Sourc
 
 
 def test_navigation_labels() -> None:
-    share = js.label_share(NAV.split("\n"))
-    assert share == 1.0
-    assert js.label_share([PROSE]) is None  # too few segments to judge
+    assert js.label_share(NAV.split("\n")) == (1.0, 1.0)
+    assert js.label_share([PROSE]) == (None, None)  # too few segments to judge
     lines = "\n".join((PROSE + " " + PROSE).split(". "))
-    assert js.label_share(lines.split("\n")) == 0.0
+    assert js.label_share(lines.split("\n")) == (0.0, 0.0)
+
+
+def test_headings_of_an_article_are_not_navigation() -> None:
+    paragraph = PROSE.replace("\n", " ")
+    article = "\n".join(x for h in ("History", "Early life", "Career", "Later years", "Legacy", "See also",
+                                     "References", "External links") for x in (h, paragraph))
+    share, chars = js.label_share(article.split("\n"))
+    assert share == 0.5 and chars < 0.05
 
 
 def test_code_lists_and_tables_are_not_labels() -> None:
     code = "\n".join(["def f(x):", "    return x + 1", "", "class A:", "    pass", "x = f(2)", "print(x)",
                       "import os", "os.path.join(a, b)", "CONFIG = {}"])
     table = "\n".join(f"Row {i} {i * 3} {i * 7}" for i in range(12))
-    assert js.label_share(code.split("\n")) < 0.5
-    assert js.label_share(table.split("\n")) == 0.0
+    assert js.label_share(code.split("\n"))[0] < 0.5
+    assert js.label_share(table.split("\n"))[0] == 0.0
 
 
 @pytest.mark.parametrize("text", ["", "\u0301" * 5000, "a" * 5_000_000, "x\n" * 100_000, "Home\n" * 50_000])
