@@ -10,12 +10,15 @@ into two halves (``dev``/``heldout``), each word inserted into real prose as it 
 
 Each toxic document is 3-8 real sentences (from the English real domains of
 ``bench/lib/garbage_sources.py``) with 2-4 such words placed between words, or one templated insult.
-Real documents are those domains' documents. Reported: recall per variant and per half, recall of
-words that are / are not in the shipped list, and the share of real documents flagged per domain.
+Real documents are that half's real domains (``dev``: the dev domains; ``heldout``: the heldout2
+domains). "Shipped" is the step's effective English list (LDNOOBW plus the vendored larger lexicon):
+judge words outside it measure generalisation, judge words inside it measure the matching.
+Reported: recall per variant for judge words in / not in the shipped list and for all judge words,
+and the share of real documents flagged per domain.
 
-Run (about a minute)::
+Run (about a minute per half; develop on ``dev``)::
 
-    .venv/bin/python bench/bench_toxicity_sources.py [--per-domain 150] [--toxic 400]
+    .venv/bin/python bench/bench_toxicity_sources.py --half dev [--per-domain 150] [--toxic 400]
 """
 
 from __future__ import annotations
@@ -77,25 +80,30 @@ def main() -> int:
     ap.add_argument("--per-domain", type=int, default=150)
     ap.add_argument("--toxic", type=int, default=400, help="toxic documents per half and variant group")
     ap.add_argument("--seed", type=int, default=44)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "bench_toxicity_sources.json"))
+    ap.add_argument("--half", choices=("dev", "heldout"), default="dev")
+    ap.add_argument("--out", default="")
     args = ap.parse_args()
+    args.out = args.out or str(ROOT / "bench" / "out" / f"bench_toxicity_sources_{args.half}.json")
     from datatrove.data import Document
     from lib.garbage_sources import real_domains
 
-    from curate.steps.toxicity import ToxicityConfig, load_badwords, toxicity_steps
+    from curate.steps.toxicity import ToxicityConfig, toxicity_steps
 
     rng = random.Random(args.seed)
-    shipped = set(load_badwords()["en"])
+    scorer, filt = toxicity_steps(ToxicityConfig())
+    shipped = set(scorer.lists["en"])
     words = other_list()
     real: dict[str, list[str]] = {}
+    prose_src: list[str] = []
     for split in ("dev", "heldout2"):
         for dom, docs in real_domains(split).items():
             docs = list(docs)
             rng.shuffle(docs)
-            real[dom] = [t for t, _ in docs[:args.per_domain]]
-    prose = [s for d in ("literature", "news") for t in real.get(d, []) for s in re.split(r"(?<=[.!?])\s+", t)
-             if 5 <= len(s.split()) <= 40]
-    scorer, filt = toxicity_steps(ToxicityConfig())
+            if dom in ("literature", "news"):  # the prose toxic words are inserted into (both halves)
+                prose_src += [t for t, _ in docs[:args.per_domain]]
+            if split == {"dev": "dev", "heldout": "heldout2"}[args.half]:
+                real[dom] = [t for t, _ in docs[:args.per_domain]]
+    prose = [s for t in prose_src for s in re.split(r"(?<=[.!?])\s+", t) if 5 <= len(s.split()) <= 40]
 
     def flagged(texts: list[str]) -> list[bool]:
         docs = [Document(text=t, id=str(i), metadata={"lang": "en"}) for i, t in enumerate(texts)]
@@ -106,23 +114,24 @@ def main() -> int:
             out += [filt.filter(d) is not True for d in batch]
         return out
 
-    res: dict = {"real_flagged": {}, "recall": {}}
+    res: dict = {"half": args.half, "real_flagged": {}, "recall": {}}
     for dom, texts in sorted(real.items()):
         f = flagged(texts)
         res["real_flagged"][dom] = round(sum(f) / len(f), 4)
-    for split in ("dev", "heldout"):
-        pool = [w for w in words if half(w) == split]
-        for group, ws in (("not_shipped", [w for w in pool if w not in shipped]),
-                          ("shipped", [w for w in pool if w in shipped])):
-            for variant in VARIANTS:
-                texts = [toxic_doc(ws, variant, prose, rng) for _ in range(args.toxic // len(VARIANTS))]
-                f = flagged(texts)
-                res["recall"][f"{split}/{group}/{variant}"] = round(sum(f) / len(f), 4)
-    for split in ("dev", "heldout"):
-        vals = [v for k, v in res["recall"].items() if k.startswith(split + "/not_shipped")]
-        res[f"recall_{split}_not_shipped_mean"] = round(sum(vals) / len(vals), 4)
+    pool = [w for w in words if half(w) == args.half]
+    groups = {"not_shipped": [w for w in pool if w not in shipped], "shipped": [w for w in pool if w in shipped],
+              "all": pool}
+    res["judge_words"] = {g: len(ws) for g, ws in groups.items()}
+    res["judge_overlap_with_shipped"] = round(len(groups["shipped"]) / max(len(pool), 1), 4)
+    for group, ws in groups.items():
+        for variant in VARIANTS:
+            texts = [toxic_doc(ws, variant, prose, rng) for _ in range(args.toxic // len(VARIANTS))]
+            f = flagged(texts)
+            res["recall"][f"{group}/{variant}"] = round(sum(f) / len(f), 4)
+        vals = [v for k, v in res["recall"].items() if k.startswith(group + "/")]
+        res[f"recall_{group}_mean"] = round(sum(vals) / len(vals), 4)
     res["real_flagged_max"] = max(res["real_flagged"].values())
-    harness.write_record("toxicity_sources", res, args.out)
+    harness.write_record(f"toxicity_sources_{args.half}", res, args.out)
     print(json.dumps(res, indent=1))
     return 0
 

@@ -12,7 +12,8 @@ Two signals, both shipped (nothing is downloaded):
 * ``badwords`` (int): hits of the multilingual "List of Dirty, Naughty, Obscene and Otherwise Bad
   Words" (LDNOOBW, CC-BY-4.0; 15 languages in ``curate/models/badwords``, see the PROVENANCE
   there) for the document's language, matched on word boundaries (substrings for ja/th/zh, as
-  datatrove's C4 filter does).
+  datatrove's C4 filter does). English adds a larger vendored lexicon (``extra_lists``) and counts
+  obfuscated, inflected and compound spellings (``match_obfuscated``; ``curate.steps.toxicity_words``).
 
 ``ToxicityScorer`` writes the columns; ``ToxicityFilter`` decides with per-domain thresholds
 (``max_toxicity``, ``max_badword_ratio``) and, optionally, C4's rule (``c4_badwords``: drop every
@@ -35,6 +36,13 @@ from corpusmix.config import ConfigError, from_dict
 from curate.steps.base import Annotator, CurationStep, error_drop
 from curate.steps.registry import StepSpec, register
 from curate.steps.toxicity_linear import LinearWindowModel, UnsupportedModel, load_packaged
+from curate.steps.toxicity_words import (
+    ROOT_SOURCES,
+    ObfuscatedWords,
+    load_extra,
+    load_okayish,
+    source_counts,
+)
 
 BADWORDS_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords"
 NO_SPACE_LANGS = ("ja", "th", "zh")  # written without spaces: match substrings (datatrove's C4 rule)
@@ -58,6 +66,10 @@ class ToxicityConfig:
     max_badword_ratio: float | None = field(default=0.005, metadata={
         "help": "drop when bad-word hits / words exceeds this (null: never)"})
     c4_badwords: bool = field(default=False, metadata={"help": "C4's rule: drop any document with a listed word"})
+    extra_lists: bool = field(default=True, metadata={
+        "help": "add the vendored larger English lexicon (curate/models/badwords/extra) to the en list"})
+    match_obfuscated: bool = field(default=True, metadata={
+        "help": "also count obfuscated (sh1t, f*ck, f u c k, fuuuck), inflected and compound forms"})
     per_domain: dict = field(default_factory=dict, metadata={
         "help": "domain -> {max_toxicity, max_badword_ratio, c4_badwords} overrides"})
 
@@ -253,13 +265,20 @@ class ToxicityScorer(Annotator):
         self.cfg = cfg
         self.batch_size = cfg.batch_size
         self.lists = load_badwords(cfg.badwords_dir)
+        if cfg.extra_lists:  # the larger lexicon joins the exact match of its language
+            for lang in list(self.lists):
+                extra = load_extra(lang)
+                if extra:
+                    self.lists[lang] = sorted(set(self.lists[lang]) | extra)
         self._patterns: dict[str, BadwordCounter] = {}
+        self._obfuscated: dict[str, ObfuscatedWords] = {}
         self._model: Any = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_model"] = None
         state["_patterns"] = {}
+        state["_obfuscated"] = {}
         return state
 
     def _predict(self, windows_words: list[list[str]]) -> list[float]:
@@ -297,7 +316,16 @@ class ToxicityScorer(Annotator):
         counter = self._patterns.get(lang)
         if counter is None:
             counter = self._patterns[lang] = BadwordCounter(words, lang)
-        return counter.count(text.lower())
+        low = text.lower()
+        n = counter.count(low)
+        if self.cfg.match_obfuscated and lang == "en":  # English roots and vocabulary (toxicity_words)
+            ob = self._obfuscated.get(lang)
+            if ob is None:
+                okay = load_okayish(lang)
+                strong = [w for w, n in source_counts(lang).items() if n >= ROOT_SOURCES and w not in okay]
+                ob = self._obfuscated[lang] = ObfuscatedWords(words, strong)
+            n += ob.count(low)
+        return n
 
     def annotate(self, doc: Document) -> None:
         res = self.filter_batch([doc])[0]

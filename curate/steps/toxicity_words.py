@@ -1,0 +1,230 @@
+"""Bad words beyond the exact list match: a larger English lexicon and obfuscated spellings.
+
+``load_extra`` reads the vendored English lists of ``curate/models/badwords/extra`` (MIT/BSD, see
+the PROVENANCE there) and keeps single words of 3+ letters that are rare in general English
+(``wordfreq`` Zipf frequency below ``ORDINARY_ZIPF``) and not on the vendored "okayish" list of
+innocent words: common words with an ordinary sense ("strip", "drunk", identity terms) stay out.
+
+``ObfuscatedWords`` counts, per whitespace token of a lower-cased text, the hits that the exact
+match (``BadwordCounter``) does not see. A token's core (surrounding punctuation stripped) is:
+
+* letters with symbols or digits (``sh1t``, ``$h!t``, ``f*ck``): leetspeak mapped to letters and
+  masking characters matched as wildcards against list words of that length with the same first
+  and last letters;
+* letters only, not a list word: runs of 3+ repeated letters collapsed (``fuuuck``), an inflection
+  of a list word (``whores``) unless the token is commoner than the word in general English
+  (``spices``), or a compound starting or ending with a "root" (a word of 4+ letters listed by at
+  least ``ROOT_SOURCES`` vendored lists, not "okayish", that no ordinary English word starts or
+  ends with, so ``cock`` of ``cocktail`` is not one) when the token is not an English word at all;
+* letters separated by single spaces or dots (``f u c k``, ``f.u.c.k``): joined and looked up.
+
+Only tokens with a digit or symbol among letters, a tripled letter, or single-letter runs take the
+slow path; ordinary tokens cost one dict lookup each (cached per distinct token).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from corpusmix.config import ConfigError
+
+EXTRA_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords" / "extra"
+ORDINARY_ZIPF = 3.0  # list words at least this frequent in general English are left out
+ROOT_MIN = 4  # shortest list word used as an inflection or compound root
+ROOT_SOURCES = 4  # a root is listed by at least this many vendored lists (consensus that it is a bad word)
+LEET = {"4": "a", "@": "a", "3": "e", "1": "il", "!": "il", "|": "il", "0": "o", "5": "s", "$": "s",
+        "7": "t", "+": "t", "8": "b", "9": "g"}
+MASK = "*#%_"  # characters that stand for one hidden letter
+INFLECT = ("s", "es", "ed", "d", "ing", "in", "er", "ers", "y", "ie", "ies", "z")
+STRIP = ".,;:?\"'()[]{}<>`“”‘’"
+_SYMBOLIC = re.compile(r"[a-z][^a-z\s]|[^a-z\s][a-z]")  # a letter next to a digit or symbol
+_TRIPLE = re.compile(r"([a-z])\1\1")
+_SPACED = re.compile(r"(?<![^\s(\"'])[a-z](?:([ .])[a-z])(?:\1[a-z]){1,14}(?![^\s.,;:!?)\"'])")
+_ALPHA = re.compile(r"[a-z]+")
+
+
+@lru_cache(maxsize=8)
+def _english_vocab() -> dict[str, float]:
+    """``wordfreq``'s English words (letters only) -> Zipf frequency."""
+    import wordfreq
+
+    return {w: wordfreq.zipf_frequency(w, "en") for w in wordfreq.top_n_list("en", 200_000) if w.isalpha()}
+
+
+def _list_lines(path: Any) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    if path.name.endswith(".json"):
+        return [str(w) for w in json.loads(text).get("words", [])]
+    return [line for line in text.splitlines() if not line.startswith("#")]
+
+
+def extra_dir(folder: str | Path = "") -> Any:
+    """``folder``, or the vendored lists through importlib.resources: also readable where the
+    package is imported from a zip (Spark's --py-files), which a filesystem path into it is not."""
+    if folder:
+        return Path(folder)
+    from importlib.resources import files as package_files
+
+    return package_files("curate").joinpath("models", "badwords", "extra")
+
+
+def load_okayish(lang: str = "en", folder: str | Path = "") -> frozenset[str]:
+    """The vendored allow-list of words with innocent senses (``<lang>.okayish.txt``)."""
+    f = extra_dir(folder) / f"{lang}.okayish.txt"
+    return frozenset(w.strip().lower() for w in _list_lines(f)) if f.is_file() else frozenset()
+
+
+def source_counts(lang: str = "en", folder: str | Path = "") -> Counter[str]:
+    """How many vendored ``<lang>.<source>`` lists (the okayish one aside) list each entry."""
+    d = extra_dir(folder)
+    counts: Counter[str] = Counter()
+    if lang != "en" or not d.is_dir():
+        return counts
+    for f in sorted(d.iterdir(), key=lambda p: p.name):
+        if f.name.startswith(f"{lang}.") and f.name.endswith((".txt", ".json")) and f.name != f"{lang}.okayish.txt":
+            counts.update({w.strip().lower() for w in _list_lines(f)})
+    return counts
+
+
+def load_extra(lang: str = "en", folder: str | Path = "") -> set[str]:
+    """The larger lexicon of ``lang``: vendored ``<lang>.<source>.txt/json`` lists, curated (above)."""
+    if lang == "en" and not source_counts(lang, folder):
+        raise ConfigError(f"toxicity.extra_lists: no English list in {str(extra_dir(folder))!r} (the vendored "
+                          "lexicon is missing from this install); reinstall corpusmix or set extra_lists: false")
+    okay = load_okayish(lang, folder)
+    vocab = _english_vocab() if lang == "en" else {}
+    return {w for w in source_counts(lang, folder) if w not in okay and _ALPHA.fullmatch(w) and len(w) >= 3
+            and vocab.get(w, 0.0) < ORDINARY_ZIPF}
+
+
+def _roots(words: frozenset[str], vocab: dict[str, float], strong: frozenset[str]) -> frozenset[str]:
+    """``strong`` list words of ROOT_MIN+ letters that no English word starts or ends with
+    unless it is listed, an inflection or a compound of list words, or at least 10x rarer than
+    the root (``cocktail`` rules out ``cock``; ``fuckery``, far rarer than ``fuck``, does not)."""
+    cands = {w for w in words if len(w) >= ROOT_MIN and w in strong}
+    by_pre: dict[str, set[str]] = {}
+    by_suf: dict[str, set[str]] = {}
+    for w in cands:
+        by_pre.setdefault(w[:ROOT_MIN], set()).add(w)
+        by_suf.setdefault(w[-ROOT_MIN:], set()).add(w)
+    unsafe: set[str] = set()
+    for v, z in vocab.items():
+        if v in words or len(v) <= ROOT_MIN or z < 1.0:
+            continue
+        for r in by_pre.get(v[:ROOT_MIN], ()):
+            rest = v[len(r):]
+            if (v.startswith(r) and v != r and rest not in INFLECT and rest not in words
+                    and z >= vocab.get(r, 0.0) - 1.0):
+                unsafe.add(r)
+        for r in by_suf.get(v[-ROOT_MIN:], ()):
+            if v.endswith(r) and v != r and v[:-len(r)] not in words and z >= vocab.get(r, 0.0) - 1.0:
+                unsafe.add(r)
+    return frozenset(cands - unsafe)
+
+
+class ObfuscatedWords:
+    """Counts obfuscated, inflected and compound forms of ``words`` (see the module docstring)."""
+
+    def __init__(self, words: Iterable[str], strong: Iterable[str]) -> None:
+        """``words``: the list; ``strong``: those that may be inflection or compound roots."""
+        self.words = frozenset(w for w in words if _ALPHA.fullmatch(w) and len(w) >= 3)
+        self.vocab = _english_vocab()
+        self.roots = _roots(self.words, self.vocab, frozenset(strong))
+        self.root_lens = sorted({len(r) for r in self.roots})
+        self.by_shape: dict[tuple[int, str, str], list[str]] = {}
+        for w in sorted(self.words):
+            self.by_shape.setdefault((len(w), w[0], w[-1]), []).append(w)
+        self._cache: dict[str, bool] = {}
+
+    def count(self, text: str) -> int:
+        """Hits in ``text`` (lower-cased) that an exact match of the list words does not count."""
+        hits = 0
+        cache, words = self._cache, self.words
+        if len(cache) > 500_000:
+            cache.clear()
+        for tok, n in Counter(text.split()).items():
+            hit = cache.get(tok)
+            if hit is None:
+                core = tok.strip(STRIP).rstrip("!")
+                hit = cache[tok] = (3 <= len(core) <= 40 and core not in words and self._token_hit(core))
+            if hit:
+                hits += n
+        if " " in text or "." in text:
+            for m in _SPACED.finditer(text):
+                joined = m.group().replace(m.group(1), "")
+                # a spaced word after or before the one-letter words "a" / "i" ("such a f u c k")
+                cands = [joined] + [joined[1:]] * (joined[0] in "ai") + [joined[:-1]] * (joined[-1] in "ai")
+                if any(len(c) >= 3 and (c in words or self._letters_hit(c)) for c in cands):
+                    hits += 1
+        return hits
+
+    def _token_hit(self, core: str) -> bool:
+        if core.isalpha() and core.isascii():
+            return self._letters_hit(core)
+        if not _SYMBOLIC.search(core) or not any(c.isalpha() for c in core):
+            return False
+        return any(self._letters_hit(v) or v in self.words for v in _deleet(core)) or self._masked(core)
+
+    def _letters_hit(self, w: str) -> bool:
+        """An inflection, compound or stretched spelling of a list word (``w``: ASCII letters)."""
+        if w in self.words:
+            return True
+        if _TRIPLE.search(w):
+            return any(v in self.words or self._derived(v) for v in _collapse(w))
+        return self._derived(w)
+
+    def _derived(self, w: str) -> bool:
+        zipf = self.vocab.get(w)
+        for suf in INFLECT:
+            base = w[:-len(suf)]
+            if w.endswith(suf) and len(base) >= ROOT_MIN and base in self.roots:
+                if zipf is None or zipf < self.vocab.get(base, 0.0):
+                    return True
+        if zipf is not None or any(w.endswith(suf) and w[:-len(suf)] in self.vocab for suf in INFLECT):
+            return False  # an English word (or its inflection) that is not listed: no compound reading
+        for k in self.root_lens:
+            if len(w) - k < 3:
+                break
+            if w[:k] in self.roots or w[-k:] in self.roots:
+                return True
+        return False
+
+    def _masked(self, core: str) -> bool:
+        """``core`` with masking characters (or unmapped symbols) matched as one-letter wildcards."""
+        chars = [c if c.isalpha() else ("?" if c in MASK or c in LEET else "") for c in core]
+        if "" in chars or not chars[0].isalpha() or not chars[-1].isalpha():
+            return False
+        known = sum(c != "?" for c in chars)
+        if known < 2 or known * 2 < len(chars) - 1:
+            return False
+        for w in self.by_shape.get((len(chars), chars[0], chars[-1]), ()):
+            if all(c == "?" or c == x for c, x in zip(chars, w, strict=True)):
+                return True
+        return False
+
+
+def _deleet(core: str, limit: int = 16) -> list[str]:
+    """Letter spellings of ``core`` with leetspeak digits and symbols mapped (ambiguous ones both ways)."""
+    outs = [""]
+    for c in core:
+        opts = c if c.isalpha() else LEET.get(c, "")
+        if not opts:
+            return []
+        outs = [o + x for o in outs for x in opts][:limit]
+    return [o for o in outs if o.isascii()]
+
+
+def _collapse(w: str, limit: int = 16) -> list[str]:
+    """``w`` with each run of 3+ equal letters reduced to one and to two letters."""
+    parts = re.findall(r"(([a-z])\2*)", w)
+    outs = [""]
+    for run, c in parts:
+        opts = (c, c + c) if len(run) >= 3 else (run,)
+        outs = [o + x for o in outs for x in opts][:limit]
+    return outs

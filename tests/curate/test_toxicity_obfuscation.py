@@ -1,0 +1,109 @@
+"""Toxicity step: the larger vendored lexicon and obfuscated / inflected / compound spellings
+(curate.steps.toxicity_words), ordinary text left alone, provenance hashes, bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from datatrove.data import Document
+
+from curate.steps.toxicity import ToxicityConfig, ToxicityScorer, toxicity_steps
+from curate.steps.toxicity_words import EXTRA_DIR, load_extra
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def scorer() -> ToxicityScorer:
+    return ToxicityScorer(ToxicityConfig(model="none"))
+
+
+@pytest.mark.parametrize("text", [
+    "you are a f*ck", "what a f#cking mess", "sh1t happens", "$h!t", "b!tch", "pu55y", "p0rn",
+    "f u c k you", "such a f u c k.", "f.u.c.k this", "fuuuuck", "shiiiit", "whores", "fucknugget",
+    "shiteater", "whoreface",
+])
+def test_obfuscated_and_derived_forms_are_counted(scorer: ToxicityScorer, text: str) -> None:
+    assert scorer.count_badwords(text, "en") >= 1
+
+
+@pytest.mark.parametrize("text", [
+    "I O U", "s h o w the help", "a b c d e f", "*word* and **bold** and _emph_", "v1.2.3 and 2.0.1-rc1",
+    "0xdeadbeef 0xB00B1E5 sha 3f4a9c", "char* buf = a*b + c*d;", "cocktail party", "the dickens",
+    "spices", "analysis", "buttonpress", "pussycat", "snigger", "sucklings", "e.g. i.e. U.S.A.",
+    "x = s[1:3] # t_s", "l33t h4x0r", "1st 2nd 3rd 4th", "C# and F# and R", "a.k.a. Mr. T",
+])
+def test_ordinary_text_is_not_counted(scorer: ToxicityScorer, text: str) -> None:
+    assert scorer.count_badwords(text, "en") == 0
+
+
+def test_switches_restore_the_exact_match() -> None:
+    plain = ToxicityScorer(ToxicityConfig(model="none", extra_lists=False, match_obfuscated=False))
+    assert plain.count_badwords("sh1t f*ck fuuuck", "en") == 0
+    assert plain.count_badwords("shit", "en") == 1
+
+
+def test_extra_lexicon_is_curated(scorer: ToxicityScorer) -> None:
+    extra = load_extra("en")
+    assert len(extra) >= 500
+    assert all(re.fullmatch(r"[a-z]{3,}", w) for w in extra)
+    # ordinary words of the vendored lists and words of the okayish allow-list stay out
+    assert not {"drunk", "strip", "kill", "gay", "lesbian", "nazi", "heroin", "murder"} & extra
+    assert scorer.count_badwords("The drunk lesbian couple watched a film about heroin.", "en") == 0
+
+
+def test_provenance_hashes_match_the_vendored_files() -> None:
+    prov = (EXTRA_DIR / "PROVENANCE.md").read_text(encoding="utf-8")
+    rows = dict((f, h) for h, f in re.findall(r"`([0-9a-f]{64})`\s*\|\s*`([^`]+)`", prov))
+    files = sorted(p.name for p in EXTRA_DIR.iterdir() if p.is_file() and p.name != "PROVENANCE.md")
+    assert sorted(rows) == files
+    for name, digest in rows.items():
+        assert hashlib.sha256((EXTRA_DIR / name).read_bytes()).hexdigest() == digest, name
+
+
+@pytest.mark.parametrize("text", [
+    "", " ", "\ud800 lone \udfff surrogates", "\u0301\u0308\u0327", "f\u0301*ck", "x" * 5_000_000,
+    "f u c k " * 100_000, "a*" * 1_000_000, "s$" * 1_000_000, "\x00\x01 sh1t \x7f",
+])
+def test_bad_input_never_crashes(text: str) -> None:
+    scorer, filt = toxicity_steps(ToxicityConfig(model="none"))
+    doc = Document(text=text, id="d", metadata={"lang": "en"})
+    assert scorer.filter_batch([doc]) == [True]
+    assert isinstance(doc.metadata["badwords"], int)
+    filt.filter(doc)
+
+
+def test_obfuscated_insult_is_dropped_by_the_ratio_rule() -> None:
+    scorer, filt = toxicity_steps(ToxicityConfig(model="none"))
+    doc = Document(text="Shut up, you stupid f*cking sh1thead.", id="d", metadata={"lang": "en"})
+    scorer.filter_batch([doc])
+    assert doc.metadata["badwords"] >= 2
+    assert filt.filter(doc) != True  # noqa: E712
+
+
+def test_the_larger_lexicon_loads_inside_a_zip(tmp_path) -> None:
+    """Shipped as one zip (spark-submit --py-files), the vendored lists load as from a folder."""
+    import os
+    import subprocess
+    import sys
+
+    from curate.spark.submit import build_zip
+
+    zip_path = build_zip(tmp_path / "corpusmix.zip")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import curate.steps.toxicity_words as t; "
+            "assert t.__file__.startswith(sys.argv[1]), t.__file__; print(len(t.load_extra('en')))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([sys.executable, "-c", code, str(zip_path)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert int(res.stdout.strip()) == len(load_extra("en")) > 500
+
+
+def test_a_missing_lexicon_is_a_clear_error(tmp_path) -> None:
+    from corpusmix.config import ConfigError
+
+    with pytest.raises(ConfigError, match="extra_lists"):
+        load_extra("en", tmp_path)
