@@ -175,21 +175,24 @@ LABEL_WORDS = 7
 MAX_SEGMENTS = 2000
 
 
-def _is_label(s: str) -> bool:
+def _is_label(s: str, stop: frozenset[str]) -> bool:
     m = _NUMBERING.match(s)
     if m:
         s = s[m.end():]
     if _API_ENTRY.fullmatch(s):
         return True
-    return (bool(s) and s[0].isupper() and not s.endswith(TERMINAL) and _NOT_LABEL.search(s) is None
-            and len(s.split(None, LABEL_WORDS)) <= LABEL_WORDS)
+    if not s or not s[0].isupper() or s.endswith(TERMINAL) or s.endswith(",") or _NOT_LABEL.search(s):
+        return False
+    words = s.split(None, LABEL_WORDS)
+    # a line of verse or a sentence cut by wrapping has grammar: two or more function words
+    return len(words) <= LABEL_WORDS and (len(words) <= 2 or sum(w.lower() in stop for w in words) <= 1)
 
 
-def label_share(lines: list[str]) -> tuple[float | None, float | None]:
+def label_share(lines: list[str], stop: frozenset[str] = frozenset()) -> tuple[float | None, float | None]:
     """Share of a text's segments (its non-empty ``lines``, split again at ``·|•»›``; the first
     MAX_SEGMENTS; 8+ of them) that are navigation labels: at most LABEL_WORDS words, starting with
-    a capital, no closing punctuation, no digits or code characters once a leading section number
-    is set aside ("Home", "About us", "Previous topic", "2.1. Listing whole packages"), or one API
+    a capital, no closing punctuation or comma, no digits or code characters and at most one of the
+    function words ``stop`` once a leading section number is set aside ("Home", "About us", "Previous topic", "2.1. Listing whole packages"), or one API
     name with ``()`` (a table of contents of an API page). Menus, sidebars, footers and tables of
     contents are mostly labels; prose, code, lists and tables are not. Returns (share of the
     segments, share of the segments' characters): an article with many headings has many label
@@ -204,5 +207,5 @@ def label_share(lines: list[str]) -> tuple[float | None, float | None]:
     segs = [s for s in segs if len(s) >= 2]
     if len(segs) < 8:
         return None, None
-    labels = [s for s in segs if _is_label(s)]
+    labels = [s for s in segs if _is_label(s, stop)]
     return len(labels) / len(segs), sum(map(len, labels)) / sum(map(len, segs))

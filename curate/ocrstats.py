@@ -5,7 +5,7 @@ vocabulary: ``tlie`` next to ``the``, ``perrnission`` next to ``permission``, tw
 together (``ofthe``, ``canredistribute``) and case flipped inside a word (``tHIS``). Real documents
 have out-of-dictionary words too (identifiers, names, jargon), but those are not near misses of
 words the same document spells correctly, and they do not split into a frequent function word and
-another word. ``damaged_share`` counts, among a document's lower-case words of 3+ letters that are
+another word. ``damaged_words`` counts, among a document's lower-case words of 3+ letters that are
 not in the language's dictionary:
 
 * **near misses**: the word is within a small edit of a frequent dictionary word (one deletion,
@@ -19,7 +19,7 @@ not in the language's dictionary:
 plus words whose case flips inside (``tHIS``, ``sOFTWARE``) and words with digits where letters
 belong that read as a word of the document (``1ist``, ``a8``), divided by the number of lower-case
 words of 3+ letters. A misspelling here and there stays far below the garbage threshold
-(``curate.filters.garbage_max_damaged_share``); text damaged at a word error rate of a few percent
+(``curate.filters.garbage_max_damaged_share``, ``damaged_min_words``); text damaged at a word error rate of a few percent
 does not.
 """
 
@@ -32,7 +32,9 @@ from functools import lru_cache
 NEAR_WORDS = 20_000  # frequent words a near miss may be of
 SPLIT_WORDS = 30_000  # words a run-together word may split into
 FUNCTION_WORDS = 100
-COMMON_WORDS = 1000  # a near miss of one of these counts even when the document does not spell it right  # one half of a run-together word is among these
+COMMON_WORDS = 1000
+CONTENT_WORDS = 5000  # the other half of a run-together word is among these  # a near miss of one of these counts even when the document does not spell it right  # one half of a run-together word is among these
+DAMAGED_MIN_WORDS = 30  # lower-case words of 3+ letters a document needs before it is judged
 MAX_CANDIDATES = 400
 MAX_SPLIT_ANCHORS = 1000  # positions of out-of-dictionary words tried for a broken word per document  # distinct out-of-dictionary words looked at per document
 _CASE_FLIP = re.compile(r"[a-z]+[A-Z]{2,}")
@@ -61,33 +63,47 @@ class NearMissIndex:
                 if len(got) < 8:
                     got.append(w)
         self.index = {k: tuple(v) for k, v in index.items()}
-        self._memo: dict[str, tuple[bool, tuple[str, ...]]] = {}
+        self._memo: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
 
     def _split(self, w: str) -> bool:
+        """Two words run together: one among the FUNCTION_WORDS most frequent, the other among the
+        CONTENT_WORDS with 4+ letters, or both among the FUNCTION_WORDS (``ofthe``, ``andmake``;
+        ``in`` + ``crust`` and ``sir`` + ``up`` are not)."""
         rank = self.rank
-        for k in range(1, len(w)):
+        for k in range(2, len(w) - 1):
             ra, rb = rank.get(w[:k]), rank.get(w[k:])
-            if ra is not None and rb is not None and min(ra, rb) < FUNCTION_WORDS and (k > 1 or w[0] == "a"):
+            if ra is None or rb is None:
+                continue
+            other = len(w) - k if ra <= rb else k  # the length of the less frequent half
+            if max(ra, rb) < FUNCTION_WORDS or (min(ra, rb) < FUNCTION_WORDS and max(ra, rb) < CONTENT_WORDS
+                                                 and other >= 4):
                 return True
-        return False
+        return w[0] == "a" and self.rank.get(w[1:], SPLIT_WORDS) < CONTENT_WORDS  # "acopy"
 
-    def _near(self, w: str) -> tuple[str, ...]:
-        variants = {w, *_deletes(w)}
-        if len(w) >= 6:
-            variants.update(v2 for v in list(variants) for v2 in _deletes(v))
-        found: list[str] = []
+    def _near(self, w: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(frequent words within one edit of ``w``, frequent words within a two-for-one
+        confusion or two edits of ``w``: ``rn`` for ``m``; words of 6+ letters only)."""
         index = self.index
-        for v in variants:
-            found.extend(index.get(v, ()))
-        return tuple(sorted(set(found)))
+        one = {w, *_deletes(w)}
+        near1 = {x for v in one for x in index.get(v, ())}
+        near2 = set(near1)
+        if len(w) >= 6:
+            near2.update(x for v in one for v2 in _deletes(v) for x in index.get(v2, ()))
+        return tuple(sorted(near1)), tuple(sorted(near2))
 
-    def judge(self, w: str) -> tuple[bool, tuple[str, ...]]:
-        """(is ``w`` a run-together word, the frequent words it is a near miss of)."""
+    def judge(self, w: str) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+        """(is ``w`` a run-together word, the frequent words it is one edit from, those it is
+        within two edits of)."""
         got = self._memo.get(w)
         if got is None:
             if len(self._memo) >= 200_000:
                 self._memo.clear()
-            got = (self._split(w), () if len(w) < 4 else self._near(w))
+            if len(w) < 3:
+                got = (False, (), ())
+            elif len(w) == 3:  # a substitution only: "tbe", "thc"
+                got = (False, tuple(x for x in self._near(w)[0] if len(x) == 3), ())
+            else:
+                got = (self._split(w), *self._near(w))
             self._memo[w] = got
         return got
 
@@ -112,7 +128,7 @@ def _kind(tok: str) -> tuple[str, ...]:
     if _CASE_FLIP.fullmatch(core):
         return ("",)
     if _MIXED_DIGITS.fullmatch(core):
-        return tuple(dict.fromkeys(core.translate(r) for r in _READINGS))
+        return tuple(w for w in dict.fromkeys(core.translate(r) for r in _READINGS) if w.isalpha())
     return ()
 
 
@@ -139,9 +155,9 @@ def split_words(sequence: list[str], anchors: list[int], words: frozenset[str]) 
     return found
 
 
-def damaged_share(tokens: list[str], counts: list[int], oov_words: list[str], oov_counts: list[int],
-                  present: Callable[[], set[str]], lang: str, n_plain: int, split_words: int = 0) -> float | None:
-    """The share of damaged words (module docstring) among ``n_plain`` lower-case words of 3+ letters.
+def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oov_counts: list[int],
+                  present: Callable[[], set[str]], lang: str, split_words: int = 0) -> int | None:
+    """The number of damaged words of a document (module docstring).
 
     ``tokens``/``counts``: the document's distinct whitespace tokens and how often each occurs;
     ``oov_words``/``oov_counts``: its distinct lower-case words of 3+ letters (edge punctuation
@@ -150,13 +166,14 @@ def damaged_share(tokens: list[str], counts: list[int], oov_words: list[str], oo
     :func:`split_words`. Only words that occur once count: a word the document repeats is its
     vocabulary (an identifier, a name), not damage."""
     idx = near_miss_index(lang)
-    if idx is None or n_plain <= 0:
+    if idx is None:
         return None
     if len(_KINDS) > 200_000:
         _KINDS.clear()
     kinds = list(map(_KINDS.get, tokens))
     damaged = 0
     seen: set[str] | None = None
+    targets: set[str] = set()
     for tok, kind, c in zip(tokens, kinds, counts, strict=True):
         if kind is None:
             kind = _KINDS[tok] = _kind(tok)
@@ -170,15 +187,18 @@ def damaged_share(tokens: list[str], counts: list[int], oov_words: list[str], oo
     for w, c in zip(oov_words[:MAX_CANDIDATES], oov_counts, strict=False):
         if c > 1:
             continue
-        split, near = idx.judge(w)
-        if not split and near:
-            if min(idx.rank[x] for x in near) < COMMON_WORDS:
-                split = True  # a near miss of one of the most frequent words: "tbe", "wih"
-            else:
-                seen = present() if seen is None else seen
-                split = any(x in seen for x in near)
+        split, near1, near2 = idx.judge(w)
+        if not split and near1 and min(idx.rank[x] for x in near1) < COMMON_WORDS:
+            split = True  # one edit from one of the most frequent words: "tbe", "wih"
+        if not split and near2:
+            seen = present() if seen is None else seen
+            hit = [x for x in near2 if x in seen]  # near a word the document spells right
+            if hit and not targets.intersection(hit):  # one target once: "freshes", "freshet" of "fresh"
+                targets.update(hit)
+                damaged += 1
+            continue
         damaged += split
-    return (damaged + split_words) / n_plain
+    return damaged + split_words
 
 
 def strip_edges(tok: str) -> str:

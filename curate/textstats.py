@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from curate import junkstats as js
-from curate.ocrstats import MAX_SPLIT_ANCHORS, damaged_share, split_words
+from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, damaged_words, split_words
 
 _EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
@@ -392,13 +392,13 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
         "mojibake": js.mojibake_rate(text),
     }
-    out["label_share"], out["label_char_share"] = js.label_share(lines)
+    out["label_share"], out["label_char_share"] = js.label_share(lines, js.stopwords(lang) if lang else frozenset())
     if n == 0:
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None,
                    line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None,
-                   damaged_share=None)
+                   damaged_share=None, damaged_words=None)
         return out
     lows, size, total = _token_stats(out, tokens, lang, lines)
     distinct = _repetition_stats(out, lines, lows, size, total)
@@ -431,8 +431,10 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     out["plain_share"] = n_plain / n
     out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
                         if in_dict is not None and n_plain >= 30 else None)
-    out["damaged_share"] = _damaged(tokens, lang, ids, plain & (in_dict == 0), lows, n_plain) if (
-        in_dict is not None and n_plain >= 30) else None
+    dmg = _damaged(tokens, lang, ids, plain & (in_dict == 0), lows) if (
+        in_dict is not None and n_plain >= DAMAGED_MIN_WORDS) else None
+    out["damaged_words"] = float(dmg) if dmg is not None else None
+    out["damaged_share"] = dmg / n_plain if dmg is not None else None
     if in_dict is not None:
         stop = _TABLE.stop_flags(lang, lows, js.stopwords(lang))
         out["stop_share"] = int(stop.sum()) / n
@@ -446,12 +448,14 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     return lows, size, total
 
 
-def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray,
-             n_plain: int) -> float | None:
-    """``ocrstats.damaged_share`` of a document from its token-table ids."""
+def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> int | None:
+    """``ocrstats.damaged_words`` of a document from its token-table ids."""
     tokens = _TABLE.tokens
     uniq, counts = np.unique(ids, return_counts=True)
     o_uniq, o_counts = np.unique(ids[oov], return_counts=True)
+    cores: Counter[str] = Counter()  # "rindex", "rindex," and "(rindex)" are one word
+    for i, c in zip(o_uniq.tolist(), o_counts.tolist(), strict=True):
+        cores[tokens[i].strip(_EDGE_PUNCT)] += c
 
     def present() -> set[str]:
         low_words = _TABLE.low_words
@@ -459,9 +463,8 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
 
     anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
     broken = split_words(sequence, anchors, dictionary(lang)[0]) if anchors else 0
-    return damaged_share([tokens[i] for i in uniq.tolist()], counts.tolist(),
-                         [tokens[i].strip(_EDGE_PUNCT) for i in o_uniq.tolist()], o_counts.tolist(),
-                         present, lang, n_plain, broken)
+    return damaged_words([tokens[i] for i in uniq.tolist()], counts.tolist(), list(cores), list(cores.values()),
+                         present, lang, broken)
 
 
 def _repetition_stats(out: dict[str, float | None], lines: list[str], lows: np.ndarray, size: np.ndarray,

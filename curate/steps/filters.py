@@ -77,6 +77,8 @@ class FilterConfig:
     garbage_max_damaged_share: float = field(default=0.04, metadata={
         "help": "auto: drop running text (damaged_min_plain_share) when this share of its lower-case words are near misses "
                 "of words it spells right, run-together words or case flips (OCR and conversion damage)"})
+    damaged_min_words: int = field(default=3, metadata={
+        "help": "auto: ... and at least this many damaged words (one or two are typos, whatever the share)"})
     damaged_min_plain_share: float = field(default=0.2, metadata={
         "help": "auto: ... when lower-case words of 3+ letters are at least this share of the tokens"})
     garbage_max_label_share: float = field(default=0.4, metadata={

@@ -130,7 +130,8 @@ class CalibratedFilter(CurationStep):
         if oov is not None and oov > c.garbage_max_oov_share and s["plain_share"] >= c.oov_min_plain_share:
             return "garbage:misspelt"
         dmg = s.get("damaged_share")
-        if dmg is not None and dmg > c.garbage_max_damaged_share and s["plain_share"] >= c.damaged_min_plain_share:
+        if (dmg is not None and dmg > c.garbage_max_damaged_share and s["plain_share"] >= c.damaged_min_plain_share
+                and s["damaged_words"] >= c.damaged_min_words):
             return "garbage:damaged_words"
         if s.get("mojibake", 0.0) > c.garbage_max_mojibake:
             return "garbage:mojibake"

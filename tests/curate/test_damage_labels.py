@@ -58,9 +58,12 @@ def test_repeated_identifiers_are_not_damage() -> None:
 def test_near_miss_index() -> None:
     idx = ocrstats.near_miss_index("en")
     assert idx is not None
-    split, near = idx.judge("perrnission")  # rn for m: two for one
-    assert not split and "permission" in near
-    assert idx.judge("ofthe")[0] and idx.judge("andmodify")[0]
+    split, near1, near2 = idx.judge("perrnission")  # rn for m: two for one
+    assert not split and "permission" in near2 and "permission" not in near1
+    assert "the" in idx.judge("tbe")[1]
+    assert not idx.judge("sirup")[0]
+    assert not idx.judge("incrust")[0] and not idx.judge("candire")[0]
+    assert idx.judge("ofthe")[0] and idx.judge("andmake")[0]
     assert ocrstats.near_miss_index("xx-not-a-language") is None
 
 
