@@ -28,7 +28,9 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import lru_cache, partial
+from itertools import compress
+from operator import is_
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,9 @@ _SYMBOLIC = re.compile(r"[a-z][^a-z\s]|[^a-z\s][a-z]")  # a letter next to a dig
 _TRIPLE = re.compile(r"([a-z])\1\1")
 _SPACED = re.compile(r"(?<![^\s(\"'])[a-z](?:([ .])[a-z])(?:\1[a-z]){1,14}(?![^\s.,;:!?)\"'])")
 _ALPHA = re.compile(r"[a-z]+")
+_DOTTED = re.compile(r"[a-z]\.[a-z]")  # "f.u.c.k": a spaced word written with dots
+HIT, SPACED = 1, 2
+_OBFUSCATING = re.compile("[" + re.escape("".join(LEET) + MASK) + "]")  # a leet or masking character
 
 
 @lru_cache(maxsize=8)
@@ -137,6 +142,14 @@ class ObfuscatedWords:
         self.vocab = _english_vocab()
         self.roots = _roots(self.words, self.vocab, frozenset(strong))
         self.root_lens = sorted({len(r) for r in self.roots})
+        # root + inflection -> the roots it inflects (a suffix-stripped base of ROOT_MIN+ letters)
+        self.inflected: dict[str, list[str]] = {}
+        for r in sorted(self.roots):
+            for suf in INFLECT:
+                self.inflected.setdefault(r + suf, []).append(r)
+        # English words that are no list word, no inflection of a root and not stretched: never a hit
+        self.plain = frozenset(w for w in self.vocab if w.isascii() and w not in self.words and w not in self.inflected
+                               and not _TRIPLE.search(w))
         self.by_shape: dict[tuple[int, str, str], list[str]] = {}
         for w in sorted(self.words):
             self.by_shape.setdefault((len(w), w[0], w[-1]), []).append(w)
@@ -144,30 +157,43 @@ class ObfuscatedWords:
 
     def count(self, text: str) -> int:
         """Hits in ``text`` (lower-cased) that an exact match of the list words does not count."""
-        hits = 0
-        cache, words = self._cache, self.words
+        cache = self._cache
         if len(cache) > 500_000:
             cache.clear()
-        for tok, n in Counter(text.split()).items():
-            hit = cache.get(tok)
-            if hit is None:
-                core = tok.strip(STRIP).rstrip("!")
-                hit = cache[tok] = (3 <= len(core) <= 40 and core not in words and self._token_hit(core))
-            if hit:
-                hits += n
-        if " " in text or "." in text:
+        counts = Counter(text.split())
+        toks = list(counts)
+        flags = list(map(cache.get, toks))  # per distinct token: HIT, SPACED (may start a spaced word), 0
+        if None in flags:
+            for i in compress(range(len(toks)), map(partial(is_, None), flags)):
+                flags[i] = cache[toks[i]] = self._flags(toks[i])
+        kinds = set(flags)
+        hits = sum(counts[t] for t, f in zip(toks, flags, strict=True) if f & HIT) if HIT in kinds else 0
+        if SPACED in kinds:
             for m in _SPACED.finditer(text):
                 joined = m.group().replace(m.group(1), "")
                 # a spaced word after or before the one-letter words "a" / "i" ("such a f u c k")
                 cands = [joined] + [joined[1:]] * (joined[0] in "ai") + [joined[:-1]] * (joined[-1] in "ai")
-                if any(len(c) >= 3 and (c in words or self._letters_hit(c)) for c in cands):
+                if any(len(c) >= 3 and (c in self.words or self._letters_hit(c)) for c in cands):
                     hits += 1
         return hits
+
+    def _flags(self, tok: str) -> int:
+        """HIT when the token is an obfuscated, inflected or compound list word, SPACED when it can
+        be part of a word spelt with spaces or dots (one letter other than "a" or "i", or letters
+        between dots)."""
+        core = tok.strip(STRIP).rstrip("!")
+        if core in self.plain:
+            return SPACED if len(tok) == 1 and tok not in "ai" else 0
+        if 3 <= len(core) <= 40 and core not in self.words and self._token_hit(core):
+            return HIT
+        if (len(tok) == 1 and tok.isalpha() and tok not in "ai") or _DOTTED.search(tok):
+            return SPACED  # "a" and "i" stand alone in any English text: a spaced word has another letter
+        return 0
 
     def _token_hit(self, core: str) -> bool:
         if core.isalpha() and core.isascii():
             return self._letters_hit(core)
-        if not _SYMBOLIC.search(core) or not any(c.isalpha() for c in core):
+        if not _SYMBOLIC.search(core) or not any(c.isalpha() for c in core) or not _OBFUSCATING.search(core):
             return False
         return any(self._letters_hit(v) or v in self.words for v in _deleet(core)) or self._masked(core)
 
@@ -181,11 +207,9 @@ class ObfuscatedWords:
 
     def _derived(self, w: str) -> bool:
         zipf = self.vocab.get(w)
-        for suf in INFLECT:
-            base = w[:-len(suf)]
-            if w.endswith(suf) and len(base) >= ROOT_MIN and base in self.roots:
-                if zipf is None or zipf < self.vocab.get(base, 0.0):
-                    return True
+        bases = self.inflected.get(w)
+        if bases is not None and (zipf is None or any(zipf < self.vocab.get(b, 0.0) for b in bases)):
+            return True
         if zipf is not None or any(w.endswith(suf) and w[:-len(suf)] in self.vocab for suf in INFLECT):
             return False  # an English word (or its inflection) that is not listed: no compound reading
         for k in self.root_lens:
