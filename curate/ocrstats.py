@@ -81,19 +81,19 @@ class NearMissIndex:
         return w[0] == "a" and self.rank.get(w[1:], SPLIT_WORDS) < CONTENT_WORDS  # "acopy"
 
     def _near(self, w: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(frequent words within one edit of ``w``, frequent words within a two-for-one
-        confusion or two edits of ``w``: ``rn`` for ``m``; words of 6+ letters only)."""
+        """(frequent words within one edit of ``w``, those and the frequent words ``w`` reads as
+        with two adjacent letters standing for one, ``rn`` for ``m``, ``li`` for ``h``; the
+        second for words of 6+ letters only)."""
         index = self.index
-        one = {w, *_deletes(w)}
-        near1 = {x for v in one for x in index.get(v, ())}
+        near1 = {x for v in (w, *_deletes(w)) for x in index.get(v, ())}
         near2 = set(near1)
-        if len(w) >= 6:
-            near2.update(x for v in one for v2 in _deletes(v) for x in index.get(v2, ()))
+        if len(w) >= 6:  # two adjacent letters for one: the pair deleted here, the letter in the word
+            near2.update(x for i in range(len(w) - 1) for x in index.get(w[:i] + w[i + 2:], ()))
         return tuple(sorted(near1)), tuple(sorted(near2))
 
     def judge(self, w: str) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
-        """(is ``w`` a run-together word, the frequent words it is one edit from, those it is
-        within two edits of)."""
+        """(is ``w`` a run-together word, the frequent words it is one edit from, those plus the
+        ones it reads as with two adjacent letters standing for one)."""
         got = self._memo.get(w)
         if got is None:
             if len(self._memo) >= 200_000:

@@ -452,6 +452,8 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     """``ocrstats.damaged_words`` of a document from its token-table ids."""
     tokens = _TABLE.tokens
     uniq, counts = np.unique(ids, return_counts=True)
+    keep = (_TABLE.size[uniq] >= 3) & ~_TABLE.plain[uniq]  # a case flip or digits for letters: 3+ chars, not plain
+    uniq, counts = uniq[keep], counts[keep]
     o_uniq, o_counts = np.unique(ids[oov], return_counts=True)
     cores: Counter[str] = Counter()  # "rindex", "rindex," and "(rindex)" are one word
     for i, c in zip(o_uniq.tolist(), o_counts.tolist(), strict=True):
