@@ -454,10 +454,9 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     uniq, counts = np.unique(ids, return_counts=True)
     keep = (_TABLE.size[uniq] >= 3) & ~_TABLE.plain[uniq]  # a case flip or digits for letters: 3+ chars, not plain
     uniq, counts = uniq[keep], counts[keep]
-    o_uniq, o_counts = np.unique(ids[oov], return_counts=True)
-    cores: Counter[str] = Counter()  # "rindex", "rindex," and "(rindex)" are one word
-    for i, c in zip(o_uniq.tolist(), o_counts.tolist(), strict=True):
-        cores[tokens[i].strip(_EDGE_PUNCT)] += c
+    # in the order of their first occurrence in the document (what the counting depends on), and
+    # "rindex", "rindex," and "(rindex)" are one word
+    cores = Counter(tokens[i].strip(_EDGE_PUNCT) for i in ids[oov].tolist())
 
     def present() -> set[str]:
         low_words = _TABLE.low_words

@@ -108,3 +108,17 @@ def test_bad_input(text: str) -> None:
     s = doc_stats(text, "en")
     assert s["damaged_share"] is None or 0.0 <= s["damaged_share"] <= 1.0
     assert s["label_share"] is None or 0.0 <= s["label_share"] <= 1.0
+
+
+def test_damage_does_not_depend_on_what_was_measured_before() -> None:
+    """The count follows the document's own word order, not the token table's history."""
+    import subprocess
+    import sys
+
+    text = _damage(PROSE + " " + PROSE.replace("library", "archive"), 0.2, 7)
+    other = _damage(PROSE[::-1], 0.3, 8)
+    code = ("import sys; from curate.textstats import doc_stats; t, o = sys.argv[1:3]; "
+            "[doc_stats(o, 'en') for _ in range(int(sys.argv[3]))]; print(doc_stats(t, 'en')['damaged_words'])")
+    runs = {subprocess.run([sys.executable, "-c", code, text, other, str(k)], capture_output=True, text=True,
+                           check=True).stdout for k in (0, 1)}
+    assert len(runs) == 1 and float(runs.pop()) >= 3

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import junkstats as js
+from curate import ocrstats
 from curate import textstats as ts
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
@@ -109,6 +110,74 @@ def reference_line_starts(lines: list[str]) -> float | None:
     return len(starts) / len(head)
 
 
+def reference_labels(lines: list[str], stop: frozenset[str]) -> tuple[float | None, float | None]:
+    """Navigation labels, one segment at a time (curate.junkstats.label_share's definition)."""
+    segs = []
+    for ln in lines[:js.MAX_SEGMENTS]:
+        segs.extend(x for x in re.split(r"\s*[·|•»›]\s*", ln.strip()) if x)
+    segs = [x for x in segs if len(x) >= 2]
+    if len(segs) < 8:
+        return None, None
+    labels = []
+    for seg in segs:
+        body = re.sub(r"^(?:\d+(?:\.\d+)*\.?|[A-Z]\.|[ivx]+\.)\s+", "", seg, count=1)
+        words = body.split()
+        if re.fullmatch(r"[A-Za-z_][\w.]*\(\)", body) or (
+                body and body[0].isupper() and not body.endswith((*js.TERMINAL, ",")) and len(words) <= 7
+                and not re.search(r"[=(){};<>\[\]$%@#\\/:\d]", body)
+                and (len(words) <= 2 or sum(w.lower() in stop for w in words) <= 1)):
+            labels.append(seg)
+    return len(labels) / len(segs), sum(map(len, labels)) / sum(map(len, segs))
+
+
+def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
+    """Damaged words counted token by token (curate.ocrstats' definition: the per-word judgements
+    of its index, the document-level aggregation written out plainly)."""
+    idx = ocrstats.near_miss_index(lang)
+    if idx is None:
+        return None
+    edge = ts._EDGE_PUNCT
+    cores = [t.strip(edge) for t in tokens]
+    present = {t.lower().strip(edge) for t in tokens}
+    raw_counts = Counter(tokens)
+    damaged = 0
+    for tok, c in raw_counts.items():
+        core = tok.strip(ocrstats._EDGE)
+        if c > 1 or len(tok) < 3 or (len(core) > 2 and core.isalpha() and core.islower()):
+            continue
+        if re.fullmatch(r"[a-z]+[A-Z]{2,}", core):
+            damaged += 1
+        elif re.fullmatch(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}", core):
+            readings = {core.translate(r) for r in ocrstats._READINGS}
+            damaged += any(w.isalpha() and len(w) > 2 and w in present for w in readings)
+    oov_positions = [i for i, (t, c) in enumerate(zip(tokens, cores, strict=True))
+                     if len(c) > 2 and c.isalpha() and c.islower() and not reference_is_dict_token(t, *d)]
+    oov_counts = Counter(cores[i] for i in oov_positions)
+    targets: set[str] = set()
+    for w in list(oov_counts)[:ocrstats.MAX_CANDIDATES]:
+        if oov_counts[w] > 1:
+            continue
+        split, near1, near2 = idx.judge(w)
+        if split or (near1 and min(idx.rank[x] for x in near1) < ocrstats.COMMON_WORDS):
+            damaged += 1
+            continue
+        hit = [x for x in near2 if x in present]
+        if hit and not targets.intersection(hit):
+            targets.update(hit)
+            damaged += 1
+    last = -2
+    for i in oov_positions[:ocrstats.MAX_SPLIT_ANCHORS]:
+        for a, b in ((i - 1, i), (i, i + 1)):
+            if a <= last or a < 0 or b >= len(tokens):
+                continue
+            x, y = tokens[a].lstrip(ocrstats._EDGE), tokens[b].rstrip(ocrstats._EDGE)
+            if x.isalpha() and y.isalpha() and x.islower() and y.islower() and len(x) + len(y) >= 5 and x + y in d[0]:
+                damaged += 1
+                last = b
+                break
+    return damaged
+
+
 def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None,
                     frequent: frozenset[str] | None) -> dict:
     tokens = text.split()
@@ -126,7 +195,8 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None, line_start_variety=None,
-                   oov_share=None, plain_share=0.0, stop_share=None)
+                   oov_share=None, plain_share=0.0, stop_share=None, damaged_share=None, damaged_words=None)
+        out["label_share"], out["label_char_share"] = reference_labels(lines, js.stopwords(lang) if lang else frozenset())
         return out
     out["mean_word_len"] = sum(map(len, tokens)) / n
     out["alpha_share"] = sum(1 for t in tokens if any(c.isalpha() for c in t)) / n
@@ -145,6 +215,10 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     out["stop_share"] = sum(t.lower() in stop for t in tokens) / n if stop is not None else None
     out["stuffing"] = reference_stuffing(tokens, lang, d)
     out["rep_ngram_share"] = reference_rep_ngrams([t.lower() for t in tokens])
+    dmg = reference_damaged(tokens, lang, d) if d is not None and len(plain) >= ocrstats.DAMAGED_MIN_WORDS else None
+    out["damaged_words"] = float(dmg) if dmg is not None else None
+    out["damaged_share"] = dmg / len(plain) if dmg is not None else None
+    out["label_share"], out["label_char_share"] = reference_labels(lines, js.stopwords(lang) if lang else frozenset())
     out["stamped_share"] = reference_stamped(lines)
     out["line_start_variety"] = reference_line_starts(lines)
     seen: set[str] = set()
