@@ -184,14 +184,9 @@ def test_local_run_from_loaded_params_dedups_with_the_values_read_at_the_edge(tm
 
 def test_the_registry_finds_every_step_inside_a_zip(tmp_path: Path) -> None:
     """Shipped as one zip (spark-submit --py-files), the package finds the same steps as from a folder."""
-    from curate.spark.submit import build_zip
     from curate.steps.registry import names
+    from tests.helpers.zipimport import run_from_zip
 
-    zip_path = build_zip(tmp_path / "corpusmix.zip")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import curate.steps.registry as r; "
-            "assert r.__file__.startswith(sys.argv[1]), r.__file__; print(','.join(r.names()))")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([sys.executable, "-c", code, str(zip_path)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.strip().split(",") == list(names())
+    out = run_from_zip(tmp_path, "import curate.steps.registry as r; "
+                       "assert r.__file__.startswith(sys.argv[1]), r.__file__; print(','.join(r.names()))")
+    assert out.strip().split(",") == list(names())

@@ -86,20 +86,11 @@ def test_obfuscated_insult_is_dropped_by_the_ratio_rule() -> None:
 
 def test_the_larger_lexicon_loads_inside_a_zip(tmp_path) -> None:
     """Shipped as one zip (spark-submit --py-files), the vendored lists load as from a folder."""
-    import os
-    import subprocess
-    import sys
+    from tests.helpers.zipimport import run_from_zip
 
-    from curate.spark.submit import build_zip
-
-    zip_path = build_zip(tmp_path / "corpusmix.zip")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import curate.steps.toxicity_words as t; "
-            "assert t.__file__.startswith(sys.argv[1]), t.__file__; print(len(t.load_extra('en')))")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run([sys.executable, "-c", code, str(zip_path)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert int(res.stdout.strip()) == len(load_extra("en")) > 500
+    out = run_from_zip(tmp_path, "import curate.steps.toxicity_words as t; "
+                       "assert t.__file__.startswith(sys.argv[1]), t.__file__; print(len(t.load_extra('en')))")
+    assert int(out.strip()) == len(load_extra("en")) > 500
 
 
 def test_a_missing_lexicon_is_a_clear_error(tmp_path) -> None:
