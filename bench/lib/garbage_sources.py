@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import ast
 import gzip
-import hashlib
 import json
 import random
 import re
@@ -57,31 +56,13 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from .garbage_common import MAX_DOC, chunks, stable_hash
+
 CORPORA = Path("/work/shared/corpora")
-MAX_DOC = 6000
 KINDS = ("mojibake", "seo_spam", "boilerplate", "pseudo_latin", "logs", "shuffled_sentences", "ocr_noise",
          "csv_dump", "minified_code")
 DEV_DOMAINS = ("literature", "reference", "techdocs", "code", "legal", "news", "quotes")
 HELDOUT_DOMAINS = ("vim_help", "rst_docs", "docstrings", "changelogs", "pod_docs", "readmes", "gnu_info")
-
-
-def _h(s: str) -> int:
-    return int(hashlib.sha1(s.encode()).hexdigest()[:8], 16)
-
-
-def chunks(text: str, source: str, max_chars: int = MAX_DOC) -> list[tuple[str, str]]:
-    """A long file cut at paragraph breaks into documents of at most ~max_chars (5+ words each)."""
-    text = text.replace("\r\n", "\n").strip()
-    out, cur, size = [], [], 0
-    for para in re.split(r"\n\s*\n", text):
-        if size + len(para) > max_chars and cur:
-            out.append("\n\n".join(cur))
-            cur, size = [], 0
-        cur.append(para[:max_chars * 2])
-        size += len(para) + 2
-    if cur:
-        out.append("\n\n".join(cur))
-    return [(t, f"{source}#{i}") for i, t in enumerate(out) if len(t.split()) >= 5]
 
 
 def _read(p: Path) -> str:
@@ -419,7 +400,7 @@ def _heldout2_boilerplate_pool() -> list[str]:
 def _heldout_boilerplate_pool() -> list[str]:
     pages = _parquet_texts(CORPORA / "web_html" / "web_html.parquet", "html")
     rust = sorted(Path("/root/.rustup").glob("toolchains/*/share/doc/rust/html/*/**/*.html"))
-    rust = [p for p in rust if _h(str(p)) % 7 == 0][:400]
+    rust = [p for p in rust if stable_hash(str(p)) % 7 == 0][:400]
     pages += [p.read_text(errors="replace") for p in rust]
     out = []
     for html in pages:

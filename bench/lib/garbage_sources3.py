@@ -82,10 +82,15 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+if __package__:
+    from .garbage_common import MAX_DOC, cap, chunks, file_chunk, fill_cli, stable_hash
+else:  # run as a script: python bench/lib/garbage_sourcesN.py --fill
+    from garbage_common import MAX_DOC, cap, chunks, file_chunk, fill_cli, stable_hash
+
 CACHE = Path(os.environ.get("GARBAGE3_CACHE", "/work/garbage3_cache"))
 FILL_CMD = ".venv/bin/python bench/lib/garbage_sources3.py --fill"
 SPLIT = "heldout3"
-MIN_DOC, MAX_DOC = 400, 6000
+MIN_DOC = 400
 KINDS = ("mojibake", "seo_spam", "boilerplate", "pseudo_latin", "logs", "shuffled_sentences", "ocr_noise",
          "csv_dump", "minified_code")
 DOMAINS = ("django_docs", "git_relnotes", "gsutil_help", "man_5_7", "newsgroups", "wikipedia")
@@ -143,7 +148,7 @@ def _po_docs(msgs: list[str], source: str) -> list[list[str]]:
     for m in msgs:
         cur.append(m)
         size += len(m) + 1
-        if size >= 1500 + (_h(source + str(i)) % 1500):
+        if size >= 1500 + (stable_hash(source + str(i)) % 1500):
             docs.append(cur)
             cur, size, i = [], 0, i + 1
     if size >= MIN_DOC:
@@ -153,10 +158,6 @@ def _po_docs(msgs: list[str], source: str) -> list[list[str]]:
         paras = [" ".join(d[k:k + 4]) for k in range(0, len(d), 4)]
         out.append([f"{source}#{n}", "\n\n".join(paras)])
     return out
-
-
-def _h(s: str) -> int:
-    return int(hashlib.sha1(s.encode()).hexdigest()[:8], 16)
 
 
 class _Outside(__import__("html.parser").parser.HTMLParser):
@@ -348,6 +349,7 @@ def fill_cache(cache: Path | None = None) -> Path:
             if t:
                 for tag in re.split(r",\s*", " ".join(t.group(1).split())):
                     v = tag.split("::")[-1].replace("-", " ")
+                    # debtags' own placeholders ("role::TODO", "{...}" groups) are not keywords
                     if v.isascii() and 3 <= len(v) <= 25 and not v.startswith(("TODO", "{")):
                         tags.add(v)
         manifest["files"][str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
@@ -388,21 +390,6 @@ def fill_cache(cache: Path | None = None) -> Path:
 
 
 # -- real domains --------------------------------------------------------------------------------
-
-def chunks(text: str, source: str, max_chars: int = MAX_DOC) -> list[tuple[str, str]]:
-    """A long file cut at paragraph breaks into documents of at most ~max_chars (as ``garbage_sources``)."""
-    text = text.replace("\r\n", "\n").strip()
-    out, cur, size = [], [], 0
-    for para in re.split(r"\n\s*\n", text):
-        if size + len(para) > max_chars and cur:
-            out.append("\n\n".join(cur))
-            cur, size = [], 0
-        cur.append(para[:max_chars * 2])
-        size += len(para) + 2
-    if cur:
-        out.append("\n\n".join(cur))
-    return [(t, f"{source}#{i}") for i, t in enumerate(out) if len(t.split()) >= 5]
-
 
 CHUNK = {"man_5_7": 4000, "gsutil_help": 1500}
 
@@ -703,18 +690,11 @@ def _files(kind: str) -> list[Path]:
     return [p for p in sorted(_need(kind).iterdir()) if p.is_file() and p.stat().st_size > 1000]
 
 
-def file_chunk(rng: random.Random, kind: str) -> str:
-    text = rng.choice(_files(kind)).read_text(errors="replace")
-    n = rng.randint(1500, MAX_DOC)
-    i = rng.randrange(max(1, len(text) - n))
-    return text[i:i + n]
-
-
 GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "mojibake": lambda rng: mojibake(rng)[0], "seo_spam": seo_spam, "boilerplate": boilerplate,
     "pseudo_latin": pseudo_latin, "logs": logs, "shuffled_sentences": shuffled_sentences,
-    "ocr_noise": ocr_noise, "csv_dump": lambda rng: file_chunk(rng, "csv"),
-    "minified_code": lambda rng: file_chunk(rng, "min"),
+    "ocr_noise": ocr_noise, "csv_dump": lambda rng: file_chunk(rng, _files("csv")),
+    "minified_code": lambda rng: file_chunk(rng, _files("min")),
 }
 
 
@@ -724,24 +704,8 @@ def garbage_doc(kind: str, split: str, rng: random.Random) -> tuple[str, str | N
         raise ValueError(f"garbage_sources3 holds only the {SPLIT!r} split, not {split!r}")
     if kind == "mojibake":
         return mojibake(rng)
-    return _cap(GENERATORS[kind](rng)), None
-
-
-def _cap(text: str) -> str:
-    """At most MAX_DOC characters, cut at a line break where one is near."""
-    if len(text) <= MAX_DOC:
-        return text
-    cut = text.rfind("\n", 0, MAX_DOC)
-    return text[:cut if cut > MAX_DOC // 2 else MAX_DOC].rstrip()
+    return cap(GENERATORS[kind](rng)), None
 
 
 if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Fill the cache of the heldout3 sources.")
-    ap.add_argument("--fill", action="store_true", help=f"download and write the sources to {CACHE}")
-    ap.add_argument("--cache", default=str(CACHE))
-    args = ap.parse_args()
-    if not args.fill:
-        ap.error("nothing to do: pass --fill")
-    print(fill_cache(Path(args.cache)))
+    fill_cli(SPLIT, CACHE, fill_cache)

