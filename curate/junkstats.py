@@ -30,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 MOJIBAKE_PREFIX = 32_768  # characters scanned by ftfy's regex: the rate settles long before that
+EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"  # stripped from a token's ends to get its core
 TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "”", "’", "。", "！", "？", "…")  # closes a sentence or clause
 MAX_LINES = 400  # lines looked at for stamped_share
 _DIGIT_RUN = re.compile(r"\d+")

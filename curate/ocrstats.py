@@ -29,20 +29,22 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from curate.junkstats import EDGE_PUNCT
+
 NEAR_WORDS = 20_000  # frequent words a near miss may be of
 SPLIT_WORDS = 30_000  # words a run-together word may split into
-FUNCTION_WORDS = 100
-COMMON_WORDS = 1000
-CONTENT_WORDS = 5000  # the other half of a run-together word is among these  # a near miss of one of these counts even when the document does not spell it right  # one half of a run-together word is among these
+FUNCTION_WORDS = 100  # one half of a run-together word is among these
+COMMON_WORDS = 1000  # a near miss of one of these counts even when the document does not spell it right
+CONTENT_WORDS = 5000  # the other half of a run-together word is among these
 DAMAGED_MIN_WORDS = 30  # lower-case words of 3+ letters a document needs before it is judged
-MAX_CANDIDATES = 400
-MAX_SPLIT_ANCHORS = 1000  # positions of out-of-dictionary words tried for a broken word per document  # distinct out-of-dictionary words looked at per document
+MAX_CANDIDATES = 400  # distinct out-of-dictionary words looked at per document
+MAX_SPLIT_ANCHORS = 1000  # positions of out-of-dictionary words tried for a broken word per document
 _CASE_FLIP = re.compile(r"[a-z]+[A-Z]{2,}")
 # a word with digits where letters belong: 0 for o, 1 for l or i, 5 for s, ...
 _MIXED_DIGITS = re.compile(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}")
 # the readings tried: 1 as l or i, 8 as s or b (the other digits have one usual confusion)
 _READINGS = tuple(str.maketrans("013456789", f"o{one}easbt{eight}g") for one in "li" for eight in "sb")
-_EDGE = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
+_EDGE = EDGE_PUNCT
 
 
 def _deletes(w: str) -> set[str]:
@@ -199,7 +201,3 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
             continue
         damaged += split
     return damaged + split_words
-
-
-def strip_edges(tok: str) -> str:
-    return tok.strip(_EDGE)

@@ -34,7 +34,7 @@ import numpy as np
 from curate import junkstats as js
 from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, damaged_words, split_words
 
-_EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"
+_EDGE_PUNCT = js.EDGE_PUNCT
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _TERMINAL = js.TERMINAL
