@@ -27,8 +27,10 @@ class FitConfig:
     huber_delta: float = field(default=1e-3, metadata={"help": "Huber delta on log-loss residuals (paper: 1e-3)"})
     starts: int = field(default=16, metadata={"help": "L-BFGS runs from the best-scoring grid points"})
     bootstrap: int = field(default=100, metadata={"help": "bootstrap refits for the intervals (0 = off)"})
-    boot_starts: int = field(default=0, metadata={"help": "grid starts per bootstrap refit besides the "
-                                                                 "full fit's solution"})
+    boot_starts: int = field(default=4, metadata={"help": "best grid starts of each bootstrap refit (besides "
+                                                                 "the global search)"})
+    global_search: bool = field(default=True, metadata={"help": "joint forms: one more start from a differential "
+                                                        "evolution over the form's whole parameter box"})
     confidence: float = field(default=0.9, metadata={"help": "two-sided interval level"})
     min_runs: int = field(default=8, metadata={"help": "fewest usable (N, D) points accepted for 5 free parameters"})
     seed: int = field(default=0, metadata={"help": "bootstrap seed"})
@@ -50,6 +52,8 @@ class FitConfig:
             raise FitError(f"min_runs must be >= {N_FREE + 1} (the law has {N_FREE} free parameters)")
         if self.huber_delta <= 0 or self.starts < 1:
             raise FitError("huber_delta must be > 0 and starts >= 1")
+        if self.bootstrap and self.boot_starts < 1 and not self.global_search:
+            raise FitError("a bootstrap needs boot_starts >= 1 or global_search (a refit has no start otherwise)")
         if self.form not in (*FORMS, "auto"):
             raise FitError(f"form must be hoffmann, kaplan, per_d or auto, got {self.form!r}")
         if self.params_count not in ("", "total", "non_embedding"):

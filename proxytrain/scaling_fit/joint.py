@@ -32,6 +32,7 @@ class JointForm(ABC):
     text: str = ""
     grid: np.ndarray
     bounds: list[tuple[float, float]] | None = None
+    box: list[tuple[float, float]]  # the global search's box (finite, so it can be searched)
 
     @abstractmethod
     def objective(self, theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray,
@@ -68,7 +69,8 @@ class JointForm(ABC):
         form = self.name
         pts, drops = usable_points(runs, cfg.min_tokens)
         notes = check_points(pts, drops, cfg)
-        theta, obj = fit_theta(pts, cfg.huber_delta, cfg.starts, form=self)
+        theta, obj = fit_theta(pts, cfg.huber_delta, cfg.starts, form=self, global_search=cfg.global_search,
+                               seed=cfg.seed)
         try:
             const = self.constants(theta)
         except OverflowError:

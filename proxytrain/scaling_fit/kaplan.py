@@ -60,6 +60,8 @@ class Kaplan(JointForm):
     text = "L(N,D) = E + [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D (Kaplan et al. 2020, eq. 1.5)"
     grid = GRID
     bounds = BOUNDS
+    # the global search's box: the grid's ranges widened (r, alpha_D up to where a law is still plausible)
+    box = [(-10.0, 60.0), (-10.0, 60.0), (0.05, 8.0), (0.01, 2.0), (-10.0, 3.0)]
     objective = staticmethod(objective)
 
     def log_pred(self, th: np.ndarray, logn: np.ndarray, logd: np.ndarray) -> np.ndarray:

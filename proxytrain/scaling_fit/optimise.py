@@ -19,6 +19,7 @@ class JointLaw(Protocol):
 
     grid: np.ndarray
     bounds: list[tuple[float, float]] | None
+    box: list[tuple[float, float]]
 
     def objective(self, theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray,
                   delta: float) -> tuple[float, np.ndarray]: ...
@@ -44,18 +45,41 @@ def grid_scores(logn: np.ndarray, logd: np.ndarray, logl: np.ndarray, delta: flo
     return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta)).sum(axis=1)
 
 
+def global_start(form: JointLaw, logn: np.ndarray, logd: np.ndarray, logl: np.ndarray, delta: float,
+                 seed: int = 0) -> np.ndarray:
+    """The best point of a seeded differential evolution (Storn & Price 1997, scipy's implementation) over
+    the form's whole box ``form.box``, on the Huber objective at ``max(delta, 1e-2)``: a search of the whole
+    parameter space, so a basin no grid point is near still gets a start (deterministic for a seed)."""
+    from scipy.optimize import differential_evolution
+
+    dl = max(delta, 1e-2)
+
+    def f(x: np.ndarray) -> np.ndarray:  # x: (5, S), the population's columns (vectorized=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.abs(form.log_pred(x.T, logn, logd) - logl)
+            v = np.where(r <= dl, 0.5 * r * r, dl * (r - 0.5 * dl)).sum(axis=1)
+        return np.where(np.isfinite(v), v, 1e30)
+
+    res = differential_evolution(f, form.box, seed=seed, vectorized=True, updating="deferred", polish=False,
+                                 maxiter=1000, popsize=20, tol=1e-10, init="sobol")
+    return np.asarray(res.x)
+
+
 def fit_theta(pts: np.ndarray, delta: float, starts: int, extra: np.ndarray | None = None, *,
-              form: JointLaw) -> tuple[np.ndarray, float]:
-    """The best L-BFGS-B optimum of ``form`` on ``[[N, D, loss], ...]`` from the ``starts`` best grid points
-    (and ``extra``, a warm start), and its objective."""
+              form: JointLaw, global_search: bool = True, seed: int = 0) -> tuple[np.ndarray, float]:
+    """The best L-BFGS-B optimum of ``form`` on ``[[N, D, loss], ...]`` from the ``starts`` best grid points,
+    the global search's best point (``global_search``) and ``extra`` (a warm start), and its objective."""
     logn, logd, logl = np.log(pts[:, 0]), np.log(pts[:, 1]), np.log(pts[:, 2])
     grid, obj, bounds = form.grid, form.objective, form.bounds
     order = np.argsort(grid_scores(logn, logd, logl, delta, form), kind="stable")[:starts]
     # continuation: with delta 1e-3 almost every residual of a far start sits in Huber's linear (L1) part,
     # where L-BFGS stalls on the kinks; the smoother deltas bring it near the basin first. A warm start
-    # (``extra``: the full fit's solution, for a bootstrap refit) is already there.
+    # (``extra``) is already there.
     schedule = [x for x in (1e-1, 1e-2) if x > delta] + [delta]
     runs = [(x0, schedule) for x0 in grid[order]] + ([] if extra is None else [(extra, [delta])])
+    if global_search:
+        with one_blas_thread():
+            runs.append((global_start(form, logn, logd, logl, delta, seed), [x for x in schedule if x <= 1e-2]))
     best, best_f = None, math.inf
     with one_blas_thread():
         best, best_f = lbfgs_runs(obj, runs, bounds, (logn, logd, logl))
@@ -93,7 +117,9 @@ def lbfgs_runs(obj: Any, runs: list[tuple[np.ndarray, list[float]]], bounds: Any
 
 def bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray, form: JointLaw
               ) -> tuple[list[dict[str, float]], int]:
-    """Refits on resampled points, each from the full fit's solution plus the best grid starts."""
+    """Refits on resampled points, each searched like the full fit (the global search and the
+    ``boot_starts`` best grid starts), not warm-started from the full fit's solution: a resample whose
+    optimum lies in another basin finds it, so the intervals include the other basins."""
     rng = np.random.default_rng(cfg.seed)
     out, skipped = [], 0
     for _ in range(cfg.bootstrap):
@@ -102,7 +128,8 @@ def bootstrap(pts: np.ndarray, cfg: FitConfig, theta: np.ndarray, form: JointLaw
             skipped += 1
             continue
         try:
-            c = form.constants(fit_theta(sample, cfg.huber_delta, cfg.boot_starts, extra=theta, form=form)[0])
+            c = form.constants(fit_theta(sample, cfg.huber_delta, cfg.boot_starts, form=form,
+                                         global_search=cfg.global_search, seed=cfg.seed)[0])
         except OverflowError:  # a resample the form cannot pin: counted like a degenerate refit
             skipped += 1
             continue

@@ -83,7 +83,11 @@ def scope(pts: np.ndarray, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """What a fit covers: the ranges of N, D and compute of its points, the batch sizes and sequence
     lengths of its runs (every form's fit result carries these; ``predict``'s extrapolation factor is
     against ``C_max``; a budget below ``C_min`` is refused; the report prints the ranges)."""
+    spent = [6.0 * float(r["N"]) * float(r["D"]) for r in runs if r.get("N") and r.get("D")]
+    top = int(np.argmax(6 * pts[:, 0] * pts[:, 1] - 1e-9 * pts[:, 2]))  # the largest compute; a tie: lowest loss
     return {
+        "sweep_flops": float(sum(spent)),  # every run the fit was given (lr sweeps and dropped runs too)
+        "largest_run": [int(pts[top, 0]), int(pts[top, 1]), float(pts[top, 2])],
         "N_range": [int(pts[:, 0].min()), int(pts[:, 0].max())],
         "D_range": [int(pts[:, 1].min()), int(pts[:, 1].max())],
         "C_max": float((6 * pts[:, 0] * pts[:, 1]).max()),
