@@ -173,4 +173,13 @@ def run_predict_cmd(args: argparse.Namespace) -> int:
         return 2
     _write_json(cfg.output, pred)
     print(json.dumps(pred))
+    x = pred["extrapolation"]
+    print(f"scope: {x['N']:.3g}x N, {x['D']:.3g}x D, {x['C']:.3g}x compute past the largest fitted run "
+          f"(validated: {pred['validated']['N']:g}x N, {pred['validated']['D']:g}x D, {pred['validated']['C']:g}x C)",
+          file=sys.stderr)
+    for key in ("scope_warning", "warning"):
+        if pred.get(key):
+            print(f"corpusmix scale predict: warning: {pred[key]}", file=sys.stderr)
+    if pred.get("sweep_cost", {}).get("note"):
+        print(f"corpusmix scale predict: note: {pred['sweep_cost']['note']}", file=sys.stderr)
     return 0

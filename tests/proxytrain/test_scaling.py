@@ -219,8 +219,13 @@ def test_cli_fit_predict_and_errors(tmp_path, capsys):
     pred = tmp_path / "pred.json"
     assert main(["scale", "predict", "--fit", str(out), "--flops", "1e13", "--output", str(pred),
                  "--params-file", str(tmp_path / "none.yaml")]) == 0
-    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    cap = capsys.readouterr()
+    printed = json.loads(cap.out.strip().splitlines()[-1])
     assert printed == json.loads(pred.read_text()) and printed["flops"] == pytest.approx(1e13)
+    # the scope line: how far past the fit this prediction lies, against what the held-out grid validated
+    x = printed["extrapolation"]
+    assert f"{x['C']:.3g}x compute past the largest fitted run" in cap.err and "validated:" in cap.err
+    assert ("scope_warning" in printed) == any(x[k] > printed["validated"][k] for k in "NDC")
     one = tmp_path / "one.json"
     runs = [r for r in json.loads(SWEEP.read_text())["runs"] if r["size"] == "32x2"]
     one.write_text(json.dumps({"runs": runs}))

@@ -154,3 +154,51 @@ def test_every_form_is_registered_behind_one_interface():
         assert form.name == name
         assert form.text.startswith(("L(N,D)", "L(N|D)"))  # how the report recognises a fit.json
     assert [form_of(c) for c in (HOFFMANN, KAPLAN, {"slices": {}})] == ["hoffmann", "kaplan", "per_d"]
+
+
+def test_one_grid_start_plus_the_global_search_recovers_known_constants():
+    from proxytrain.scaling_fit.hoffmann import HOFFMANN as H
+    from proxytrain.scaling_fit.optimise import fit_theta
+
+    runs = _synthetic(HOFFMANN, 0.0)
+    pts = np.array([[r["N"], r["D"], r["loss"]] for r in runs])
+    theta, obj = fit_theta(pts, 1e-3, 1, form=H, global_search=True)
+    c = H.constants(theta)
+    assert obj < 1e-6
+    assert all(law(c, n, d) == pytest.approx(loss, rel=1e-4) for n, d, loss in pts)
+    again, _ = fit_theta(pts, 1e-3, 1, form=H, global_search=True)
+    assert np.array_equal(theta, again)  # seeded: the same optimum every time
+
+
+def test_bootstrap_refits_are_not_anchored_to_the_full_fit():
+    # each refit searches from the grid and the global search, not from the full fit's solution: with
+    # noise-free data every refit finds the true constants on its own, with noisy data the refits spread
+    exact = fit_scaling(_synthetic(HOFFMANN, 0.0), FitConfig(form="hoffmann", bootstrap=4, starts=1))
+    assert len(exact["bootstrap"]) >= 3
+    assert all(b["alpha"] == pytest.approx(HOFFMANN["alpha"], abs=2e-3) for b in exact["bootstrap"])
+    noisy = fit_scaling(_synthetic(HOFFMANN, 0.02, seed=5), FitConfig(form="hoffmann", bootstrap=6, starts=4))
+    alphas = [b["alpha"] for b in noisy["bootstrap"]]
+    assert len(alphas) >= 4 and np.std(alphas) > 1e-4
+
+
+def test_predict_states_scope_baselines_and_sweep_cost():
+    runs = _synthetic(HOFFMANN, 0.003, seed=1)
+    fit = fit_scaling(runs, FitConfig(form="hoffmann", bootstrap=0, starts=4))
+    n_max, d_max = max(SIZES), max(TOKENS)
+    p = predict(fit, n=20 * n_max, d=d_max)
+    assert p["extrapolation"]["N"] == pytest.approx(20) and p["extrapolation"]["D"] == pytest.approx(1)
+    assert p["extrapolation"]["C"] == pytest.approx(20 * 6 * n_max * d_max / fit["C_max"])
+    assert "N 20x past the largest fitted N" in p["scope_warning"]  # validated to 10x N
+    inside = predict(fit, n=2 * n_max, d=d_max)
+    assert "scope_warning" not in inside
+    # baselines: the largest fitted run's loss, and that loss scaled by compute^-0.05
+    n0, d0, l0 = fit["largest_run"]
+    assert 6 * n0 * d0 == pytest.approx(fit["C_max"])
+    assert p["baselines"]["naive_largest_run"] == l0
+    assert p["baselines"]["fixed_exponent"] == pytest.approx(l0 * (6 * 20 * n_max * d_max / fit["C_max"]) ** -0.05)
+    # the sweep (every run, 6ND each) against the target
+    spent = sum(6 * r["N"] * r["D"] for r in runs)
+    assert fit["sweep_flops"] == pytest.approx(spent)
+    small = predict(fit, n=n_max, d=min(TOKENS))
+    assert small["sweep_cost"]["sweep_over_target"] > 1 and "dearer than training it" in small["sweep_cost"]["note"]
+    assert "note" not in predict(fit, n=1000 * n_max, d=d_max)["sweep_cost"]
