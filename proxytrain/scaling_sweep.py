@@ -187,6 +187,7 @@ def run_one(cfg: SweepConfig, size: str, tokens: int, lr: float, *, n_params: in
     result = {"key": key, "size": size, "N": n_params, "D": params["steps"] * cfg.batch_size * cfg.seq_len,
               "lr": float(lr), "batch_size": cfg.batch_size, "seq_len": cfg.seq_len, "steps": params["steps"],
               "nproc": nproc, "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+              "tokenizer_sha256": json.loads((Path(cfg.data) / "pools.json").read_text()).get("tokenizer_sha256"),
               **_outcome(rc, rdir, cfg.target)}
     log.info("scale run", extra={"data": {k: result[k] for k in ("key", "size", "N", "D", "lr", "status",
                                                                   "loss", "wall_s", "cpu_s")}})

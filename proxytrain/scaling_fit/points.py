@@ -14,6 +14,10 @@ from proxytrain.scaling_fit.config import N_FREE, FitConfig, FitError
 
 def usable_points(runs: list[dict[str, Any]], min_tokens: int = 0) -> tuple[np.ndarray, dict[str, int]]:
     """``[[N, D, loss], ...]`` (the best lr per (N, D)) and the count of dropped runs by reason."""
+    toks = sorted({str(r["tokenizer_sha256"]) for r in runs if r.get("tokenizer_sha256")})
+    if len(toks) > 1:  # losses in different token units: no law relates them
+        raise FitError(f"the runs come from {len(toks)} tokenizers ({', '.join(t[:12] for t in toks)}): their losses "
+                       "are per token of different vocabularies; fit one sweep's runs (one tokenizer) at a time")
     drops: Counter[str] = Counter()
     best: dict[tuple[int, int], float] = {}
     for r in runs:

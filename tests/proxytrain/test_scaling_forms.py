@@ -202,3 +202,33 @@ def test_predict_states_scope_baselines_and_sweep_cost():
     small = predict(fit, n=n_max, d=min(TOKENS))
     assert small["sweep_cost"]["sweep_over_target"] > 1 and "dearer than training it" in small["sweep_cost"]["note"]
     assert "note" not in predict(fit, n=1000 * n_max, d=d_max)["sweep_cost"]
+
+
+@pytest.mark.parametrize("form", ["hoffmann", "kaplan", "per_d"])
+def test_bad_sweeps_give_one_clear_line(form):
+    cfg = FitConfig(form=form, bootstrap=0, starts=2)
+    runs = _synthetic(HOFFMANN, 0.003, seed=3)
+    # runs of two tokenizers: losses in different units
+    mixed = [{**r, "tokenizer_sha256": "a" * 64 if i % 2 else "b" * 64} for i, r in enumerate(runs)]
+    with pytest.raises(FitError, match="come from 2 tokenizers"):
+        fit_scaling(mixed, cfg)
+    # NaN losses: dropped and counted, the rest fitted
+    nan = [dict(r) for r in runs]
+    for r in nan[:2]:
+        r["loss"] = float("nan")
+    with pytest.warns(UserWarning, match="non_finite_loss"):
+        fit = fit_scaling(nan, cfg)
+    assert fit["drops"]["non_finite_loss"] == 2
+    # one model size
+    with pytest.raises(FitError, match="one model size|no token count could be fitted"):
+        fit_scaling([r for r in runs if r["N"] == SIZES[0]], cfg)
+    # a budget below the smallest fitted run's compute
+    with pytest.raises(FitError, match="below the smallest fitted run's compute"):
+        predict(fit, flops=fit["C_min"] / 10)
+
+
+@pytest.mark.parametrize("form", ["hoffmann", "kaplan"])
+def test_one_token_count_is_refused_by_the_joint_forms(form):
+    runs = [r for r in _synthetic(HOFFMANN, 0.003, seed=3) if r["D"] == TOKENS[-1]]
+    with pytest.raises(FitError, match="one token count"):
+        fit_scaling(runs, FitConfig(form=form, bootstrap=0, starts=2))
