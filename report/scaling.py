@@ -102,6 +102,23 @@ def scaling_section(scaling: Mapping[str, Mapping[str, Any]]) -> Section | None:
                                 [[int(p["N"]), int(p["D"]), p["flops"], p["loss"],
                                   "-".join(f"{x:.3f}" for x in p.get("interval", [])), p.get("lr") or "",
                                   p.get("batch_size") or ""] for p in preds]))
+        base = [p for p in preds if p.get("baselines")]
+        if base:  # the rules the law must beat, at the same N and D
+            sec.blocks.append(Table(
+                "Prediction against the baselines", ["N", "D", "law", "naive (largest fitted run)",
+                                                     "fixed exponent (C^-0.050)"],
+                [[int(p["N"]), int(p["D"]), p["loss"], p["baselines"]["naive_largest_run"],
+                  p["baselines"]["fixed_exponent"]] for p in base]))
+        scoped = [p for p in preds if p.get("extrapolation")]
+        if scoped:
+            sec.blocks.append(Table(
+                "Scope: past the largest fitted run", ["N x", "D x", "C x", "validated (N, D, C)",
+                                                       "sweep / run compute", "warning"],
+                [[p["extrapolation"]["N"], p["extrapolation"]["D"], p["extrapolation"]["C"],
+                  ", ".join(f"{p['validated'][k]:g}x" for k in "NDC"),
+                  (p.get("sweep_cost") or {}).get("sweep_over_target", ""),
+                  p.get("scope_warning", "")] for p in scoped],
+                alert=any(p.get("scope_warning") for p in scoped)))
     if fit.get("notes"):
         sec.blocks.append(Table("Fit warnings", ["note"], [[n] for n in fit["notes"]], alert=True))
     sec.blocks.append(Figure("scaling_loss_vs_compute", "Loss vs compute", _loss_vs_compute(fit, preds)))

@@ -253,6 +253,11 @@ def test_report_section_from_fit_and_prediction(fit, tmp_path):
     tables = {b.title: b for b in sec.blocks if isinstance(b, Table)}
     assert [r[0] for r in tables["Fitted constants"].rows] == ["E", "A", "B", "alpha", "beta"]
     assert tables["Prediction"].rows[0][2] == pytest.approx(1e13)
+    pred = predict(fit, flops=1e13)
+    base = tables["Prediction against the baselines"].rows[0]
+    assert base[3] == fit["largest_run"][2] and base[4] == pytest.approx(pred["baselines"]["fixed_exponent"])
+    scope = tables["Scope: past the largest fitted run"]
+    assert scope.rows[0][2] == pytest.approx(1e13 / fit["C_max"]) and scope.alert == bool(pred.get("scope_warning"))
 
 
 # ----------------------------------------------------------------------------- synthetic runs from a known law
