@@ -51,17 +51,25 @@ TOKENS_B = [1966080, 3932160]  # 1,920 and 3,840 steps
 LR_SWEEP_B = TOKENS_B
 MIN_TOKENS = 589824  # 576 steps: the design checks of docs/scaling.md ("Held-out grid") chose it on the fit data
 FORMS = ("per_d", "hoffmann", "kaplan")
-PLANNER = "auto"  # the registered planner: hoffmann or kaplan, whichever the same-fold design checks pick
-SEEDS = (11, 12)  # init and data seeds of every held-out run (the fit's runs use seed 0)
-NOISE_SEEDS = (11, 12, 13)
 N_X, D_X, C_X = (4, 10, 30), (1, 2, 4), (4, 16, 64)
 STEP_TOKENS = 8 * 128
 
 
-def shape_for(n_target: float, vocab: int) -> tuple[str, int]:
-    """The grid's model shape for a target total N: depth by N (2 layers below 100k, 3 below 500k, 4 below
-    1.5M, else 5), then the d_model (a multiple of 8) whose total N is nearest in log N."""
-    layers = 2 if n_target < 1e5 else 3 if n_target < 5e5 else 4 if n_target < 1.5e6 else 5
+# Two grids. Grid 1 tested the registered auto planner; grid 2 (fresh seeds, deeper shapes, another size on the
+# D axis) tests the planner adopted after grid 1: per_d where it can check itself, its joint fallback elsewhere.
+GRIDS = {
+    1: {"planner": "auto", "seeds": (11, 12), "noise_seeds": (11, 12, 13), "d_axis_size": "largest",
+        "depth": ((1e5, 2), (5e5, 3), (1.5e6, 4), (math.inf, 5))},
+    2: {"planner": "per_d", "seeds": (21, 22), "noise_seeds": (), "d_axis_size": "smallest_above_8x2",
+        "depth": ((5e5, 4), (1.5e6, 6), (math.inf, 8))},
+}
+
+
+def shape_for(n_target: float, vocab: int, depth: tuple = GRIDS[1]["depth"]) -> tuple[str, int]:
+    """The grid's model shape for a target total N: depth by N (``depth``: (N below, layers) pairs; grid 1: 2
+    layers below 100k, 3 below 500k, 4 below 1.5M, else 5), then the d_model (a multiple of 8) whose total N
+    is nearest in log N."""
+    layers = next(lay for below, lay in depth if n_target < below)
     best = min((abs(math.log(model_params(f"{d}x{layers}", 8, vocab, 128)["total"] / n_target)), d)
                 for d in range(8, 513, 8))
     size = f"{best[1]}x{layers}"
@@ -103,7 +111,8 @@ def fit_runs(work: Path, source: str, vocab: int, workers: int) -> tuple[list[di
 
 
 def fit_all(runs: list[dict], bootstrap: int) -> dict[str, dict]:
-    """Every form on the same runs; ``auto`` is the registered planner (the same-fold design checks pick it)."""
+    """Every form on the same runs, and ``auto`` (the same-fold design checks pick hoffmann or kaplan); per_d
+    carries its joint fallback (``scale.fit.fallback: auto``)."""
     fits = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
@@ -113,29 +122,31 @@ def fit_all(runs: list[dict], bootstrap: int) -> dict[str, dict]:
                 fits[f] = fit_scaling(runs, FitConfig(min_tokens=MIN_TOKENS, bootstrap=bootstrap, form=f))
             except FitError as exc:
                 fits[f] = {"error": str(exc)}
-    fits[PLANNER] = {**fits[sel["chosen"]], "form_selection": sel}
+    fits["auto"] = {**fits[sel["chosen"]], "form_selection": sel}
     return fits
 
 
-def plan_grid(fits: dict[str, dict], runs: list[dict], vocab: int) -> list[dict]:
+def plan_grid(fits: dict[str, dict], runs: list[dict], vocab: int, grid: int = 1) -> list[dict]:
     """The held-out runs (N, D, lr, seed) and every form's prediction for each, fixed before any is trained."""
-    planner = fits[PLANNER]
+    g = GRIDS[grid]
+    planner = fits[g["planner"]]
     pts = np.array(planner["points"], dtype=float)
     n_max, c_max = pts[:, 0].max(), planner["C_max"]
     d_max = pts[:, 1].max()
     d_of_nmax = pts[pts[:, 0] == n_max][:, 1].max()
-    n_at_dmax = pts[pts[:, 1] == d_max][:, 0].max()
+    at_dmax = sorted(pts[pts[:, 1] == d_max][:, 0])
+    n_at_dmax = at_dmax[-1] if g["d_axis_size"] == "largest" else at_dmax[1]
     size_of = {int(r["N"]): r["size"] for r in runs}
     cells = []
     for x in N_X:
-        size, n = shape_for(x * n_max, vocab)
+        size, n = shape_for(x * n_max, vocab, g["depth"])
         cells.append({"axis": "N", "factor": x, "size": size, "N": n, "D": int(d_of_nmax)})
     for x in D_X:
         cells.append({"axis": "D", "factor": x, "size": size_of[int(n_at_dmax)], "N": int(n_at_dmax),
                       "D": steps_tokens(x * d_max)})
     for x in C_X:
         p = predict(planner, flops=x * c_max)
-        size, n = shape_for(p["N"], vocab)
+        size, n = shape_for(p["N"], vocab, g["depth"])
         cells.append({"axis": "C", "factor": x, "size": size, "N": n, "D": steps_tokens(x * c_max / (6 * n)),
                       "frontier_N": p["N"], "frontier_D": p["D"]})
     plan = []
@@ -151,14 +162,16 @@ def plan_grid(fits: dict[str, dict], runs: list[dict], vocab: int) -> list[dict]
             except FitError as exc:
                 preds[f] = {"error": str(exc)}
         lr = predict(planner, n=n, d=d)["lr"]
-        for seed in SEEDS:
+        for seed in g["seeds"]:
             plan.append({**cell, "seed": seed, "lr": lr, "C_over_C_max": 6 * n * d / c_max,
                          "predicted": preds, "baselines": baselines(planner, n, d)})
     for size, d in ((size_of[int(n_at_dmax)], int(d_max)), (size_of[int(n_max)], int(d_of_nmax))):
+        if not g["noise_seeds"]:
+            break
         n = next(int(r["N"]) for r in runs if r["size"] == size)
         fitted = min((r for r in runs if r["size"] == size and r["D"] == d and r["status"] == "ok"),
                      key=lambda r: r["loss"])
-        for seed in NOISE_SEEDS:
+        for seed in g["noise_seeds"]:
             plan.append({"axis": "noise", "factor": 1, "size": size, "N": n, "D": d, "seed": seed, "lr": fitted["lr"],
                          "C_over_C_max": 6 * n * d / c_max, "seed0_loss": fitted["loss"]})
     return plan
@@ -179,7 +192,7 @@ def train_grid(plan: list[dict], cfg: SweepConfig, work: Path, workers: int) -> 
     return [done[i] for i in range(len(plan))]
 
 
-def score(plan: list[dict], results: list[dict]) -> dict:
+def score(plan: list[dict], results: list[dict], planner: str = "auto") -> dict:
     """Signed % errors of every form and baseline, interval coverage, the registered criteria."""
     rows = []
     for p, r in zip(plan, results, strict=True):
@@ -201,7 +214,7 @@ def score(plan: list[dict], results: list[dict]) -> dict:
         rows.append(row)
     held = [r for r in rows if r["axis"] != "noise" and r["loss"]]
     summary = {}
-    for name in (PLANNER, *FORMS, "naive_largest_run", "fixed_exponent"):
+    for name in dict.fromkeys((planner, "auto", *FORMS, "naive_largest_run", "fixed_exponent")):
         key = f"err_{name}"
         have = [r for r in held if key in r]
         if not have:
@@ -228,14 +241,21 @@ def score(plan: list[dict], results: list[dict]) -> dict:
         allv = np.array([v["seed0"], *v["others"]])
         v["sd_pct"] = float(100 * allv.std(ddof=1) / allv.mean())
         v["range_pct"] = float(100 * (allv.max() - allv.min()) / allv.mean())
-    p = summary.get(PLANNER, {})
+    p = summary.get(planner, {})
     criteria = {
         "median_abs_err_le10x<=3": p.get("median_abs_err_le10x") is not None and p["median_abs_err_le10x"] <= 3,
         "within3_le10x>=0.8": p.get("within3_le10x") is not None and p["within3_le10x"] >= 0.8,
         "beats_naive>=0.8": p.get("beats_naive") is not None and p["beats_naive"] >= 0.8,
         "coverage_within_15_points_of_0.9": p.get("coverage") is not None and abs(p["coverage"] - 0.9) <= 0.15,
     }
-    return {"rows": rows, "summary": summary, "noise": noise, "criteria": criteria}
+    valid = {}
+    for axis in ("N", "D", "C"):  # the largest factor whose runs are all within 3 % with the planner
+        ok = [r["factor"] for r in held if r["axis"] == axis
+              and all(abs(x.get(f"err_{planner}", math.inf)) <= 3 for x in held
+                      if x["axis"] == axis and x["factor"] == r["factor"])]
+        valid[axis] = max(ok, default=1)
+    return {"planner": planner, "rows": rows, "summary": summary, "noise": noise, "criteria": criteria,
+            "validated_factors": valid}
 
 
 def main() -> None:
@@ -249,6 +269,7 @@ def main() -> None:
     ap.add_argument("--design-only", action="store_true",
                     help="fit, design checks and the grid's plan with every prediction; no held-out run trained")
     ap.add_argument("--heldout", action="store_true", help="train the planned held-out grid and score it")
+    ap.add_argument("--grid", type=int, default=1, choices=sorted(GRIDS), help="which registered grid")
     args = ap.parse_args()
     work = Path(args.work)
     t0 = time.perf_counter()
@@ -258,7 +279,8 @@ def main() -> None:
                           "loadavg": harness.loadavg()}, indent=1))
         return
     vocab = int(json.loads((Path(info["pools"]) / "pools.json").read_text())["vocab_size"])
-    plan_file = work / "grid_plan.json"
+    g = GRIDS[args.grid]
+    plan_file = work / ("grid_plan.json" if args.grid == 1 else f"grid{args.grid}_plan.json")
     if plan_file.is_file():  # the registered plan: predictions are never recomputed after it is written
         reg = json.loads(plan_file.read_text())
     else:
@@ -266,23 +288,25 @@ def main() -> None:
             raise SystemExit("no registered plan: run --design-only first and record it")
         fits = fit_all(runs, args.bootstrap)
         reg = {"fit_runs": len(runs), "sweep_cost": info,
-               "fits": {f: {k: v for k, v in fit.items() if k not in ("bootstrap", "lr_optima")}
+               "fits": {f: {k: ({kk: vv for kk, vv in v.items() if kk not in ("bootstrap", "lr_optima")}
+                                if k == "fallback" else v) for k, v in fit.items() if k not in ("bootstrap", "lr_optima")}
                         for f, fit in fits.items()},
-               "plan": plan_grid(fits, runs, vocab)}
+               "grid": args.grid, "planner": g["planner"], "plan": plan_grid(fits, runs, vocab, args.grid)}
         plan_file.write_text(json.dumps(reg, indent=1, default=float))
     if not args.heldout:
         brief = [{k: p.get(k) for k in ("axis", "factor", "size", "N", "D", "seed", "lr", "C_over_C_max")}
                  | {"pred": {f: round(v["loss"], 4) for f, v in p.get("predicted", {}).items() if "loss" in v}}
                  for p in reg["plan"]]
-        print(json.dumps({"chosen": reg["fits"][PLANNER]["form_selection"]["chosen"],
-                          "scores": reg["fits"][PLANNER]["form_selection"]["scores"], "plan": brief}, indent=1))
+        print(json.dumps({"chosen": reg["fits"]["auto"]["form_selection"]["chosen"],
+                          "scores": reg["fits"]["auto"]["form_selection"]["scores"], "plan": brief}, indent=1))
         return
     a, _ = sweep_configs(work, info["tokenizer"], info["pools"], args.workers)
     results = train_grid(reg["plan"], a, work, args.workers)
-    out = {"registered_plan": str(plan_file), **score(reg["plan"], results),
+    out = {"registered_plan": str(plan_file), **score(reg["plan"], results, reg.get("planner", "auto")),
            "cost": {"heldout_cpu_s": round(sum(r.get("cpu_s") or 0 for r in results), 1),
                     "bench_wall_s": round(time.perf_counter() - t0, 1), "loadavg_end": harness.loadavg()}}
-    harness.write_record("scaling_grid", out, work / "bench_scaling_grid.json")
+    harness.write_record("scaling_grid", out, work / ("bench_scaling_grid.json" if args.grid == 1
+                                                      else f"bench_scaling_grid{args.grid}.json"))
     print(json.dumps({k: out[k] for k in ("summary", "noise", "criteria", "cost")}, indent=1))
 
 

@@ -45,6 +45,10 @@ class FitConfig:
                                                     "the lower design-check error), per_d (E_D + A_D/N^a_D "
                                                     "at each swept D; no D extrapolation)"})
 
+    fallback: str = field(default="auto", metadata={"help": "per_d only: the joint form (auto, hoffmann, kaplan) "
+                                                    "that predicts where per_d cannot check itself (a D no slice "
+                                                    "has, or a slice of 3 sizes); none = an error there"})
+
     def validate(self) -> None:
         if not 0 < self.confidence < 1:
             raise FitError(f"confidence must be in (0, 1), got {self.confidence}")
@@ -56,5 +60,7 @@ class FitConfig:
             raise FitError("a bootstrap needs boot_starts >= 1 or global_search (a refit has no start otherwise)")
         if self.form not in (*FORMS, "auto"):
             raise FitError(f"form must be hoffmann, kaplan, per_d or auto, got {self.form!r}")
+        if self.fallback not in ("auto", "hoffmann", "kaplan", "none"):
+            raise FitError(f"fallback must be auto, hoffmann, kaplan or none, got {self.fallback!r}")
         if self.params_count not in ("", "total", "non_embedding"):
             raise FitError(f"params_count must be empty, total or non_embedding, got {self.params_count!r}")

@@ -3,6 +3,7 @@ loss, N, D and lr for a compute budget or a given (N, D) from a fit."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from proxytrain.scaling_fit.auto import compare_forms
@@ -19,8 +20,15 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     if cfg.form == "auto":
         selection = compare_forms(runs, cfg)
     form = selection["chosen"] if selection else cfg.form
-    runs = renumber(retarget(runs, cfg.target), cfg.params_count)
-    return get_form(form).fit(runs, cfg, selection)
+    runs_n = renumber(retarget(runs, cfg.target), cfg.params_count)
+    out = get_form(form).fit(runs_n, cfg, selection)
+    if form == "per_d" and cfg.fallback != "none":  # the joint form for where per_d cannot check itself
+        try:
+            out["fallback"] = fit_scaling(runs, FitConfig(**{**asdict(cfg), "form": cfg.fallback, "fallback": "none"}))
+        except FitError as exc:
+            out["fallback"] = {"error": str(exc)}
+            out["notes"].append(f"per_d: no {cfg.fallback} fallback ({exc}); per_d predicts at its checked slices only")
+    return out
 
 
 # The extrapolation factors (past the largest fitted N, D and compute) up to which the held-out grid of
@@ -66,6 +74,34 @@ def extrapolation(fit: dict[str, Any], n: float, d: float, validated: dict[str, 
     return out
 
 
+def _per_d_or_fallback(fit: dict[str, Any], flops: float | None, n: float | None, d: float | None,
+                       seed: int) -> dict[str, Any]:
+    """per_d at a slice it can check (>= 4 sizes: a leave-one-size-out interval); elsewhere the fit's joint
+    ``fallback`` (a budget: the fallback's continuous frontier, since per_d's only spans the swept D).
+    Without a usable fallback, per_d alone (an error at an unswept D)."""
+    from proxytrain.scaling_fit.per_d import slice_key
+
+    per_d = get_form("per_d")
+    fb = fit.get("fallback")
+    if not fb or "error" in fb:
+        return per_d.predict(fit, flops, n, d)
+    joint = get_form(form_of(fb["constants"]))
+    if flops is not None:
+        base = joint.predict(fb, flops, None, None, seed)
+        n, d = base["N"], base["D"]
+    try:
+        key = slice_key(fit["constants"], d)
+    except FitError:
+        key = None
+    checked = key is not None and (fit.get("slice_checks", {}).get(key) or {}).get("half_width_pct") is not None
+    if checked:
+        return {**per_d.predict(fit, None, n, d), "predicted_by": "per_d"}
+    why = "not a swept token count" if key is None else "a slice of 3 sizes (no leave-one-size-out check)"
+    out = joint.predict(fb, None, n, d, seed)
+    return {**out, "predicted_by": fb["form"], "per_d_note": f"D={int(round(d))}: {why}; predicted by the "
+            f"{fb['form']} fallback"}
+
+
 def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None = None,
             d: float | None = None, seed: int = 0, validated: dict[str, float] | None = None) -> dict[str, Any]:
     """Loss with a prediction interval at (N, D), or at the compute-optimal (N*, D*) for ``flops``, with its
@@ -77,7 +113,7 @@ def predict(fit: dict[str, Any], *, flops: float | None = None, n: float | None 
         raise FitError(f"a budget of {flops:.3g} FLOPs is below the smallest fitted run's compute ({c_min:.3g}): "
                        "plan it from a sweep of smaller sizes or fewer tokens")
     if fit.get("form") == "per_d":
-        out = get_form("per_d").predict(fit, flops, n, d)
+        out = _per_d_or_fallback(fit, flops, n, d, seed)
     else:
         out = get_form(form_of(fit["constants"])).predict(fit, flops, n, d, seed)
     return {**out, **extrapolation(fit, out["N"], out["D"], validated), "baselines": baselines(fit, out["N"], out["D"])}
