@@ -31,9 +31,10 @@ def _runs(slices: dict, noise: float = 0.0, seed: int = 0, sizes: tuple = SIZES)
 
 
 def _fit(runs: list[dict], **kw) -> dict:
+    """per_d alone unless ``fallback`` is given (the fallback's own tests below)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)  # no lr sweep in these runs: no lr law
-        return fit_scaling(runs, FitConfig(bootstrap=0, form="per_d", **kw))
+        return fit_scaling(runs, FitConfig(**{"bootstrap": 0, "form": "per_d", "fallback": "none", **kw}))
 
 
 def test_per_d_recovers_known_slice_constants_and_predicts_at_swept_d():
@@ -112,11 +113,39 @@ def test_per_d_bad_input_errors_clearly():
         _fit(rising)
 
 
+def test_per_d_hands_what_it_cannot_check_to_its_fallback():
+    runs = _runs(SLICES, noise=0.002, seed=4)
+    fit = _fit(runs, fallback="kaplan", starts=2)
+    fb = fit["fallback"]
+    assert fb["form"] == "kaplan" and "constants" in fb
+    # a checked slice (5 sizes): per_d itself
+    at = predict(fit, n=4e5, d=983040)
+    assert at["predicted_by"] == "per_d" and at["slice_D"] == 983040
+    # an unswept D: the fallback, said so, the same number as the fallback fit predicts
+    off = predict(fit, n=4e5, d=2e6)
+    assert off["predicted_by"] == "kaplan" and "not a swept token count" in off["per_d_note"]
+    assert off["loss"] == pytest.approx(predict(fb, n=4e5, d=2e6)["loss"])
+    # a budget: the fallback's continuous frontier, then the same rule at its (N*, D*)
+    bud = predict(fit, flops=50 * fit["C_max"])
+    ref = predict(fb, flops=50 * fit["C_max"])
+    assert (bud["N"], bud["D"]) == pytest.approx((ref["N"], ref["D"]))
+    # a slice of 3 sizes has no leave-one-size-out check: the fallback predicts there too
+    three = _fit([r for r in runs if r["D"] != 294912 or r["N"] in SIZES[:3]], fallback="kaplan", starts=2)
+    p = predict(three, n=4e5, d=294912)
+    assert p["predicted_by"] == "kaplan" and "3 sizes" in p["per_d_note"]
+    # a fallback that cannot be fitted is noted, and per_d then answers alone
+    one_d = _fit([r for r in runs if r["D"] == 983040], fallback="kaplan")
+    assert "error" in one_d["fallback"] and any("no kaplan fallback" in n for n in one_d["notes"])
+    with pytest.raises(FitError, match="not a fitted token count"):
+        predict(one_d, n=4e5, d=2e6)
+
+
 def test_cli_per_d_fit_and_predict(tmp_path, capsys):
     sweep = tmp_path / "sweep.json"
     sweep.write_text(json.dumps({"runs": _runs(SLICES, noise=0.002, seed=3)}))
     none, out = str(tmp_path / "none.yaml"), tmp_path / "fit.json"
-    assert main(["scale", "fit", "--sweep", str(sweep), "--output", str(out), "--params", none, "--form", "per_d"]) == 0
+    assert main(["scale", "fit", "--sweep", str(sweep), "--output", str(out), "--params", none, "--form", "per_d",
+                 "--fallback", "none"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["form"] == "per_d"
     assert main(["scale", "predict", "--fit", str(out), "--params-file", none, "--params", "4e5",
                  "--tokens", "983040"]) == 0
