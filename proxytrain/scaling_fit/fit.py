@@ -31,9 +31,10 @@ def fit_scaling(runs: list[dict[str, Any]], cfg: FitConfig | None = None) -> dic
     return out
 
 
-# The extrapolation factors (past the largest fitted N, D and compute) up to which the held-out grid of
-# docs/scaling.md ("Held-out grid") validated the planner; ``predict`` warns beyond them.
-VALIDATED = {"N": 10.0, "D": 4.0, "C": 16.0}
+# The extrapolation factors (past the largest fitted N, D and compute) up to which the second held-out grid
+# of docs/scaling.md validated the planner (per_d with its fallback): per axis, the largest factor whose
+# runs were all within 3 %. ``predict`` warns beyond them.
+VALIDATED = {"N": 30.0, "D": 4.0, "C": 64.0}
 # The fixed-exponent baseline: loss falls as C^-0.050 from the largest fitted run (Kaplan et al. 2020's
 # compute-frontier exponent alpha_C^min)
 FIXED_EXPONENT = 0.050

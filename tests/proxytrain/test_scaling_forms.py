@@ -185,17 +185,21 @@ def test_predict_states_scope_baselines_and_sweep_cost():
     runs = _synthetic(HOFFMANN, 0.003, seed=1)
     fit = fit_scaling(runs, FitConfig(form="hoffmann", bootstrap=0, starts=4))
     n_max, d_max = max(SIZES), max(TOKENS)
-    p = predict(fit, n=20 * n_max, d=d_max)
-    assert p["extrapolation"]["N"] == pytest.approx(20) and p["extrapolation"]["D"] == pytest.approx(1)
-    assert p["extrapolation"]["C"] == pytest.approx(20 * 6 * n_max * d_max / fit["C_max"])
-    assert "N 20x past the largest fitted N" in p["scope_warning"]  # validated to 10x N
+    p = predict(fit, n=40 * n_max, d=d_max)
+    assert p["extrapolation"]["N"] == pytest.approx(40) and p["extrapolation"]["D"] == pytest.approx(1)
+    assert p["extrapolation"]["C"] == pytest.approx(40 * 6 * n_max * d_max / fit["C_max"])
+    assert "N 40x past the largest fitted N" in p["scope_warning"]  # validated to 30x N
+    assert "D " not in p["scope_warning"].split(":")[0].replace("N 40x", "")
+    assert "D 5x past" in predict(fit, n=n_max, d=5 * d_max)["scope_warning"]  # validated to 4x D
+    # a custom validated set (a user's own grid)
+    assert "scope_warning" not in predict(fit, n=40 * n_max, d=d_max, validated={"N": 50, "D": 4, "C": 1e4})
     inside = predict(fit, n=2 * n_max, d=d_max)
     assert "scope_warning" not in inside
     # baselines: the largest fitted run's loss, and that loss scaled by compute^-0.05
     n0, d0, l0 = fit["largest_run"]
     assert 6 * n0 * d0 == pytest.approx(fit["C_max"])
     assert p["baselines"]["naive_largest_run"] == l0
-    assert p["baselines"]["fixed_exponent"] == pytest.approx(l0 * (6 * 20 * n_max * d_max / fit["C_max"]) ** -0.05)
+    assert p["baselines"]["fixed_exponent"] == pytest.approx(l0 * (6 * 40 * n_max * d_max / fit["C_max"]) ** -0.05)
     # the sweep (every run, 6ND each) against the target
     spent = sum(6 * r["N"] * r["D"] for r in runs)
     assert fit["sweep_flops"] == pytest.approx(spent)
