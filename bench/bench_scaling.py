@@ -39,6 +39,7 @@ from pathlib import Path
 
 import harness
 import numpy as np
+from lib.scaling import prepare
 
 from proxytrain.scaling_fit.auto import compare_forms
 from proxytrain.scaling_fit.config import FitConfig
@@ -51,18 +52,6 @@ from proxytrain.scaling_sweep import SweepConfig, data_fingerprint, model_params
 SIZES = ["8x2", "16x2", "24x2", "32x2", "48x2"]
 TOKENS = [196608, 294912, 589824, 983040]  # 192, 288, 576, 960 steps of 8 x 128 tokens
 LR_SWEEP_TOKENS = [294912, 983040]  # an lr sweep per size at 288 and at 960 steps
-
-
-def prepare(work: Path, source: str, vocab: int) -> tuple[str, str]:
-    from proxytrain.pools import PoolsConfig, build_pools
-    from proxytrain.tokenizer import TokenizerConfig, train_tokenizer
-
-    tok, pools = work / "data" / "tok.json", work / "data" / "pools"
-    if not tok.is_file():
-        train_tokenizer(source, tok, TokenizerConfig(vocab_size=vocab))
-    if not (pools / "pools.json").is_file():
-        build_pools(source, tok, pools, PoolsConfig(workers=2))
-    return str(tok), str(pools)
 
 
 class LoadSampler:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import harness
 import numpy as np
+from lib.scaling import prepare
 
 from proxytrain.scaling_fit.auto import compare_forms
 from proxytrain.scaling_fit.config import FitConfig, FitError, FitWarning
@@ -79,18 +80,6 @@ def shape_for(n_target: float, vocab: int, depth: tuple = GRIDS[1]["depth"]) -> 
 def steps_tokens(d: float) -> int:
     """D rounded to whole optimizer steps of 8 x 128 tokens."""
     return max(1, round(d / STEP_TOKENS)) * STEP_TOKENS
-
-
-def prepare(work: Path, source: str, vocab: int) -> tuple[str, str]:
-    from proxytrain.pools import PoolsConfig, build_pools
-    from proxytrain.tokenizer import TokenizerConfig, train_tokenizer
-
-    tok, pools = work / "data" / "tok.json", work / "data" / "pools"
-    if not tok.is_file():
-        train_tokenizer(source, tok, TokenizerConfig(vocab_size=vocab))
-    if not (pools / "pools.json").is_file():
-        build_pools(source, tok, pools, PoolsConfig(workers=2))
-    return str(tok), str(pools)
 
 
 def sweep_configs(work: Path, tok: str, pools: str, workers: int) -> tuple[SweepConfig, SweepConfig]:
