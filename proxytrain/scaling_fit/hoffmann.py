@@ -47,7 +47,8 @@ class Hoffmann(JointForm):
     text = "L(N,D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, approach 3)"
     grid = GRID
     bounds = None
-    # a, b: A/N^alpha of 1..1e26 (covers alpha up to 3 at N up to 1e8); e: E in 4.5e-5..20
+    # a, b: A and B in 4.5e-5..1.1e26 (A/N^alpha stays meaningful for alpha up to 3 at N up to 1e8); e: E in
+    # 4.5e-5..20
     box = [(-10.0, 60.0), (-10.0, 60.0), (-10.0, 3.0), (0.0, 3.0), (0.0, 3.0)]
     objective = staticmethod(objective)
 

@@ -88,7 +88,7 @@ def scope(pts: np.ndarray, runs: list[dict[str, Any]]) -> dict[str, Any]:
     lengths of its runs (every form's fit result carries these; ``predict``'s extrapolation factor is
     against ``C_max``; a budget below ``C_min`` is refused; the report prints the ranges)."""
     spent = [6.0 * float(r["N"]) * float(r["D"]) for r in runs if r.get("N") and r.get("D")]
-    top = int(np.argmax(6 * pts[:, 0] * pts[:, 1] - 1e-9 * pts[:, 2]))  # the largest compute; a tie: lowest loss
+    top = int(np.lexsort((pts[:, 2], -(pts[:, 0] * pts[:, 1])))[0])  # the largest compute; a tie: the lowest loss
     return {
         "sweep_flops": float(sum(spent)),  # every run the fit was given (lr sweeps and dropped runs too)
         "largest_run": [int(pts[top, 0]), int(pts[top, 1]), float(pts[top, 2])],
