@@ -113,6 +113,10 @@ def _frames(spark: Any, plan: list[tuple[str, list[str], list[str], bool]], read
                 # its corrupt-record column; the files' non-blank lines, read as text, are those records
                 df = (reader.text(files).withColumnRenamed("value", "_corrupt_record")
                       .where(~F.col("_corrupt_record").rlike(r"^\s*$")))
+            elif "_corrupt_record" in df.columns:
+                # a line of ASCII whitespace that Jackson does not skip (\x0b, \x0c) is blank to the local
+                # reader (bytes.strip()), not a record: Java's \s is that same set
+                df = df.where(F.col("_corrupt_record").isNull() | ~F.col("_corrupt_record").rlike(r"^\s*$"))
             if df.columns:  # none: blank (or only over-long) lines, no parsed record
                 add(df, path)
         if parquet:
