@@ -39,7 +39,7 @@ from pathlib import Path
 
 import harness
 import numpy as np
-from lib.scaling import prepare
+from lib.scaling import common_args, prepare
 
 from proxytrain.scaling_fit.auto import compare_forms
 from proxytrain.scaling_fit.config import FitConfig
@@ -126,11 +126,7 @@ def fixed_d_check(runs: list[dict], heldout_n: float | None = None) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default="/tmp/scale-bench")
-    ap.add_argument("--source", default="data/demo/en", help="folder of <domain>.parquet (id, text, domain)")
-    ap.add_argument("--vocab", type=int, default=512)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--bootstrap", type=int, default=100)
+    common_args(ap, work="/tmp/scale-bench", source="data/demo/en")
     ap.add_argument("--heldout-size", default="128x2")
     ap.add_argument("--form", default="kaplan", choices=["hoffmann", "kaplan", "per_d", "auto"], help="law form fitted")
     ap.add_argument("--heldout-tokens", type=int, default=983040)

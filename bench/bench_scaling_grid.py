@@ -42,7 +42,7 @@ from pathlib import Path
 
 import harness
 import numpy as np
-from lib.scaling import prepare
+from lib.scaling import common_args, prepare
 
 from proxytrain.scaling_fit.auto import compare_forms
 from proxytrain.scaling_fit.config import FitConfig, FitError, FitWarning
@@ -254,11 +254,7 @@ def score(plan: list[dict], results: list[dict], planner: str = "auto") -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default="/tmp/sgrid")
-    ap.add_argument("--source", default="../shared/corpora", help="folder of <domain>.parquet (id, text, domain)")
-    ap.add_argument("--vocab", type=int, default=512)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--bootstrap", type=int, default=100)
+    common_args(ap, work="/tmp/sgrid", source="../shared/corpora")
     ap.add_argument("--sweep-only", action="store_true", help="train the fit sweep and stop")
     ap.add_argument("--design-only", action="store_true",
                     help="fit, design checks and the grid's plan with every prediction; no held-out run trained")

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+
+def common_args(ap: argparse.ArgumentParser, *, work: str, source: str) -> None:
+    """The options every scaling bench takes: its work folder, the text it trains on, the BPE size, parallel
+    runs and bootstrap refits."""
+    ap.add_argument("--work", default=work)
+    ap.add_argument("--source", default=source, help="folder of <domain>.parquet (id, text, domain)")
+    ap.add_argument("--vocab", type=int, default=512)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--bootstrap", type=int, default=100)
 
 
 def prepare(work: Path, source: str, vocab: int) -> tuple[str, str]:
