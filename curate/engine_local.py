@@ -151,7 +151,7 @@ class ChainTask(PipelineStep):
 
 def _verdict_rows(path: Path) -> Iterator[tuple[str, str, bool, str | None]]:
     """``(id, dup_cluster, is_duplicate, dup_kind)`` rows of a verdict file, 65,536 at a time."""
-    for b in pq.ParquetFile(path).iter_batches(batch_size=65_536,
+    for b in pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=65_536,
                                                 columns=["id", "dup_cluster", "is_duplicate", "dup_kind"]):
         yield from zip(*(b.column(i).to_pylist() for i in range(4)), strict=True)
 
@@ -211,7 +211,7 @@ def run_merge(work: Path, out: Path, last_stage: str, step_order: list[str],
     drop_files = sorted((work / "a" / "drops").glob("*.parquet")) + sorted((work / "b" / "drops").glob("*.parquet"))
     with docwrite.AtomicParquetWriter(out / "drops.parquet", docwrite.DROP_SCHEMA) as dw:
         for f in drop_files:
-            for b in pq.ParquetFile(f).iter_batches(batch_size=65_536):
+            for b in pq.ParquetFile(f, pre_buffer=False).iter_batches(batch_size=65_536):
                 dw.write_table(pa.Table.from_batches([b]))
     stat_files = sorted((work / "a" / "stats").glob("*.json")) + sorted((work / "b" / "stats").glob("*.json"))
     steps = merge_stats((read_stats(f) for f in stat_files), order=step_order)

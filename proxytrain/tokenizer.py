@@ -73,7 +73,7 @@ def iter_domain_texts(path: str | Path, *, text_column: str = "text", max_docs: 
     """
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(path, pre_buffer=False)  # one row group held at a time, not the whole file
     if text_column not in pf.schema_arrow.names:
         raise ConfigError(f"{path} has no column {text_column!r} (columns: {pf.schema_arrow.names})")
     seen = 0

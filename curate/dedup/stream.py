@@ -91,7 +91,8 @@ def _text_batches(parts: Sequence[Path], cfg: DedupConfig
     sizes: list[int] = []
     start = row = size = 0
     for p in parts:
-        for rb in pq.ParquetFile(p).iter_batches(batch_size=_READ_ROWS, columns=["text"]):
+        # pre_buffer=False: the reader holds one row group at a time, not every one it has read
+        for rb in pq.ParquetFile(p, pre_buffer=False).iter_batches(batch_size=_READ_ROWS, columns=["text"]):
             col = rb.column(0)
             nb = pc.fill_null(pc.binary_length(col), 0).to_numpy().astype(np.int64).tolist()
             for t, n in zip(col.to_pylist(), nb, strict=True):

@@ -11,15 +11,18 @@ size would be wrong far more often: documents have thousands of n-grams each).
 The index keeps one sorted, unique ``uint64`` array per benchmark, concatenated in one ``.npy``
 file under a content-addressed name: 8 bytes per distinct n-gram, memory-mapped by every worker
 (the OS page cache shares it between processes; the Spark engine ships the file to executors).
-It is built by streaming the evaluation files in batches; ``stride`` > 1 keeps every stride-th
-n-gram of each item (memory / stride; a copied span of ``n + stride - 1`` words or more is still
-found) and ``max_ngrams`` bounds the index with a clear error instead of running out of memory.
+It is built by an external sort: the evaluation files are streamed in batches into sorted runs on
+disk, which a k-way merge writes into the index file, so the build's memory does not grow with the
+index. ``stride`` > 1 keeps every stride-th n-gram of each item (index size / stride; a copied span
+of ``n + stride - 1`` words or more is still found) and ``max_ngrams`` bounds the index with a clear
+error.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -128,7 +131,9 @@ def read_items(path: Path, columns: list[str], batch_rows: int = 8192) -> Iterat
     if path.name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        # pre_buffer=False: with it, the reader keeps the buffers of every row group it has read
+        # (memory grows with the file); without, one row group at a time
+        pf = pq.ParquetFile(path, pre_buffer=False)
         have = [c for c in columns if c in pf.schema_arrow.names]
         if not have:
             raise ConfigError(f"{path}: none of the columns {columns} (decontam.columns) is in the file; it has "
@@ -193,11 +198,121 @@ def _fingerprint(files: list[Path], columns: list[str], n: int, stride: int) -> 
     return h.hexdigest()[:20]
 
 
-def _benchmark_hashes(path: Path, columns: list[str], n: int, stride: int, max_ngrams: int,
-                      hasher: WordHasher, counts: dict[str, int]) -> np.ndarray:
-    """Sorted unique n-gram hashes of one file, built batch by batch (duplicates merged as it goes)."""
-    chunks: list[np.ndarray] = []
-    held = compacted = 0
+RUN_HASHES = 1 << 24  # hashes per sorted run on disk (128 MiB); the build's memory is about 2x this
+MERGE_HASHES = 1 << 23  # hashes held by the k-way merge over all runs together (64 MiB)
+_NPY_HEADER = 128  # bytes of a 1-D uint64 .npy header (numpy pads it to a multiple of 64)
+
+
+def _sorted_unique(chunks: list[np.ndarray]) -> np.ndarray:
+    """Sorted unique values of the concatenated chunks: one copy, sorted in place (np.unique makes more)."""
+    arr = np.concatenate(chunks) if len(chunks) != 1 else chunks[0].copy()
+    chunks.clear()
+    if len(arr) < 2:
+        return arr
+    arr.sort()
+    keep = np.empty(len(arr), bool)
+    keep[0] = True
+    np.not_equal(arr[1:], arr[:-1], out=keep[1:])
+    return arr[keep]
+
+
+class _Runs:
+    """Sorted unique runs of n-gram hashes written to disk as raw little-endian uint64 files.
+
+    Hashes are copied into one preallocated buffer, sorted there in place and written without
+    duplicates in slices, so a run costs the buffer plus a byte per hash, and the heap does not
+    fragment over many runs."""
+
+    def __init__(self, folder: Path, run_hashes: int) -> None:
+        self.folder, self.run_hashes = folder, run_hashes
+        self.buf = np.empty(0, np.uint64)  # grown up to run_hashes as hashes arrive
+        self.held = 0
+        self.files: list[tuple[Path, int]] = []
+        self.largest = 0  # the largest run: a lower bound of the distinct count
+
+    def add(self, h: np.ndarray) -> None:
+        while len(h):
+            if self.held == len(self.buf):
+                if len(self.buf) >= self.run_hashes:
+                    self.flush()
+                else:  # small sets never allocate the whole run buffer
+                    grown = np.empty(min(self.run_hashes, max(2 * len(self.buf), self.held + len(h), 1 << 16)),
+                                     np.uint64)
+                    grown[:self.held] = self.buf[:self.held]
+                    self.buf = grown
+            k = min(len(h), len(self.buf) - self.held)
+            self.buf[self.held:self.held + k] = h[:k]
+            self.held += k
+            h = h[k:]
+
+    def flush(self) -> None:
+        if not self.held:
+            return
+        arr = self.buf[:self.held]
+        arr.sort()
+        keep = np.empty(len(arr), bool)
+        keep[0] = True
+        np.not_equal(arr[1:], arr[:-1], out=keep[1:])
+        path = self.folder / f".run-{os.getpid()}-{len(self.files)}.u64"
+        count = 0
+        with open(path, "wb") as fh:
+            for s in range(0, len(arr), 1 << 20):
+                part = arr[s:s + (1 << 20)][keep[s:s + (1 << 20)]]
+                part.astype("<u8", copy=False).tofile(fh)
+                count += len(part)
+        self.files.append((path, count))
+        self.largest = max(self.largest, count)
+        self.held = 0
+
+    def remove(self) -> None:
+        for path, _ in self.files:
+            path.unlink(missing_ok=True)
+        self.files = []
+
+
+def _merge_runs(files: list[tuple[Path, int]], out, limit: int, merge_hashes: int = MERGE_HASHES) -> int:
+    """k-way merge of sorted unique runs into ``out`` (binary file), duplicates dropped; returns the count.
+
+    Each round reads a block of every run, takes from each the values up to the smallest last value of a
+    run that still has data on disk (so every copy of a value is taken in the same round), and writes
+    their sorted union. Stops once more than ``limit`` values were written."""
+    if not files:
+        return 0
+    block = max(1 << 14, merge_hashes // len(files))
+    fhs = [open(p, "rb") for p, _ in files]  # noqa: SIM115 (closed below)
+    left = [n for _, n in files]
+    bufs: list[np.ndarray] = [np.empty(0, np.uint64) for _ in files]
+    written = 0
+    try:
+        while True:
+            for i, fh in enumerate(fhs):
+                if len(bufs[i]) == 0 and left[i]:
+                    bufs[i] = np.fromfile(fh, dtype="<u8", count=min(block, left[i])).astype(np.uint64, copy=False)
+                    left[i] -= len(bufs[i])
+            live = [i for i in range(len(fhs)) if len(bufs[i])]
+            if not live:
+                return written
+            pending = [bufs[i][-1] for i in live if left[i]]
+            bound = min(pending) if pending else max(bufs[i][-1] for i in live)
+            taken = []
+            for i in live:
+                j = int(np.searchsorted(bufs[i], bound, side="right"))
+                if j:
+                    taken.append(bufs[i][:j])
+                    bufs[i] = bufs[i][j:]
+            merged = _sorted_unique(taken)
+            merged.astype("<u8", copy=False).tofile(out)
+            written += len(merged)
+            if written > limit:
+                return written
+    finally:
+        for fh in fhs:
+            fh.close()
+
+
+def _benchmark_runs(path: Path, columns: list[str], n: int, stride: int, max_ngrams: int,
+                    hasher: WordHasher, counts: dict[str, int], runs: _Runs) -> None:
+    """Hash one file's n-grams batch by batch into sorted runs on disk (``runs``)."""
     for texts in read_items(path, columns):
         flat: list[int] = []
         owner: list[int] = []
@@ -217,24 +332,27 @@ def _benchmark_hashes(path: Path, columns: list[str], n: int, stride: int, max_n
             starts = np.arange(len(flat) - n + 1)[own[: len(flat) - n + 1] == own[n - 1:]]
             first = np.searchsorted(own, own[starts], side="left")
             h = h[(starts - first) % stride == 0]
-        chunks.append(np.unique(h))
-        held += len(chunks[-1])
-        if held > 2 * max(compacted, 1 << 22):  # merge duplicates across batches before they pile up
-            chunks = [np.unique(np.concatenate(chunks))]
-            held = compacted = len(chunks[0])
-        if compacted > max_ngrams:
+        runs.add(h)
+        if runs.largest > max_ngrams:
             break
-    out = np.unique(np.concatenate(chunks)) if chunks else np.empty(0, np.uint64)
-    if len(out) > max_ngrams:
-        raise ConfigError(f"{path}: more than decontam.max_ngrams={max_ngrams:,} distinct {n}-grams "
-                          f"({8 * len(out) / 2**20:,.0f} MiB so far); raise max_ngrams if the memory is there, "
-                          "or set decontam.stride to 2+ (every stride-th n-gram; memory / stride)")
-    return out
+    runs.flush()
+    runs.buf = np.empty(0, np.uint64)  # the merge does not need the run buffer
+
+
+def _too_many(path: Path, n: int, max_ngrams: int, count: int) -> ConfigError:
+    return ConfigError(f"{path}: more than decontam.max_ngrams={max_ngrams:,} distinct {n}-grams "
+                       f"({8 * count / 2**20:,.0f} MiB so far); raise max_ngrams if the memory is there, "
+                       "or set decontam.stride to 2+ (every stride-th n-gram; memory / stride)")
 
 
 def build_index(files: list[Path], *, columns: list[str], n: int, stride: int, max_ngrams: int,
-                index_dir: str | Path) -> IndexInfo:
-    """Build (or reuse, when the same files and settings were indexed before) the n-gram index."""
+                index_dir: str | Path, run_hashes: int = RUN_HASHES) -> IndexInfo:
+    """Build (or reuse, when the same files and settings were indexed before) the n-gram index.
+
+    External sort: each benchmark's n-gram hashes go to sorted unique runs of ``run_hashes`` on disk
+    (in ``index_dir``), then a k-way merge streams them into the index file, one benchmark after the
+    other. Peak memory is about two runs plus the merge's blocks, whatever the index size; the runs
+    take up to the index's size on disk while it is built and are removed afterwards."""
     fp = _fingerprint(files, columns, n, stride)
     folder = Path(index_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -244,29 +362,48 @@ def build_index(files: list[Path], *, columns: list[str], n: int, stride: int, m
         meta = json.loads(meta_path.read_text())
         return IndexInfo(path=str(path), **meta)
     hasher = WordHasher()
-    arrays, names, items, short = [], [], {}, {}
-    for f in files:
-        name = benchmark_name(f)
-        counts = {"items": 0, "short": 0}
-        arr = _benchmark_hashes(f, columns, n, stride, max_ngrams, hasher, counts)
-        if counts["items"] == 0 and counts["short"] == 0:
-            raise ConfigError(f"{f}: the evaluation file has no rows; fill it or remove it from decontam.eval_sets")
-        if counts["items"] == 0:
-            raise ConfigError(f"{f}: no item with {n}+ words in columns {columns} ({counts['short']} shorter "
-                              "items); an empty or too-short evaluation set protects nothing: fix the file or "
-                              "lower decontam.ngram")
-        arrays.append(arr)
-        names.append(name)
-        items[name], short[name] = counts["items"], counts["short"]
-    offsets = np.cumsum([0] + [len(a) for a in arrays]).tolist()
+    names, items, short, offsets = [], {}, {}, [0]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        np.save(fh, np.concatenate(arrays))
-    meta = {"n": n, "benchmarks": names, "offsets": offsets, "items": items, "short_items": short}
-    mtmp = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.tmp")
-    mtmp.write_text(json.dumps(meta))
-    os.replace(tmp, path)  # the array first: a meta file always has its array
-    os.replace(mtmp, meta_path)
+    try:
+        with open(tmp, "wb") as out:
+            out.write(b"\0" * _NPY_HEADER)  # the header is written last, when the count is known
+            for f in files:
+                name = benchmark_name(f)
+                counts = {"items": 0, "short": 0}
+                runs = _Runs(folder, run_hashes)
+                try:
+                    _benchmark_runs(f, columns, n, stride, max_ngrams, hasher, counts, runs)
+                    if runs.largest > max_ngrams:
+                        raise _too_many(f, n, max_ngrams, runs.largest)
+                    if counts["items"] == 0 and counts["short"] == 0:
+                        raise ConfigError(f"{f}: the evaluation file has no rows; fill it or remove it from "
+                                          "decontam.eval_sets")
+                    if counts["items"] == 0:
+                        raise ConfigError(f"{f}: no item with {n}+ words in columns {columns} ({counts['short']} "
+                                          "shorter items); an empty or too-short evaluation set protects nothing: "
+                                          "fix the file or lower decontam.ngram")
+                    count = _merge_runs(runs.files, out, max_ngrams)
+                finally:
+                    runs.remove()
+                if count > max_ngrams:
+                    raise _too_many(f, n, max_ngrams, count)
+                names.append(name)
+                items[name], short[name] = counts["items"], counts["short"]
+                offsets.append(offsets[-1] + count)
+            header = io.BytesIO()
+            np.lib.format.write_array_header_1_0(
+                header, {"descr": np.dtype("<u8").str, "fortran_order": False, "shape": (offsets[-1],)})
+            if len(header.getvalue()) != _NPY_HEADER:  # numpy pads to 64: 128 bytes for any 1-D length
+                raise RuntimeError(f"unexpected .npy header length {len(header.getvalue())}")
+            out.seek(0)
+            out.write(header.getvalue())
+        meta = {"n": n, "benchmarks": names, "offsets": offsets, "items": items, "short_items": short}
+        mtmp = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.tmp")
+        mtmp.write_text(json.dumps(meta))
+        os.replace(tmp, path)  # the array first: a meta file always has its array
+        os.replace(mtmp, meta_path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return IndexInfo(path=str(path), **meta)
 
 

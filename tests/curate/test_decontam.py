@@ -157,6 +157,34 @@ def test_large_set_bounded_memory_stride_and_cap(tmp_path: Path) -> None:
                                       max_ngrams=50_000))
 
 
+def test_external_sort_gives_the_in_memory_index_byte_for_byte(tmp_path: Path) -> None:
+    """Many small sorted runs merged on disk give exactly np.save of the unique hashes of every item."""
+    per_file = []
+    for k, items in enumerate((3000, 40, 900)):
+        texts = _synthetic_set(tmp_path / f"b{k}.parquet", items, seed=k)
+        per_file.append(texts)
+    files = sorted(tmp_path.glob("b*.parquet"))
+    small = ngi.build_index(files, columns=["question"], n=8, stride=1, max_ngrams=10**9,
+                            index_dir=tmp_path / "small", run_hashes=2000)  # dozens of runs per benchmark
+    hasher = ngi.WordHasher()
+    expected = []
+    for texts in per_file:
+        hs = [ngi.ngram_hashes(np.asarray(hasher.words(" ".join(t)), np.uint64), 8) for t in texts]
+        expected.append(np.unique(np.concatenate(hs)))
+    ref = tmp_path / "ref.npy"
+    np.save(ref, np.concatenate(expected))
+    assert Path(small.path).read_bytes() == ref.read_bytes()
+    assert small.offsets == np.cumsum([0] + [len(e) for e in expected]).tolist()
+    one = ngi.build_index(files, columns=["question"], n=8, stride=1, max_ngrams=10**9, index_dir=tmp_path / "one")
+    assert Path(one.path).read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in (tmp_path / "small").iterdir()) == sorted(
+        [Path(small.path).name, Path(small.path).with_suffix(".json").name])  # no run or temporary file left
+    with pytest.raises(ConfigError, match="max_ngrams"):
+        ngi.build_index(files, columns=["question"], n=8, stride=1, max_ngrams=5000, index_dir=tmp_path / "cap",
+                        run_hashes=2000)
+    assert list((tmp_path / "cap").iterdir()) == []  # the failed build removed its runs
+
+
 def test_pickled_step_reopens_the_index(tmp_path: Path) -> None:
     import pickle
 
