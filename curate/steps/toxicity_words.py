@@ -25,6 +25,7 @@ slow path; ordinary tokens cost one dict lookup each (cached per distinct token)
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -54,12 +55,29 @@ HIT, SPACED = 1, 2
 _OBFUSCATING = re.compile("[" + re.escape("".join(LEET) + MASK) + "]")  # a leet or masking character
 
 
+def _zipf(freq: float) -> float:
+    """``wordfreq.zipf_frequency`` of a single-token word from its list frequency: rounded to three
+    significant digits, then to 0.01 on the Zipf scale, as wordfreq rounds them."""
+    freq = round(freq, math.floor(-math.log(freq, 10)) + 3)
+    return round(math.log(freq, 10) + 9, 2)
+
+
 @lru_cache(maxsize=8)
 def _english_vocab() -> dict[str, float]:
-    """``wordfreq``'s English words (letters only) -> Zipf frequency."""
+    """``wordfreq``'s English words (letters only) -> Zipf frequency, equal to ``zipf_frequency``.
+
+    A listed word of letters is looked up in the frequency table directly (one pass, 0.2 s instead
+    of 1.1 s per process for 185k ``zipf_frequency`` calls, which tokenise each word first);
+    ``tests/curate/test_toxicity_obfuscation.py`` checks every word against ``zipf_frequency``."""
     import wordfreq
 
-    return {w: wordfreq.zipf_frequency(w, "en") for w in wordfreq.top_n_list("en", 200_000) if w.isalpha()}
+    freqs = wordfreq.get_frequency_dict("en")
+    out: dict[str, float] = {}
+    for w in wordfreq.top_n_list("en", 200_000):
+        if w.isalpha():
+            f = freqs.get(w)
+            out[w] = _zipf(f) if f else wordfreq.zipf_frequency(w, "en")
+    return out
 
 
 def _list_lines(path: Any) -> list[str]:

@@ -98,3 +98,15 @@ def test_a_missing_lexicon_is_a_clear_error(tmp_path) -> None:
 
     with pytest.raises(ConfigError, match="extra_lists"):
         load_extra("en", tmp_path)
+
+
+def test_english_vocab_equals_wordfreq_zipf_frequency_for_every_word() -> None:
+    """The table lookup gives exactly what ``zipf_frequency`` gives, for all 185k words."""
+    import wordfreq
+
+    from curate.steps.toxicity_words import _english_vocab
+
+    vocab = _english_vocab()
+    assert len(vocab) > 150_000
+    differ = [w for w, z in vocab.items() if z != wordfreq.zipf_frequency(w, "en")]
+    assert differ == []
