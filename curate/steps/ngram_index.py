@@ -26,6 +26,7 @@ import io
 import json
 import os
 import re
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,6 +217,34 @@ def _sorted_unique(chunks: list[np.ndarray]) -> np.ndarray:
     return arr[keep]
 
 
+def _run_prefix(pid: int | None = None) -> str:
+    """Name prefix of this process's run files: host and pid, so a later build can tell stale ones."""
+    return f".run-{socket.gethostname()}-{os.getpid() if pid is None else pid}-"
+
+
+def _remove_stale_runs(folder: Path) -> int:
+    """Remove run files left by a build of this host that was killed (its pid no longer exists)."""
+    removed = 0
+    host = f".run-{socket.gethostname()}-"
+    for f in folder.glob(".run-*.u64"):
+        if not f.name.startswith(host):
+            continue  # another machine's build on a shared folder: not ours to judge
+        try:
+            pid = int(f.name[len(host):].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            f.unlink(missing_ok=True)
+            removed += 1
+        except PermissionError:
+            pass  # alive, another user's
+    return removed
+
+
 class _Runs:
     """Sorted unique runs of n-gram hashes written to disk as raw little-endian uint64 files.
 
@@ -253,7 +282,7 @@ class _Runs:
         keep = np.empty(len(arr), bool)
         keep[0] = True
         np.not_equal(arr[1:], arr[:-1], out=keep[1:])
-        path = self.folder / f".run-{os.getpid()}-{len(self.files)}.u64"
+        path = self.folder / f"{_run_prefix()}{len(self.files)}.u64"
         count = 0
         with open(path, "wb") as fh:
             for s in range(0, len(arr), 1 << 20):
@@ -361,6 +390,7 @@ def build_index(files: list[Path], *, columns: list[str], n: int, stride: int, m
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
         return IndexInfo(path=str(path), **meta)
+    _remove_stale_runs(folder)  # runs of a build that was killed take disk space until removed
     hasher = WordHasher()
     names, items, short, offsets = [], {}, {}, [0]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -185,6 +185,37 @@ def test_external_sort_gives_the_in_memory_index_byte_for_byte(tmp_path: Path) -
     assert list((tmp_path / "cap").iterdir()) == []  # the failed build removed its runs
 
 
+def test_a_killed_build_leaves_runs_that_the_next_build_removes(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    _synthetic_set(tmp_path / "b.parquet", 50)
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    dead = next(pid for pid in range(4_000_000, 4_100_000) if not _alive(pid))
+    stale = folder / f".run-{socket.gethostname()}-{dead}-0.u64"
+    stale.write_bytes(b"\0" * 64)
+    mine = folder / f".run-{socket.gethostname()}-{os.getpid()}-9.u64"  # a live process's run: kept
+    mine.write_bytes(b"\0" * 8)
+    other = folder / ".run-some-other-host-1-0.u64"  # another machine's build on a shared folder: kept
+    other.write_bytes(b"\0" * 8)
+    ngi.build_index([tmp_path / "b.parquet"], columns=["question"], n=8, stride=1, max_ngrams=10**9,
+                    index_dir=folder)
+    assert not stale.exists() and mine.exists() and other.exists()
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def test_pickled_step_reopens_the_index(tmp_path: Path) -> None:
     import pickle
 
