@@ -148,8 +148,13 @@ def read_items(path: Path, columns: list[str], batch_rows: int = 8192) -> Iterat
     records = 0
     seen_keys: set[str] = set()
     batch: list[str] = []
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with opener(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"{path}:{lineno}: not valid UTF-8 (byte {exc.start} of the line); re-encode the "
+                                  "file as UTF-8 or remove the line") from exc
             if not line.strip():
                 continue
             try:

@@ -112,6 +112,9 @@ def test_bad_evaluation_files_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text('{"question": "x"}\nnot json\n')
     with pytest.raises(ConfigError, match="bad.jsonl:2"):
         build(tmp_path / "bad.jsonl")
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"question": "ok"}\n{"question": "caf\xe9"}\n')
+    with pytest.raises(ConfigError, match="latin1.jsonl:2: not valid UTF-8"):
+        build(tmp_path / "latin1.jsonl")
     pq.write_table(pa.table({"question": ["too short to hold a 13-gram"]}), tmp_path / "short.parquet")
     with pytest.raises(ConfigError, match="no item with 13\\+ words"):
         build(tmp_path / "short.parquet")
