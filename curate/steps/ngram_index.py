@@ -322,6 +322,8 @@ def _merge_runs(files: list[tuple[Path, int]], out, limit: int, merge_hashes: in
             for i, fh in enumerate(fhs):
                 if len(bufs[i]) == 0 and left[i]:
                     bufs[i] = np.fromfile(fh, dtype="<u8", count=min(block, left[i])).astype(np.uint64, copy=False)
+                    if not len(bufs[i]):
+                        raise OSError(f"{files[i][0]}: run file ends early ({left[i]:,} hashes missing)")
                     left[i] -= len(bufs[i])
             live = [i for i in range(len(fhs)) if len(bufs[i])]
             if not live:
