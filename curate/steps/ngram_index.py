@@ -204,7 +204,7 @@ def _fingerprint(files: list[Path], columns: list[str], n: int, stride: int) -> 
     return h.hexdigest()[:20]
 
 
-RUN_HASHES = 1 << 24  # hashes per sorted run on disk (128 MiB); the build's memory is about 2x this
+RUN_HASHES = 1 << 24  # hashes per sorted run on disk: a 128 MiB buffer while the runs are made
 MERGE_HASHES = 1 << 23  # hashes held by the k-way merge over all runs together (64 MiB)
 _NPY_HEADER = 128  # bytes of a 1-D uint64 .npy header (numpy pads it to a multiple of 64)
 
@@ -222,9 +222,9 @@ def _sorted_unique(chunks: list[np.ndarray]) -> np.ndarray:
     return arr[keep]
 
 
-def _run_prefix(pid: int | None = None) -> str:
+def _run_prefix() -> str:
     """Name prefix of this process's run files: host and pid, so a later build can tell stale ones."""
-    return f".run-{socket.gethostname()}-{os.getpid() if pid is None else pid}-"
+    return f".run-{socket.gethostname()}-{os.getpid()}-"
 
 
 def _remove_stale_runs(folder: Path) -> int:
@@ -253,9 +253,8 @@ def _remove_stale_runs(folder: Path) -> int:
 class _Runs:
     """Sorted unique runs of n-gram hashes written to disk as raw little-endian uint64 files.
 
-    Hashes are copied into one preallocated buffer, sorted there in place and written without
-    duplicates in slices, so a run costs the buffer plus a byte per hash, and the heap does not
-    fragment over many runs."""
+    Hashes are copied into one preallocated buffer (grown up to ``run_hashes``), sorted there in
+    place and written without duplicates in slices: a run costs the buffer plus a byte per hash."""
 
     def __init__(self, folder: Path, run_hashes: int) -> None:
         self.folder, self.run_hashes = folder, run_hashes
@@ -387,8 +386,9 @@ def build_index(files: list[Path], *, columns: list[str], n: int, stride: int, m
 
     External sort: each benchmark's n-gram hashes go to sorted unique runs of ``run_hashes`` on disk
     (in ``index_dir``), then a k-way merge streams them into the index file, one benchmark after the
-    other. Peak memory is about two runs plus the merge's blocks, whatever the index size; the runs
-    take up to the index's size on disk while it is built and are removed afterwards."""
+    other. Peak memory, whatever the index size: the run buffer (``run_hashes`` x 8 bytes) and a byte
+    per hash while a run is written, then the merge's blocks (MERGE_HASHES x 8 bytes) and their sorted
+    union. The runs take up to the index's size on disk while it is built and are removed afterwards."""
     fp = _fingerprint(files, columns, n, stride)
     folder = Path(index_dir)
     folder.mkdir(parents=True, exist_ok=True)
