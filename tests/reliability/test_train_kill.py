@@ -121,20 +121,50 @@ def _tmp_folders(out: Path) -> set[tuple[str, int, int]]:
     return found
 
 
-def _tmp_checkpoint(out: Path, after: int, leftovers: frozenset = frozenset()) -> Path | None:
+def _fs_now(folder: Path) -> int:
+    """The file system's clock now: the mtime of a file touched in ``folder`` (a file written later
+    is stamped after it; the kernel stamps files from a coarser clock than ``time.time_ns``)."""
+    marker = folder / ".kill-test-clock"
+    marker.touch()
+    try:
+        return marker.stat().st_mtime_ns
+    finally:
+        marker.unlink()
+
+
+def _written_since(folder: Path, since_ns: int) -> bool:
+    """Does ``folder`` hold a file written after ``since_ns`` (file system clock)?"""
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                try:
+                    if e.stat().st_mtime_ns > since_ns:
+                        return True
+                except FileNotFoundError:  # removed meanwhile
+                    pass
+    except FileNotFoundError:
+        pass
+    return False
+
+
+def _tmp_checkpoint(out: Path, after: int, leftovers: frozenset = frozenset(), since_ns: int = 0) -> Path | None:
     """A checkpoint being written for a step past ``after``, not a leftover of an earlier kill: a
     folder in ``leftovers`` (name, inode, mtime) is one; the job removes and recreates a leftover of
-    the step it saves, so the same name with another inode or mtime is a fresh write."""
+    the step it saves, so the same name with another inode or mtime may be a fresh write, or the
+    leftover while it is being removed (its mtime changes as its files go): a fresh write is one
+    holding a file written after ``since_ns``."""
     tmp = [f[0] for f in _tmp_folders(out)
-           if int(f[0].removeprefix(".tmp-step-")) > after and f not in leftovers]
+           if int(f[0].removeprefix(".tmp-step-")) > after and f not in leftovers
+           and _written_since(out / "checkpoints" / f[0], since_ns)]
     return out / "checkpoints" / tmp[0] if tmp else None
 
 
 def _wait_for_checkpoint_write(out: Path, after: int, proc: subprocess.Popen,
-                               leftovers: frozenset = frozenset()) -> Path:
-    """Poll (1 ms) until a checkpoint past step ``after`` is being written; returns its .tmp folder."""
+                               leftovers: frozenset = frozenset(), since_ns: int = 0) -> Path:
+    """Poll (1 ms) until a checkpoint past step ``after`` is being written (a file in it written after
+    ``since_ns``); returns its .tmp folder."""
     deadline = time.monotonic() + TIMEOUT
-    while (tmp := _tmp_checkpoint(out, after, leftovers)) is None:
+    while (tmp := _tmp_checkpoint(out, after, leftovers, since_ns)) is None:
         if proc.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"no checkpoint write past step {after} seen (rc {proc.poll()})")
         time.sleep(0.001)
@@ -173,6 +203,7 @@ def test_sigkill_of_the_whole_job_then_restart_equals_uninterrupted(reference, t
     # kill 1: at a random step; kill 2: in the middle of a checkpoint write
     for mode in ("step", "checkpoint"):
         leftovers = frozenset(_tmp_folders(out))  # a .tmp folder the first kill left is not a write of this run
+        since = _fs_now(tmp_path)  # a file of this run's checkpoint write is stamped after this
         proc = subprocess.Popen(_cli(params, out), cwd=tmp_path, env=_env(HOLD_S if mode == "checkpoint" else 0.0),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -185,7 +216,7 @@ def test_sigkill_of_the_whole_job_then_restart_equals_uninterrupted(reference, t
             else:
                 start = _max_step(out)
                 # only a checkpoint this run writes (not one left by the first kill)
-                tmp = _wait_for_checkpoint_write(out, start, proc, leftovers)
+                tmp = _wait_for_checkpoint_write(out, start, proc, leftovers, since)
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 step = tmp.name.removeprefix(".tmp-step-")
@@ -232,8 +263,9 @@ def test_torchrun_max_restarts_resumes_after_a_rank_dies(reference, tmp_path: Pa
         # .tmp folder the first kill left behind is not the write to kill in
         _wait(lambda: log.read_text(errors="replace").count('"msg": "resumed"') >= 1, proc, "the first resume")
         leftovers = frozenset(_tmp_folders(out))
+        since = _fs_now(tmp_path)
         seen = _max_step(out)
-        tmp = _wait_for_checkpoint_write(out, seen, proc, leftovers)
+        tmp = _wait_for_checkpoint_write(out, seen, proc, leftovers, since)
         second[0].send_signal(signal.SIGKILL)
         second[0].wait(10)
         step = tmp.name.removeprefix(".tmp-step-")
