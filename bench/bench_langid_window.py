@@ -27,6 +27,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import harness
@@ -64,15 +65,16 @@ def spread(text: str, m: int, w: int) -> str:
     return " ".join(parts)
 
 
-def variants(spec: list[str]):
+def variants(spec: list[str]) -> dict:
+    """name -> (cut function, characters it keeps at most)."""
     out = {}
     for s in spec:
         kind, *args = s.split(":")
         nums = [int(x) for x in args]
         if kind == "head":
-            out[s] = (lambda k: (lambda t: head(t, k)))(nums[0]), nums[0]
+            out[s] = partial(head, k=nums[0]), nums[0]
         elif kind == "spread":
-            out[s] = (lambda m, w: (lambda t: spread(t, m, w)))(*nums), nums[0] * nums[1]
+            out[s] = partial(spread, m=nums[0], w=nums[1]), nums[0] * nums[1]
         else:
             raise SystemExit(f"unknown variant {s!r}")
     return out

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusmix.logging import get_logger
+from corpusmix.procs import pid_alive
 
 log = get_logger("curate.spark_cluster")
 
@@ -147,25 +148,11 @@ class StandaloneCluster:
         self.started.clear()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child counts as gone
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
-
-
 def _wait_or_kill(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    if _alive(pid):
+    if pid_alive(pid):
         log.warning("daemon outlived stop; killing it", extra={"data": {"pid": pid}})
         os.kill(pid, signal.SIGKILL)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from corpusmix.config import ConfigError
+from corpusmix.procs import pid_alive
 
 WORD = re.compile(r"\w+")
 EVAL_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".ndjson")
@@ -238,15 +239,9 @@ def _remove_stale_runs(folder: Path) -> int:
             pid = int(f.name[len(host):].split("-", 1)[0])
         except ValueError:
             continue
-        if pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if pid != os.getpid() and not pid_alive(pid):
             f.unlink(missing_ok=True)
             removed += 1
-        except PermissionError:
-            pass  # alive, another user's
     return removed
 
 

@@ -15,6 +15,7 @@ import pytest
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError
+from corpusmix.procs import pid_alive
 from curate.steps import ngram_index as ngi
 from curate.steps.decontam import DecontamConfig, Decontaminator
 
@@ -195,7 +196,7 @@ def test_a_killed_build_leaves_runs_that_the_next_build_removes(tmp_path: Path) 
     _synthetic_set(tmp_path / "b.parquet", 50)
     folder = tmp_path / "idx"
     folder.mkdir()
-    dead = next(pid for pid in range(4_000_000, 4_100_000) if not _alive(pid))
+    dead = next(pid for pid in range(4_000_000, 4_100_000) if not pid_alive(pid))
     stale = folder / f".run-{socket.gethostname()}-{dead}-0.u64"
     stale.write_bytes(b"\0" * 64)
     mine = folder / f".run-{socket.gethostname()}-{os.getpid()}-9.u64"  # a live process's run: kept
@@ -205,18 +206,6 @@ def test_a_killed_build_leaves_runs_that_the_next_build_removes(tmp_path: Path) 
     ngi.build_index([tmp_path / "b.parquet"], columns=["question"], n=8, stride=1, max_ngrams=10**9,
                     index_dir=folder)
     assert not stale.exists() and mine.exists() and other.exists()
-
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def test_pickled_step_reopens_the_index(tmp_path: Path) -> None:
