@@ -21,8 +21,9 @@ import yaml
 
 pytest.importorskip("pyspark")
 
+from corpusmix.procs import pid_alive  # noqa: E402
 from curate.demo.data import DemoDataConfig, build_demo_data  # noqa: E402
-from curate.spark.cluster import _alive, standalone_cluster  # noqa: E402
+from curate.spark.cluster import standalone_cluster  # noqa: E402
 from curate.spark.submit import build_zip, submit_argv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
         assert res.returncode == 0, f"spark-submit failed:\n{res.stdout[-6000:]}\n{res.stderr[-3000:]}"
         apps = cluster.status()["completedapps"]
         assert len(apps) == 1 and apps[0]["state"] == "FINISHED", apps
-    assert not any(_alive(p) for p in pids), "the master and workers are stopped"
+    assert not any(pid_alive(p) for p in pids), "the master and workers are stopped"
 
     docs = pq.read_table(raw / "docs").to_pylist()
     ids = {d["id"] for d in docs}
