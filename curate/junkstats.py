@@ -54,7 +54,7 @@ def mojibake_rate(text: str) -> float:
     head = text[:MOJIBAKE_PREFIX]
     if head.isascii() or MOJIBAKE_CHARS.search(head) is None:
         return 0.0
-    from ftfy.badness import badness
+    from curate.badness import badness  # ftfy's badness, scanning only where a match can be
 
     return 1000.0 * (badness(head) + head.count("\ufffd") + mixed_tokens(head)) / max(1, len(head))
 

@@ -47,7 +47,8 @@ def repair_mojibake(text: str) -> str:
     if MOJIBAKE_CHARS.search(head) is None:
         return text  # only typographic punctuation outside ASCII: no single-byte mojibake possible
     from ftfy import fix_encoding
-    from ftfy.badness import is_bad
+
+    from curate.badness import is_bad  # ftfy's is_bad, scanning only where a match can be
 
     return fix_encoding(text) if is_bad(head) else text
 
