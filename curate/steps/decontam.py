@@ -86,11 +86,13 @@ class Decontaminator(CurationStep):
         self.offsets = info.offsets
         self.info = {"items": info.items, "short_items": info.short_items}
         self._parts: list[np.ndarray] | None = None
+        self._prefilter: ngi.Prefilter | None = None
         self._hasher: ngi.WordHasher | None = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_parts"] = None  # the memory map is re-opened where the step runs
+        state["_prefilter"] = None
         state["_hasher"] = None
         return state
 
@@ -98,7 +100,16 @@ class Decontaminator(CurationStep):
         if self._parts is None:
             arr = ngi.load_array(self.index_path)
             self._parts = [arr[self.offsets[b]:self.offsets[b + 1]] for b in range(len(self.benchmarks))]
-        return [ngi.contains(part, keys) for part in self._parts]
+            self._prefilter = ngi.Prefilter(arr)
+        # only the keys the bit array lets through are searched: the same masks, fewer binary searches
+        cand = np.flatnonzero(self._prefilter.maybe(keys))
+        out = []
+        for part in self._parts:
+            hit = np.zeros(len(keys), bool)
+            if len(cand):
+                hit[cand] = ngi.contains(part, keys[cand])
+            out.append(hit)
+        return out
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         if self._hasher is None:

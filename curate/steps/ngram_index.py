@@ -445,6 +445,30 @@ def load_array(path: str) -> np.ndarray:
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
+PREFILTER_BITS_PER_HASH = 16  # a bit array of >= 16 bits per index hash: ~6 % of absent keys pass it
+PREFILTER_MAX_BITS = 1 << 29  # 64 MiB per process at most (larger indexes: more keys pass, none is lost)
+
+
+class Prefilter:
+    """A bit array over the top bits of every index hash: a key whose bit is clear is in no part
+    (no false negatives), so only keys whose bit is set need the binary searches. The hashes are
+    splitmix64 outputs, so their top bits are uniform."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        n = max(1, len(arr))
+        bits = 1 << max(10, min(int(n * PREFILTER_BITS_PER_HASH - 1).bit_length(), PREFILTER_MAX_BITS.bit_length() - 1))
+        self.shift = np.uint64(64 - (bits.bit_length() - 1))
+        self.bytes = np.zeros(bits // 8, np.uint8)
+        for start in range(0, len(arr), 1 << 24):  # bounded temporaries on a large index
+            top = np.asarray(arr[start:start + (1 << 24)]) >> self.shift
+            np.bitwise_or.at(self.bytes, top >> np.uint64(3), np.left_shift(1, (top & np.uint64(7)).astype(np.uint8)))
+
+    def maybe(self, keys: np.ndarray) -> np.ndarray:
+        """Boolean mask: keys that may be in the index (every key that is, and a few that are not)."""
+        top = keys >> self.shift
+        return ((self.bytes[top >> np.uint64(3)] >> (top & np.uint64(7)).astype(np.uint8)) & 1) == 1
+
+
 def contains(part: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Boolean mask: which ``keys`` are in the sorted array ``part``."""
     if len(part) == 0 or len(keys) == 0:

@@ -299,3 +299,23 @@ def test_copies_in_formats_the_demo_planter_never_writes(tmp_path: Path) -> None
                 total += 1
                 found += step.filter(doc) == (False, f"contaminated:{bench}")
     assert found / total >= 0.99, (found, total)
+
+
+def test_prefilter_passes_every_index_hash_and_lookup_equals_the_plain_search():
+    import numpy as np
+
+    from curate.steps import ngram_index as ngi
+
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 17, 5000, 200_000):
+        arr = np.sort(rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True))
+        pf = ngi.Prefilter(arr)
+        assert pf.maybe(arr).all()  # no false negative
+        absent = rng.integers(0, 2**64 - 1, 20_000, dtype=np.uint64, endpoint=True)
+        if n >= 5000:
+            assert pf.maybe(absent).mean() < 0.15  # most absent keys stop at the bit array
+        keys = np.concatenate([absent, arr[: min(n, 3000)], np.array([0, 2**64 - 1], np.uint64)])
+        rng.shuffle(keys)
+        got = keys[pf.maybe(keys)]
+        assert np.array_equal(ngi.contains(arr, got), np.isin(got, arr))
+        assert set(np.flatnonzero(np.isin(keys, arr))) <= set(np.flatnonzero(pf.maybe(keys)))
