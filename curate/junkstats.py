@@ -157,18 +157,20 @@ def line_start_variety(lines: list[str]) -> float | None:
     if len(lines) < 8:
         return None
     head = lines[:MAX_LINES]
-    sub = _DIGIT_RUN.sub
-    starts = set()
+    raw = set()
     for ln in head:
         t = ln.split(None, 3)
-        if len(t) > 1 and not any(c.isalnum() for c in t[0]):
+        if len(t) > 1 and not t[0][0].isalnum() and not any(map(str.isalnum, t[0])):
             t = [t[0] + " " + t[1], *t[2:]]  # a bullet ("*", "--") is not a start of its own
         # the second token only when it is a word: "Unpacking libfoo:amd64" and "Unpacking libbar" agree
-        starts.add(sub("0", (t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]).lower()))
-    return len(starts) / len(head)
+        raw.add(t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0])
+    # lower-cased with digit runs as 0: the same set whether mapped before or after removing repeats
+    sub = _DIGIT_RUN.sub
+    return len({sub("0", s.lower()) for s in raw}) / len(head)
 
 
 _SEPARATORS = re.compile(r"\s*[·|•»›]\s*")
+_SEPARATOR_CHAR = re.compile(r"[·|•»›]")  # matches where _SEPARATORS does (its \s* are optional)
 _NOT_LABEL = re.compile(r"[=(){};<>\[\]$%@#\\/:\d]")  # code, paths, numbers, key: value
 _NUMBERING = re.compile(r"(?:\d+(?:\.\d+)*\.?|[A-Z]\.|[ivx]+\.)\s+")  # "2.1. ", "A. ", "iv. "
 _API_ENTRY = re.compile(r"[A-Za-z_][\w.]*\(\)")  # "BytesGenerator.flatten()" in an API index
@@ -180,7 +182,7 @@ def _is_label(s: str, stop: frozenset[str]) -> bool:
     m = _NUMBERING.match(s)
     if m:
         s = s[m.end():]
-    if _API_ENTRY.fullmatch(s):
+    if s.endswith("()") and _API_ENTRY.fullmatch(s):  # the pattern ends in "()"
         return True
     if not s or not s[0].isupper() or s.endswith(TERMINAL) or s.endswith(",") or _NOT_LABEL.search(s):
         return False
@@ -201,7 +203,7 @@ def label_share(lines: list[str], stop: frozenset[str] = frozenset()) -> tuple[f
     segs: list[str] = []
     for ln in lines[:MAX_SEGMENTS]:
         s = ln.strip()
-        if _SEPARATORS.search(s) is None:
+        if _SEPARATOR_CHAR.search(s) is None:
             segs.append(s)
         else:
             segs.extend(x for x in _SEPARATORS.split(s) if x)

@@ -123,6 +123,7 @@ class TokenTable:
         self.tokens: list[str] = []
         self.low_index: dict[str, int] = {}
         self.low_words: list[str] = []
+        self.low_core: list[str] = []  # per lower-cased id: the form with edge punctuation stripped
         self.size = np.zeros(1024, np.int64)
         self.alpha = np.zeros(1024, np.int64)
         self.plain = np.zeros(1024, bool)  # stripped of edge punctuation: a lower-case word of 3+ letters
@@ -159,6 +160,7 @@ class TokenTable:
                     if j is None:
                         j = low_index[low] = len(self.low_words)
                         self.low_words.append(low)
+                        self.low_core.append(low.strip(_EDGE_PUNCT))
                         if j >= len(self.low_len):
                             self.low_len = np.concatenate(
                                 [self.low_len, np.zeros(max(1024, len(self.low_len)), np.int64)])
@@ -459,8 +461,7 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     cores = Counter(tokens[i].strip(_EDGE_PUNCT) for i in ids[oov].tolist())
 
     def present() -> set[str]:
-        low_words = _TABLE.low_words
-        return {low_words[j].strip(_EDGE_PUNCT) for j in np.unique(lows).tolist()}
+        return set(map(_TABLE.low_core.__getitem__, np.unique(lows).tolist()))
 
     anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
     broken = split_words(sequence, anchors, dictionary(lang)[0]) if anchors else 0
