@@ -341,7 +341,10 @@ class WordOrderModel:
         return cls(list(d["vocab"]), [list(map(float, r)) for r in d["pmi"]])
 
 
-_SEGMENT_SPLIT = re.compile(r"\s*(?:[·|•»›]|\n)\s*")
+# pieces split at the separators; the whitespace around a separator is dropped by each piece's
+# normalisation (" ".join(seg.split())), so the non-empty pieces are those of
+# r"\s*(?:[·|•»›]|\n)\s*" (one character-class scan instead of a \s* attempt at every position)
+_SEGMENT_SPLIT = re.compile(r"[·|•»›\n]")
 _SPACES = re.compile(r"\s+")
 
 

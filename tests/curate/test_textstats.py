@@ -310,3 +310,62 @@ def test_dictionary_shortcut_is_the_rule() -> None:
             tokens.update(text.split())
     assert len(tokens) > 20_000
     assert all(ts._is_dict_token(t, *d) == reference_is_dict_token(t, *d) for t in tokens)
+
+
+def _segments_by_the_whitespace_pattern(text: str, short_only: bool = True) -> list[str]:
+    """The definition of ``segments``: split at separators together with the whitespace around them."""
+    out = []
+    for seg in re.split(r"\s*(?:[·|•»›]|\n)\s*", text[:ts.COMPRESS_PREFIX]):
+        seg = " ".join(seg.split()).lower()
+        if len(seg) >= 2 and (not short_only or len(seg) <= ts.SHORT_SEGMENT):
+            out.append(seg)
+    return out
+
+
+def test_segments_equal_the_whitespace_pattern_split():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=1500, deadline=None)
+    @given(st.text(alphabet="ab C.\n\r\t |·•»›\u00a0\u2028\u3000\x1c\x85", max_size=60), st.booleans())
+    def check(text: str, short_only: bool) -> None:
+        assert ts.segments(text, short_only=short_only) == _segments_by_the_whitespace_pattern(text, short_only)
+
+    check()
+
+
+def _line_start_variety_reference(lines: list[str]) -> float | None:
+    """The definition of ``line_start_variety``, one start at a time."""
+    if len(lines) < 8:
+        return None
+    head = lines[:js.MAX_LINES]
+    starts = set()
+    for ln in head:
+        t = ln.split(None, 3)
+        if len(t) > 1 and not any(c.isalnum() for c in t[0]):
+            t = [t[0] + " " + t[1], *t[2:]]
+        starts.add(re.sub(r"\d+", "0", (t[0] + " " + t[1] if len(t) > 1 and t[1].isalpha() else t[0]).lower()))
+    return len(starts) / len(head)
+
+
+def test_line_start_variety_and_label_share_equal_their_definitions():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    line = st.text(alphabet="aB1١½ 	*-|·İß()xyZ.:", min_size=1, max_size=20).filter(str.strip)
+
+    @settings(max_examples=800, deadline=None)
+    @given(st.lists(line, min_size=0, max_size=30))
+    def check(lines: list[str]) -> None:
+        assert js.line_start_variety(lines) == _line_start_variety_reference(lines)
+        segs: list[str] = []
+        for ln in lines[:js.MAX_SEGMENTS]:
+            s = ln.strip()
+            segs.extend([s] if js._SEPARATORS.search(s) is None else [x for x in js._SEPARATORS.split(s) if x])
+        segs = [s for s in segs if len(s) >= 2]
+        want = (None, None) if len(segs) < 8 else (
+            sum(js._is_label(s, frozenset({"the", "of"})) for s in segs) / len(segs),
+            sum(len(s) for s in segs if js._is_label(s, frozenset({"the", "of"}))) / sum(map(len, segs)))
+        assert js.label_share(lines, frozenset({"the", "of"})) == want
+
+    check()
