@@ -302,11 +302,22 @@ class WordOrderModel:
         vocab = [w for w, _ in sorted(uni.items(), key=lambda x: (-x[1], x[0]))[:k]]
         index = {w: i for i, w in enumerate(vocab)}
         m = len(vocab) + 1
-        counts = [[0] * m for _ in range(m)]
+        # transition counts: each adjacent pair (a, b) as the code a * m + b, counted by bincount in
+        # batches (integers: the same counts as a loop over the pairs)
+        flat = np.zeros(m * m, np.int64)
+        codes: list[np.ndarray] = []
+        pending = 0
         for words in seqs:
-            ids = [index.get(w, m - 1) for w in words]
-            for a, b in zip(ids, ids[1:], strict=False):
-                counts[a][b] += 1
+            if len(words) > 1:
+                ids = np.fromiter(map(index.get, words, repeat(m - 1)), np.int64, count=len(words))
+                codes.append(ids[:-1] * m + ids[1:])
+                pending += len(words)
+            if pending >= 1 << 20:
+                flat += np.bincount(np.concatenate(codes), minlength=m * m)
+                codes, pending = [], 0
+        if codes:
+            flat += np.bincount(np.concatenate(codes), minlength=m * m)
+        counts = flat.reshape(m, m).tolist()
         col = [sum(counts[a][b] for a in range(m)) + smoothing * m for b in range(m)]
         total = sum(col)
         pmi = []

@@ -29,6 +29,7 @@ from corpusmix.config import ConfigError
 from curate.steps import ngram_index as ngi
 from curate.steps.base import CurationStep
 from curate.steps.registry import step
+from curate.textstats import Memo, text_key
 
 MODES = ("drop", "remove")
 
@@ -88,6 +89,7 @@ class Decontaminator(CurationStep):
         self._parts: list[np.ndarray] | None = None
         self._prefilter: ngi.Prefilter | None = None
         self._hasher: ngi.WordHasher | None = None
+        self._memo = Memo(50_000)  # text digest -> _decide's answer
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -112,34 +114,48 @@ class Decontaminator(CurationStep):
         return out
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        # memoised by the text's digest: the calibration runs this step over its sample, which the
+        # run sees again (and exact duplicates repeat); the decision is a function of the text alone
+        key = text_key(doc.text)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._decide(doc.text)
+            self._memo.put(key, hit)
+        result, benchmarks, ngrams, text = hit
+        doc.metadata["contam_benchmarks"] = benchmarks
+        doc.metadata["contam_ngrams"] = ngrams
+        if text is not None:
+            doc.text = text
+        return result
+
+    def _decide(self, text: str) -> tuple[bool | tuple[bool, str], str, int, str | None]:
+        """(the filter's result, contam_benchmarks, contam_ngrams, the cut text or None when uncut)."""
         if self._hasher is None:
             self._hasher = ngi.WordHasher()
         n = self.cfg.ngram
-        doc.metadata["contam_benchmarks"] = ""
-        doc.metadata["contam_ngrams"] = 0
-        words = self._hasher.words(doc.text)
+        words = self._hasher.words(text)
         if len(words) < n:
-            return True
+            return True, "", 0, None
         hits = self._lookup(ngi.ngram_hashes(np.asarray(words, np.uint64), n))
         counts = [int(h.sum()) for h in hits]
         if not any(counts):
-            return True
+            return True, "", 0, None
         found = sorted((b for b, c in enumerate(counts) if c), key=lambda b: (-counts[b], self.benchmarks[b]))
         first = self.benchmarks[found[0]]
-        doc.metadata["contam_benchmarks"] = ",".join(sorted(self.benchmarks[b] for b in found))
+        benchmarks = ",".join(sorted(self.benchmarks[b] for b in found))
         any_hit = np.logical_or.reduce(hits)
-        doc.metadata["contam_ngrams"] = int(any_hit.sum())
+        ngrams = int(any_hit.sum())
         if self.cfg.mode == "drop":
-            return False, f"contaminated:{first}"
+            return (False, f"contaminated:{first}"), benchmarks, ngrams, None
         # offsets only for the (rare) documents that are cut: the words of text.lower() can differ in
         # length from the text's own, so the spans come from the original text
-        spans = [(m.start(), m.end()) for m in ngi.WORD.finditer(doc.text)]
-        if len(spans) != len(words):
-            return False, f"contaminated:{first}"  # case mapping changed the word split: cannot cut safely
-        doc.text = self._cut(doc.text, spans, np.flatnonzero(any_hit), n)
-        if len(doc.text.strip()) < self.cfg.min_chars_after_removal:
-            return False, f"contaminated:{first}"
-        return True
+        spans = [(m.start(), m.end()) for m in ngi.WORD.finditer(text)]
+        if len(spans) != len(words):  # case mapping changed the word split: cannot cut safely
+            return (False, f"contaminated:{first}"), benchmarks, ngrams, None
+        cut = self._cut(text, spans, np.flatnonzero(any_hit), n)
+        if len(cut.strip()) < self.cfg.min_chars_after_removal:
+            return (False, f"contaminated:{first}"), benchmarks, ngrams, cut
+        return True, benchmarks, ngrams, cut
 
     def _cut(self, text: str, spans: list[tuple[int, int]], starts: np.ndarray, n: int) -> str:
         """Remove the character ranges covered by the hit n-grams (merged), with the margin."""
