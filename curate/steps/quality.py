@@ -115,15 +115,19 @@ def _strip_accents(s: str) -> str:
     return s.translate(_NONSPACING)
 
 
+_TOKEN_OR_BREAK = re.compile(r"\w+|[^\w\s]|\n")
+
+
 def lm_lines(text: str, max_chars: int = 20000) -> list[str]:
-    """CCNet-style KenLM input: per non-empty line, lowercased, accents stripped, digits -> 0."""
-    out = []
+    r"""CCNet-style KenLM input: per non-empty line, lowercased, accents stripped, digits -> 0.
+
+    Each line is ``" ".join(_TOKEN.findall(line))`` over ``str.splitlines()``; computed with one
+    ``findall`` over the lines joined by ``"\n"``: every line break of ``splitlines`` is whitespace,
+    which no token holds, so the tokens between two ``"\n"`` are exactly one line's."""
     # digits are never line breaks: one substitution over the text equals one per line
-    for line in _DIGIT.sub("0", _strip_accents(text[:max_chars].lower())).splitlines():
-        toks = _TOKEN.findall(line)
-        if toks:
-            out.append(" ".join(toks))
-    return out
+    lines = _DIGIT.sub("0", _strip_accents(text[:max_chars].lower())).splitlines()
+    joined = " ".join(_TOKEN_OR_BREAK.findall("\n".join(lines)))
+    return [ln for ln in (x.strip(" ") for x in joined.split("\n")) if ln]
 
 
 def perplexity(model: Any, text: str, max_chars: int = 20000) -> float | None:

@@ -188,3 +188,26 @@ def test_text_without_tokens(models: tuple[Path, dict]) -> None:
     assert lm.filter(doc) is True and ft.filter(doc) is True
     assert doc.metadata["ppl"] is None and doc.metadata["ppl_bucket"] == "tail"
     assert 0.0 <= doc.metadata["quality_ft"] < 0.5
+
+
+def test_lm_lines_equal_a_findall_per_line():
+    """lm_lines' one findall over the joined lines gives each line's tokens, for every kind of line break."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from curate.steps import quality as q
+
+    def per_line(text: str) -> list[str]:
+        out = []
+        for line in q._DIGIT.sub("0", q._strip_accents(text[:20000].lower())).splitlines():
+            toks = q._TOKEN.findall(line)
+            if toks:
+                out.append(" ".join(toks))
+        return out
+
+    @settings(max_examples=1500, deadline=None)
+    @given(st.text(alphabet="ab Z9.,-_'\n\r\t\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u00e9\u0301\u00a0\u0663", max_size=60))
+    def check(text: str) -> None:
+        assert q.lm_lines(text) == per_line(text)
+
+    check()
