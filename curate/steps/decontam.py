@@ -120,7 +120,8 @@ class Decontaminator(CurationStep):
         hit = self._memo.get(key)
         if hit is None:
             hit = self._decide(doc.text)
-            self._memo.put(key, hit)
+            if hit[3] is None:  # a cut text is not kept: the memo stays small whatever the documents' size
+                self._memo.put(key, hit)
         result, benchmarks, ngrams, text = hit
         doc.metadata["contam_benchmarks"] = benchmarks
         doc.metadata["contam_ngrams"] = ngrams

@@ -319,3 +319,22 @@ def test_prefilter_passes_every_index_hash_and_lookup_equals_the_plain_search():
         got = keys[pf.maybe(keys)]
         assert np.array_equal(ngi.contains(arr, got), np.isin(got, arr))
         assert set(np.flatnonzero(np.isin(keys, arr))) <= set(np.flatnonzero(pf.maybe(keys)))
+
+
+def test_a_text_seen_again_gets_the_same_decision_and_columns(tmp_path: Path) -> None:
+    """The memo (the calibration's pass, then the run's) answers as a fresh step does, in both modes."""
+    item = pq.read_table(EVAL / "define.parquet").to_pylist()[3]
+    clean = _real_sentences()
+    texts = [clean[4] + "\n" + item["answer"] + "\n" + clean[5], clean[6], "Intro. " + item["answer"]]
+    for mode in ("drop", "remove"):
+        seen = _step(tmp_path, mode=mode, min_chars_after_removal=100)
+        seen_docs = [_doc(t, str(i)) for i, t in enumerate(texts)]
+        first = [seen.filter(d) for d in seen_docs]
+        for _ in range(2):  # again, on fresh documents with the same texts
+            again = [_doc(t, str(i)) for i, t in enumerate(texts)]
+            fresh = [_doc(t, str(i)) for i, t in enumerate(texts)]
+            fresh_step = _step(tmp_path, mode=mode, min_chars_after_removal=100)
+            assert [seen.filter(d) for d in again] == first == [fresh_step.filter(d) for d in fresh]
+            for a, f in zip(again, fresh, strict=True):
+                assert (a.text, a.metadata) == (f.text, f.metadata)
+        assert len(seen._memo.items) == (3 if mode == "drop" else 1)  # a cut text is not memoised
