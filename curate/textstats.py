@@ -302,21 +302,14 @@ class WordOrderModel:
         vocab = [w for w, _ in sorted(uni.items(), key=lambda x: (-x[1], x[0]))[:k]]
         index = {w: i for i, w in enumerate(vocab)}
         m = len(vocab) + 1
-        # transition counts: each adjacent pair (a, b) as the code a * m + b, counted by bincount in
-        # batches (integers: the same counts as a loop over the pairs)
-        flat = np.zeros(m * m, np.int64)
-        codes: list[np.ndarray] = []
-        pending = 0
-        for words in seqs:
-            if len(words) > 1:
-                ids = np.fromiter(map(index.get, words, repeat(m - 1)), np.int64, count=len(words))
-                codes.append(ids[:-1] * m + ids[1:])
-                pending += len(words)
-            if pending >= 1 << 20:
+        # adjacent pairs (a, b) as codes a * m + b, counted by bincount per 256 texts (the same integers)
+        flat, codes = np.zeros(m * m, np.int64), []
+        for k, words in enumerate(seqs):
+            ids = np.fromiter(map(index.get, words, repeat(m - 1)), np.int64, count=len(words))
+            codes.append(ids[:-1] * m + ids[1:])
+            if len(codes) == 256 or k == len(seqs) - 1:
                 flat += np.bincount(np.concatenate(codes), minlength=m * m)
-                codes, pending = [], 0
-        if codes:
-            flat += np.bincount(np.concatenate(codes), minlength=m * m)
+                codes = []
         counts = flat.reshape(m, m).tolist()
         col = [sum(counts[a][b] for a in range(m)) + smoothing * m for b in range(m)]
         total = sum(col)
@@ -352,11 +345,8 @@ class WordOrderModel:
         return cls(list(d["vocab"]), [list(map(float, r)) for r in d["pmi"]])
 
 
-# pieces split at the separators; the whitespace around a separator is dropped by each piece's
-# normalisation (" ".join(seg.split())), so the non-empty pieces are those of
-# r"\s*(?:[·|•»›]|\n)\s*" (one character-class scan instead of a \s* attempt at every position)
+# the non-empty normalised pieces are those of r"\s*(?:[·|•»›]|\n)\s*" (normalising drops the whitespace)
 _SEGMENT_SPLIT = re.compile(r"[·|•»›\n]")
-_SPACES = re.compile(r"\s+")
 
 
 SHORT_SEGMENT = 50  # menu items, buttons, footer lines; wrapped prose lines are longer
@@ -367,7 +357,7 @@ def segments(text: str, *, short_only: bool = True) -> list[str]:
     the short ones (2-50 characters), the candidates for boilerplate."""
     out = []
     for seg in _SEGMENT_SPLIT.split(text[:COMPRESS_PREFIX]):
-        # str.split() and re's \s agree on every code point: the same as _SPACES.sub(" ", seg).strip()
+        # str.split() and re's \s agree on every code point: the same as re.sub(r"\s+", " ", seg).strip()
         seg = " ".join(seg.split()).lower()
         if len(seg) >= 2 and (not short_only or len(seg) <= SHORT_SEGMENT):
             out.append(seg)
