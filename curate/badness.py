@@ -118,25 +118,32 @@ def windows(text: str, anchor: re.Pattern[str], width: int) -> list[tuple[int, i
     return [(a, b) for a, b in out]
 
 
-def is_bad(text: str) -> bool:
-    """``ftfy.badness.is_bad(text)``: does ftfy's badness pattern match anywhere in ``text``."""
+def _windowed(text: str) -> tuple[re.Pattern[str], list[tuple[int, int]]] | None:
+    """(ftfy's pattern, the windows of ``text`` it needs to scan), or None: use ftfy's full scan."""
     plan = _plan()
     if plan is None:
-        from ftfy.badness import is_bad as full
-
-        return full(text)
+        return None
     pattern, anchor, width = plan
-    search = pattern.search
-    return any(search(text, a, b) is not None for a, b in windows(text, anchor, width))
+    return pattern, windows(text, anchor, width)
+
+
+def is_bad(text: str) -> bool:
+    """``ftfy.badness.is_bad(text)``: does ftfy's badness pattern match anywhere in ``text``."""
+    from ftfy import badness as ftfy_badness
+
+    got = _windowed(text)
+    if got is None:
+        return ftfy_badness.is_bad(text)
+    pattern, wins = got
+    return any(pattern.search(text, a, b) is not None for a, b in wins)
 
 
 def badness(text: str) -> int:
     """``ftfy.badness.badness(text)``: the number of non-overlapping matches of ftfy's pattern."""
-    plan = _plan()
-    if plan is None:
-        from ftfy.badness import badness as full
+    from ftfy import badness as ftfy_badness
 
-        return full(text)
-    pattern, anchor, width = plan
-    findall = pattern.findall
-    return sum(len(findall(text, a, b)) for a, b in windows(text, anchor, width))
+    got = _windowed(text)
+    if got is None:
+        return ftfy_badness.badness(text)
+    pattern, wins = got
+    return sum(len(pattern.findall(text, a, b)) for a, b in wins)

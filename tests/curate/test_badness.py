@@ -75,3 +75,9 @@ def test_patterns_the_scan_cannot_window_fall_back():
     assert fast.anchor_plan(re.compile("(a)\u00c3\\1")) is None  # backreference
     plan = fast.anchor_plan(re.compile("a\\s?[\u00c3\u00c2] |^\u00c3"))
     assert plan is not None and plan[1] == 4
+
+
+def test_without_a_plan_both_functions_are_ftfys(monkeypatch):
+    monkeypatch.setattr(fast, "_plan", lambda: None)
+    for text in ("caf\u00c3\u00a9 \u00e2\u20ac\u2122s", "plain text", "\u00c3 "):
+        _same(text)
