@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,9 @@ from curate.steps.base import Annotator, CurationStep, error_drop
 from curate.steps.registry import StepSpec, register
 from curate.steps.toxicity_linear import LinearWindowModel, UnsupportedModel, load_packaged
 from curate.steps.toxicity_words import (
+    HIT,
     ROOT_SOURCES,
+    SPACED,
     ObfuscatedWords,
     load_extra,
     load_okayish,
@@ -132,7 +135,9 @@ class BadwordCounter:
     alternatives that match nowhere never change which one matches first: the count is that of
     the alternation of the remaining words alone (same order). Almost all texts keep none and
     cost one ``findall`` of word runs over their distinct whitespace tokens (every run of a text
-    lies inside one token). Languages written without spaces match substrings: whole pattern.
+    lies inside one token). The word runs of each distinct token that belong to some listed word
+    are kept per token (a per-process cache), so a text costs one lookup per distinct token.
+    Languages written without spaces match substrings: whole pattern.
     """
 
     def __init__(self, words: list[str], lang: str) -> None:
@@ -148,12 +153,18 @@ class BadwordCounter:
             else:
                 self.always.append(i)
         self._subsets: dict[tuple[int, ...], re.Pattern[str]] = {}
+        self.relevant = frozenset().union(*self.runs)  # every run of every listed word
+        self._token_runs: dict[str, tuple[str, ...]] = {}
 
-    def count(self, text: str) -> int:
-        """Matches of ``badword_pattern(words, lang)`` in ``text`` (already lower-cased)."""
+    def count(self, text: str, tokens: set[str] | None = None) -> int:
+        """Matches of ``badword_pattern(words, lang)`` in ``text`` (already lower-cased);
+        ``tokens``: the distinct whitespace tokens of ``text`` where the caller has them."""
         if self.lang in NO_SPACE_LANGS:
             return sum(1 for _ in self.pattern.finditer(text))
-        runs = set(_RUN.findall(" ".join(set(text.split()))))
+        return self.count_runs(text, self.listed_runs(set(text.split()) if tokens is None else tokens))
+
+    def count_runs(self, text: str, runs: set[str]) -> int:
+        """``count`` given the text's listed runs (:meth:`listed_runs`)."""
         by_run, words = self.by_run, self.words
         cand = sorted(i for r in runs.intersection(by_run) for i in by_run[r]
                       if self.runs[i] <= runs and words[i] in text)
@@ -167,6 +178,59 @@ class BadwordCounter:
                 self._subsets.clear()
             pat = self._subsets[key] = badword_pattern([words[i] for i in key], self.lang)
         return sum(1 for _ in pat.finditer(text))
+
+    def token_runs(self, token: str) -> tuple[str, ...]:
+        """The ``\\w+`` runs of one whitespace token that are runs of some listed word."""
+        relevant = self.relevant
+        return tuple(r for r in _RUN.findall(token) if r in relevant)
+
+    def listed_runs(self, tokens: set[str]) -> set[str]:
+        """The ``\\w+`` runs of ``tokens`` that are runs of some listed word."""
+        cache = self._token_runs
+        if len(cache) > 500_000:
+            cache.clear()
+        for t in tokens.difference(cache):
+            cache[t] = self.token_runs(t)
+        return set().union(*filter(None, map(cache.__getitem__, tokens)))
+
+
+class TokenCodes(dict):
+    """Whitespace token -> code, an index into ``table`` of ``(listed runs, obfuscation flags)``
+    (``BadwordCounter.token_runs``, ``ObfuscatedWords.flags``), computed on a token's first sight:
+    a text costs one lookup per distinct token, and code 0 (nothing to look at) is almost all."""
+
+    def __init__(self, counter: BadwordCounter, obfuscated: ObfuscatedWords | None) -> None:
+        super().__init__()
+        self.counter, self.obfuscated = counter, obfuscated
+        self.table: list[tuple[tuple[str, ...], int]] = [((), 0)]
+        self.index = {((), 0): 0}
+
+    def __missing__(self, token: str) -> int:
+        pair = (self.counter.token_runs(token), self.obfuscated.flags(token) if self.obfuscated else 0)
+        code = self.index.get(pair)
+        if code is None:
+            code = self.index[pair] = len(self.table)
+            self.table.append(pair)
+        self[token] = code
+        return code
+
+    def count(self, text: str, tokens: list[str]) -> int:
+        """``counter.count(text)`` plus ``obfuscated.count(text)`` (``text`` lower-cased, ``tokens``
+        its ``split()``)."""
+        if len(self) > 1_000_000:
+            self.clear()
+        distinct = set(tokens)
+        codes = list(map(self.__getitem__, distinct))
+        kinds = set(codes)
+        if not kinds or kinds == {0}:
+            return 0
+        pairs = [self.table[c] for c in kinds]
+        n = self.counter.count_runs(text, set().union(*(p[0] for p in pairs)))
+        if self.obfuscated is not None:
+            flags = {p[1] for p in pairs}
+            hit = {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & HIT} if HIT in flags else set()
+            n += self.obfuscated.count_flagged(text, tokens, hit, SPACED in flags)
+        return n
 
 
 def window_words(text: str, size: int) -> list[list[str]]:
@@ -185,6 +249,28 @@ def window_words(text: str, size: int) -> list[list[str]]:
             out.append(cur)
             cur = []
         cur += words
+    if cur or not out:
+        out.append(cur)
+    return out
+
+
+def window_sizes(line_words: Iterable[int], size: int) -> list[int]:
+    """The number of words of each window of :func:`window_words`, from each line's word count
+    (the windows are consecutive runs of the text's ``split()`` words)."""
+    out: list[int] = []
+    cur = 0
+    for n in line_words:
+        if n > size:
+            if cur:
+                out.append(cur)
+                cur = 0
+            k = (n - 1) // size  # full windows cut from the line; 1..size words stay
+            out += [size] * k
+            n -= k * size
+        if cur + n > size and cur:
+            out.append(cur)
+            cur = 0
+        cur += n
     if cur or not out:
         out.append(cur)
     return out
@@ -271,14 +357,14 @@ class ToxicityScorer(Annotator):
                 if extra:
                     self.lists[lang] = sorted(set(self.lists[lang]) | extra)
         self._patterns: dict[str, BadwordCounter] = {}
-        self._obfuscated: dict[str, ObfuscatedWords] = {}
+        self._codes: dict[str, TokenCodes] = {}
         self._model: Any = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_model"] = None
         state["_patterns"] = {}
-        state["_obfuscated"] = {}
+        state["_codes"] = {}
         return state
 
     def _predict(self, windows_words: list[list[str]]) -> list[float]:
@@ -309,23 +395,29 @@ class ToxicityScorer(Annotator):
     def _lang(self, doc: Document) -> str:
         return doc.metadata.get("lang") or self.cfg.default_language
 
-    def count_badwords(self, text: str, lang: str) -> int | None:
+    def count_badwords(self, text: str, lang: str, low: str | None = None,
+                       tokens: list[str] | None = None) -> int | None:
+        """Bad-word hits of ``text`` in ``lang``'s list; ``low``: ``text.lower()`` and ``tokens``:
+        ``low.split()``, where the caller has them."""
         words = self.lists.get(lang)
         if words is None:
             return None
         counter = self._patterns.get(lang)
         if counter is None:
             counter = self._patterns[lang] = BadwordCounter(words, lang)
-        low = text.lower()
-        n = counter.count(low)
-        if self.cfg.match_obfuscated and lang == "en":  # English roots and vocabulary (toxicity_words)
-            ob = self._obfuscated.get(lang)
-            if ob is None:
+        if low is None:
+            low = text.lower()
+        if lang in NO_SPACE_LANGS:
+            return counter.count(low)
+        codes = self._codes.get(lang)
+        if codes is None:
+            ob = None
+            if self.cfg.match_obfuscated and lang == "en":  # English roots and vocabulary (toxicity_words)
                 okay = load_okayish(lang)
                 strong = [w for w, n in source_counts(lang).items() if n >= ROOT_SOURCES and w not in okay]
-                ob = self._obfuscated[lang] = ObfuscatedWords(words, strong)
-            n += ob.count(low)
-        return n
+                ob = ObfuscatedWords(words, strong)
+            codes = self._codes[lang] = TokenCodes(counter, ob)
+        return codes.count(low, low.split() if tokens is None else tokens)
 
     def annotate(self, doc: Document) -> None:
         res = self.filter_batch([doc])[0]
@@ -334,22 +426,41 @@ class ToxicityScorer(Annotator):
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
         results: list[bool | tuple[bool, str]] = [True] * len(batch)
-        wins: list[list[str]] = []
+        if self.cfg.model != "none" and self._model is None:
+            self._model = self._load_model()
+        # the linear model lower-cases: it takes the lower-cased text's words, shared with the word
+        # lists (a word lower-cased alone is the same as in its text, see probabilities_flat)
+        flat = isinstance(self._model, LinearWindowModel)
+        lowered = flat and self._model.lowercase
+        words: list[str] = []
+        sizes: list[int] = []
         owners: list[int] = []
+        size = self.cfg.window_words
         for i, doc in enumerate(batch):
             try:
                 lang = self._lang(doc)
-                doc.metadata["badwords"] = self.count_badwords(doc.text, lang)
+                low = doc.text.lower()
+                tokens = low.split()
+                doc.metadata["badwords"] = self.count_badwords(doc.text, lang, low, tokens)
                 doc.metadata["toxicity"] = None
                 if self.cfg.model != "none" and lang in self.cfg.model_languages:
-                    w = window_words(doc.text, self.cfg.window_words)
-                    wins += w
+                    src = low if lowered else doc.text
+                    w = window_sizes(map(len, map(str.split, src.splitlines())), size)
+                    words += tokens if lowered else doc.text.split()
+                    sizes += w
                     owners += [i] * len(w)
             except Exception as exc:  # one bad document must not kill the task; it is logged and counted
                 results[i] = error_drop(self.step_name, doc, exc)
-        if wins:
+        if sizes:
+            if flat:
+                probs = self._model.probabilities_flat(words, sizes, lowered=lowered).tolist()
+            else:
+                bounds = [0]
+                for n in sizes:
+                    bounds.append(bounds[-1] + n)
+                probs = self._predict([words[a:b] for a, b in zip(bounds, bounds[1:], strict=False)])
             best: dict[int, float] = {}
-            for i, p in zip(owners, self._predict(wins), strict=True):
+            for i, p in zip(owners, probs, strict=True):
                 best[i] = max(best.get(i, 0.0), p)
             for i, p in best.items():
                 batch[i].metadata["toxicity"] = round(float(p), 6)

@@ -12,8 +12,9 @@ counts ``c_t`` the sklearn pipeline computes::
 ``LinearWindowModel`` evaluates exactly these floating-point operations in the same order (term ids
 sorted, sums accumulated term by term from 0.0, classifiers added one by one), vectorised over a
 batch of windows with numpy, so its probabilities are those of ``model.predict_proba(
-vectorizer.transform(windows))`` bit for bit (``tests/curate/test_toxicity_linear.py``). Tokens
-come from one ``findall`` over the batch's windows and one vocabulary lookup each (C-level loops).
+vectorizer.transform(windows))`` bit for bit (``tests/curate/test_toxicity_linear.py``). Each
+distinct whitespace word is tokenised once and its vocabulary ids are kept (a per-process cache);
+a batch costs one lookup per word (C-level loops).
 
 Loading: the weights are read from the package's two joblib files once (this imports sklearn, ~3 s
 of CPU) and kept in a cache file named by the sha256 of those files
@@ -28,13 +29,16 @@ import hashlib
 import importlib.util
 import os
 import re
-from itertools import repeat
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 _FORMAT = "v1"
+# token patterns whose matches never hold or border on whitespace in a way that a neighbouring word
+# changes (``\b`` sees a space and the start of a word alike): sklearn's default
+WORD_PATTERNS = (r"(?u)\b\w\w+\b",)
 
 
 class UnsupportedModel(ValueError):
@@ -49,8 +53,8 @@ def _check_vectorizer(vec: Any) -> None:
           and not p.get("sublinear_tf") and p.get("input") == "content" and hasattr(vec, "idf_"))
     if not ok:
         raise UnsupportedModel("vectorizer is not a word-unigram l2 tf-idf without accent stripping")
-    if re.compile(vec.token_pattern).groups:
-        raise UnsupportedModel("token_pattern has a capturing group")
+    if vec.token_pattern not in WORD_PATTERNS:  # tokens are cached per whitespace word (probabilities_flat)
+        raise UnsupportedModel(f"token_pattern {vec.token_pattern!r} may read across whitespace")
     stop = vec.get_stop_words() or frozenset()
     if stop & set(vec.vocabulary_):
         raise UnsupportedModel("vocabulary holds stop words")
@@ -87,9 +91,10 @@ class LinearWindowModel:
         self.weights = np.asarray(weights, dtype=np.float64)  # (V, K)
         self.intercepts, self.cal_a, self.cal_b = (np.asarray(x, dtype=np.float64) for x in (intercepts, cal_a, cal_b))
         self.token_pattern, self.lowercase = token_pattern, bool(lowercase)
-        # the token pattern, or a line break (window separator, id -1); unknown tokens get -2
-        self._tokens_nl = re.compile(f"{token_pattern}|\n")  # top level: a leading (?u) stays global
-        self._ids = {**self.vocab, "\n": -1}
+        self._token = re.compile(token_pattern)
+        self._codes_raw: dict[str, int] = {}  # word -> code (see _codes), per lower-casing of the input
+        self._codes_low: dict[str, int] = {}
+        self._multi: list[list[int]] = []
         if not (len(self.terms) == len(self.idf) == self.weights.shape[0]
                 and self.weights.shape[1] == len(self.intercepts) == len(self.cal_a) == len(self.cal_b)):
             raise ValueError("toxicity weights: inconsistent array shapes")
@@ -125,26 +130,61 @@ class LinearWindowModel:
     def probabilities(self, windows: list[list[str]]) -> np.ndarray:
         """Positive-class probability of each window, given as its whitespace-free words (the
         window's text is those words joined by single spaces)."""
+        return self.probabilities_flat(list(chain.from_iterable(windows)), list(map(len, windows)))
+
+    def _codes(self, words: list[str], lowered: bool) -> np.ndarray:
+        """Each word's code: its one vocabulary id (>= 0), -2 (no known token) or ``-3 - k`` for the
+        ``k``-th entry of ``self._multi`` (a word of several tokens, e.g. ``don't`` or ``a.b``)."""
+        if len(self._codes_low) + len(self._codes_raw) > 1_000_000:
+            self._codes_low.clear()
+            self._codes_raw.clear()
+            self._multi.clear()
+        cache = self._codes_low if lowered else self._codes_raw
+        find, vocab, multi = self._token.findall, self.vocab, self._multi
+        for w in set(words).difference(cache):
+            if w and w.split() != [w]:
+                raise ValueError("toxicity windows must be lists of whitespace-free words")
+            ids = [i for i in map(vocab.get, find(w if lowered or not self.lowercase else w.lower())) if i is not None]
+            if len(ids) == 1:
+                cache[w] = ids[0]
+            elif not ids:
+                cache[w] = -2
+            else:
+                cache[w] = -3 - len(multi)
+                multi.append(ids)
+        return np.fromiter(map(cache.__getitem__, words), dtype=np.int64, count=len(words))
+
+    def probabilities_flat(self, words: list[str], win_lens: list[int], lowered: bool = False) -> np.ndarray:
+        """``probabilities`` of the windows ``words[0:win_lens[0]]``, the next ``win_lens[1]`` words,
+        ...; ``lowered``: the words are already ``str.lower``-ed (only for a lower-casing model).
+
+        The token pattern never reads across whitespace (``_check_vectorizer``), so a window's tokens
+        are those of its words in turn, and lower-casing a word alone gives the same characters as
+        lower-casing the window (no whitespace character is cased or case-ignorable, so the final-sigma
+        rule never looks past one): each distinct word is tokenised once and kept as its codes."""
         from scipy.special import expit  # the function sklearn's sigmoid calibrator applies
 
-        n_win = len(windows)
+        if lowered and not self.lowercase:
+            raise ValueError("lowered words given to a model that does not lower-case")
+        n_win = len(win_lens)
         k = len(self.intercepts)
         if n_win == 0:
             return np.zeros(0)
-        # All windows in one string, one per line: lower-casing and the token pattern never read
-        # across whitespace (no line break is cased or case-ignorable, ``\b`` sees a non-word
-        # character either way), so its tokens are those of each window in turn; the pattern's
-        # extra ``\n`` alternative marks where each window ends and never takes a token's place.
-        joined = "\n".join(map(" ".join, windows))
-        if joined.count("\n") != n_win - 1:
-            raise ValueError("toxicity windows must be lists of whitespace-free words")
-        if self.lowercase:
-            joined = joined.lower()
-        ids = np.fromiter(map(self._ids.get, self._tokens_nl.findall(joined), repeat(-2)), dtype=np.int64)
-        win = np.cumsum(ids == -1)
-        known = ids >= 0
+        if sum(win_lens) != len(words):
+            raise ValueError("toxicity windows: the window lengths do not add up to the words")
+        codes = self._codes(words, lowered)
+        win_of = np.repeat(np.arange(n_win, dtype=np.int64), np.asarray(win_lens, dtype=np.int64))
+        one = codes >= 0
+        win, ids = win_of[one], codes[one]
+        several = np.flatnonzero(codes <= -3)
+        if len(several):  # words of several tokens: each token counts for the word's window
+            extra = [(int(win_of[p]), i) for p in several.tolist() for i in self._multi[-3 - int(codes[p])]]
+            ew, ei = zip(*extra, strict=True)
+            win = np.concatenate([win, np.asarray(ew, dtype=np.int64)])
+            ids = np.concatenate([ids, np.asarray(ei, dtype=np.int64)])
         n_terms = len(self.terms)
-        keys, counts = np.unique(win[known] * n_terms + ids[known], return_counts=True)
+        # the counts of each (window, term): the order of the pairs above does not matter
+        keys, counts = np.unique(win * n_terms + ids, return_counts=True)
         row = keys // n_terms
         col = keys - row * n_terms
         per_row = np.bincount(row, minlength=n_win)

@@ -29,9 +29,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache, partial
-from itertools import compress
-from operator import is_
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +50,7 @@ _SPACED = re.compile(r"(?<![^\s(\"'])[a-z](?:([ .])[a-z])(?:\1[a-z]){1,14}(?![^\
 _ALPHA = re.compile(r"[a-z]+")
 _DOTTED = re.compile(r"[a-z]\.[a-z]")  # "f.u.c.k": a spaced word written with dots
 HIT, SPACED = 1, 2
+_OBFUSCATION_CHARS = dict.fromkeys(map(ord, "".join(LEET) + MASK))  # str.translate: delete them
 _OBFUSCATING = re.compile("[" + re.escape("".join(LEET) + MASK) + "]")  # a leet or masking character
 
 
@@ -173,20 +172,27 @@ class ObfuscatedWords:
             self.by_shape.setdefault((len(w), w[0], w[-1]), []).append(w)
         self._cache: dict[str, bool] = {}
 
-    def count(self, text: str) -> int:
-        """Hits in ``text`` (lower-cased) that an exact match of the list words does not count."""
+    def count(self, text: str, tokens: list[str] | None = None, distinct: set[str] | None = None) -> int:
+        """Hits in ``text`` (lower-cased) that an exact match of the list words does not count;
+        ``tokens``: ``text.split()`` and ``distinct``: its set, where the caller has them."""
         cache = self._cache
         if len(cache) > 500_000:
             cache.clear()
-        counts = Counter(text.split())
-        toks = list(counts)
-        flags = list(map(cache.get, toks))  # per distinct token: HIT, SPACED (may start a spaced word), 0
-        if None in flags:
-            for i in compress(range(len(toks)), map(partial(is_, None), flags)):
-                flags[i] = cache[toks[i]] = self._flags(toks[i])
+        if tokens is None:
+            tokens = text.split()
+        if distinct is None:
+            distinct = set(tokens)
+        for t in distinct.difference(cache):  # per distinct token: HIT, SPACED (may start a spaced word), 0
+            cache[t] = self._flags(t)
+        flags = list(map(cache.__getitem__, distinct))
         kinds = set(flags)
-        hits = sum(counts[t] for t, f in zip(toks, flags, strict=True) if f & HIT) if HIT in kinds else 0
-        if SPACED in kinds:
+        hit = {t for t, f in zip(distinct, flags, strict=True) if f & HIT} if HIT in kinds else set()
+        return self.count_flagged(text, tokens, hit, SPACED in kinds)
+
+    def count_flagged(self, text: str, tokens: list[str], hit: set[str], spaced: bool) -> int:
+        """``count`` given the tokens flagged HIT and whether any token is flagged SPACED."""
+        hits = sum(map(hit.__contains__, tokens)) if hit else 0
+        if spaced:
             for m in _SPACED.finditer(text):
                 joined = m.group().replace(m.group(1), "")
                 # a spaced word after or before the one-letter words "a" / "i" ("such a f u c k")
@@ -194,6 +200,10 @@ class ObfuscatedWords:
                 if any(len(c) >= 3 and (c in self.words or self._letters_hit(c)) for c in cands):
                     hits += 1
         return hits
+
+    def flags(self, tok: str) -> int:
+        """HIT, SPACED or 0 for one whitespace token (see ``_flags``)."""
+        return self._flags(tok)
 
     def _flags(self, tok: str) -> int:
         """HIT when the token is an obfuscated, inflected or compound list word, SPACED when it can
@@ -211,7 +221,11 @@ class ObfuscatedWords:
     def _token_hit(self, core: str) -> bool:
         if core.isalpha() and core.isascii():
             return self._letters_hit(core)
-        if not _SYMBOLIC.search(core) or not any(c.isalpha() for c in core) or not _OBFUSCATING.search(core):
+        # a character that is neither a letter nor leet nor masking: no spelling (_deleet) and no
+        # wildcard reading (_masked); letters-only cores were handled above, so none is left here
+        if not core.translate(_OBFUSCATION_CHARS).isalpha():
+            return False
+        if not _SYMBOLIC.search(core) or not _OBFUSCATING.search(core):
             return False
         return any(self._letters_hit(v) or v in self.words for v in _deleet(core)) or self._masked(core)
 

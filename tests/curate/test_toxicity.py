@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from datatrove.data import Document
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from corpusmix.config import ConfigError
 from curate.steps.toxicity import (
@@ -184,3 +186,50 @@ def test_window_features_equal_the_vectorizer() -> None:
     got, want = feats.transform(ww), pc.vectorizer.transform([" ".join(w) for w in ww])
     assert got.shape == want.shape and (got != want).nnz == 0
     assert np.array_equal(pc.model.predict_proba(got), pc.model.predict_proba(want))
+
+
+_CHARS = "aAbΣσςİıxyz01 .,*!-_'\"\n\r\t\x0b\x0c\x1c\x1f\x85\u2028\u00a0\u3000fuckshit"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_CHARS, max_size=120), st.integers(1, 6))
+def test_window_sizes_and_lowered_words_equal_their_definitions(text: str, size: int) -> None:
+    """The step builds windows from line word counts and the lower-cased text's words: the same
+    windows as ``window_words``, the same words as lower-casing each word of the text."""
+    from curate.steps.toxicity import window_sizes, window_words
+
+    low = text.lower()
+    assert low.split() == [w.lower() for w in text.split()]
+    ww = window_words(text, size)
+    assert window_sizes(map(len, map(str.split, low.splitlines())), size) == list(map(len, ww))
+    assert [w for win in ww for w in win] == text.split()
+
+
+def test_token_codes_equal_the_two_counters() -> None:
+    """The scorer's one lookup per distinct token gives the exact list match plus the obfuscated
+    count, each computed on its own, on demo text with list words, obfuscations and punctuation."""
+    from curate.steps.toxicity import BadwordCounter
+    from curate.steps.toxicity_words import ROOT_SOURCES, ObfuscatedWords, load_okayish, source_counts
+
+    demo = ROOT / "data" / "demo"
+    texts = [t for f in sorted((demo / "en").glob("*.parquet"))
+             for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()[::7]]
+    scorer = ToxicityScorer(ToxicityConfig(model="none"))
+    words = scorer.lists["en"]
+    rng = random.Random(1)
+    forms = ["{}", "{}.", "({})", "{}s", "{}ing", "{}!!"]
+    for k in range(120):
+        ws = rng.choice(texts).split() or ["x"]
+        for _ in range(3):
+            w = rng.choice(words)
+            w = rng.choice([w, w.replace("i", "1"), w[0] + "*" + w[2:], " ".join(w), w[:2] + w[1] * 4 + w[2:]])
+            ws.insert(rng.randrange(len(ws) + 1), rng.choice(forms).format(w))
+        texts.append((" " if k % 2 else "\n").join(ws))
+    counter = BadwordCounter(words, "en")
+    okay = load_okayish("en")
+    ob = ObfuscatedWords(words, [w for w, n in source_counts("en").items() if n >= ROOT_SOURCES and w not in okay])
+    got = [scorer.count_badwords(t, "en") for t in texts]
+    want = [counter.count(t.lower()) + ob.count(t.lower()) for t in texts]
+    assert got == want
+    assert sum(want[-120:]) >= 200  # the planted forms are found
+    assert [scorer.count_badwords(t, "en") for t in texts] == want  # again, from the filled cache

@@ -112,3 +112,24 @@ def test_scorer_columns_equal_the_sklearn_path() -> None:
     assert isinstance(fast._model, LinearWindowModel)
     assert [d.metadata for d in a] == [d.metadata for d in b]
     assert any(d.metadata["toxicity"] > 0.95 for d in a)
+
+
+def test_flat_windows_of_lowered_words_equal_sklearn() -> None:
+    """``probabilities_flat`` on the lower-cased text's words (what the step passes) equals the
+    pipeline on the original windows, final sigma and dotted capital I included."""
+    from curate.steps.toxicity import window_sizes
+
+    texts = _demo_texts(25) + _random_texts(200, seed=3) + ["ΟΔΟΣ ΣΟΦΟΣ. İSTANBUL FUCK\nΣ σ ς"]
+    model = LinearWindowModel.from_sklearn(pc.vectorizer, pc.model)
+    words: list[str] = []
+    sizes: list[int] = []
+    for t in texts:
+        low = t.lower()
+        words += low.split()
+        sizes += window_sizes(map(len, map(str.split, low.splitlines())), 24)
+    got = model.probabilities_flat(words, sizes, lowered=True)
+    ww = [w for t in texts for w in window_words(t, 24)]
+    want = pc.model.predict_proba(pc.vectorizer.transform([" ".join(w) for w in ww]))[:, 1]
+    assert np.array_equal(got, want)
+    with pytest.raises(ValueError, match="add up"):
+        model.probabilities_flat(["a"], [2])
