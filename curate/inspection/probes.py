@@ -108,7 +108,7 @@ class CalibratedFilterProbe(Probe):
         return out
 
     def rules(self, domain: str) -> list[Rule]:
-        from curate.steps.garbage import STYLE_STATS, to_scale
+        from curate.steps.garbage import SHARE_STATS, STYLE_STATS, to_scale
 
         step = self.step
         g, c = step.cfg, step._by_domain.get(domain, step.cfg)
@@ -130,6 +130,9 @@ class CalibratedFilterProbe(Probe):
             lo, hi = (th.get(stat) or [None, None])
             scale = "ln; " if stat in ("words_per_line", "mean_word_len", "compress_ratio") else ""
             note = f"{scale}median +- k scaled MADs of the domain's own documents; no global threshold"
+            if stat in SHARE_STATS and c.outlier_share_z > 0:
+                note += (f"; a document is dropped only {c.outlier_share_z:g} binomial standard errors over its "
+                         "words below it (short documents vary by chance)")
             if lo is not None:
                 rules.append(Rule(f"outlier:{stat}_low", stat, "low", lo, None, note))
             if hi is not None:

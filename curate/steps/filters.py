@@ -112,6 +112,9 @@ class FilterConfig:
     outlier_k: float = field(default=5.0, metadata={"help": "auto: robust z (scaled MADs) of an outlier"})
     outlier_min_spread: float = field(default=0.1, metadata={
         "help": "auto: smallest spread (scale units) so that a near-constant statistic is not a hair trigger"})
+    outlier_share_z: float = field(default=2.0, metadata={
+        "help": "auto: a share of the document's words (dict_share, alpha_share) is a low outlier only this "
+                "many binomial standard errors (at the threshold, over its words) below the threshold; 0: none"})
     domain_max_junk_share: float = field(default=0.4, metadata={
         "help": "auto: a domain whose sampled documents fail the garbage detectors at this share or more is "
                 "judged garbage (calibration.json, stats.json, report; never a mixture target)"})

@@ -37,6 +37,9 @@ from corpusmix.logging import get_logger
 from curate.steps.base import CurationStep
 from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, segments, text_key
 
+# outlier statistics that are shares of the document's words: their low threshold allows for the
+# chance variation of a short document (share_allowance)
+SHARE_STATS = frozenset({"alpha_share", "dict_share"})
 _log = get_logger("curate.calibrate")  # the calibration's log, where the fit's warnings belong
 
 #: doc_stats by (text digest, language, calibration digest), shared by the calibration's probe
@@ -179,19 +182,31 @@ class CalibratedFilter(CurationStep):
         reason = self.doc_garbage(doc, s, dom, name)
         if reason:
             return False, reason
+        z = self._by_domain.get(name, self.cfg).outlier_share_z
         for stat, (lo, hi) in ((dom or {}).get("thresholds") or {}).items():
             x = s.get(stat)
             if x is None:
                 continue
             v = to_scale(stat, x)
-            if lo is not None and v < lo:
+            if lo is not None and v < lo - (share_allowance(lo, s.get("n_words"), z) if stat in SHARE_STATS else 0.0):
                 return False, f"outlier:{stat}_low"
             if hi is not None and v > hi:
                 return False, f"outlier:{stat}_high"
         return True
 
 
-__all__ = ["CalibratedFilter", "STYLE_STATS", "to_scale"]
+def share_allowance(lo: float, n_words: float | None, z: float) -> float:
+    """How far below a share statistic's low threshold ``lo`` a document of ``n_words`` words must
+    lie to be an outlier: ``z`` binomial standard errors at the threshold, ``z * sqrt(lo (1 - lo) /
+    n)``. A share over a few words moves by chance (one name in a six-word quote is 17 %); over a
+    page it does not. 0 for a document without words (the threshold as it is)."""
+    if not n_words or z <= 0:
+        return 0.0
+    p = min(max(lo, 0.0), 1.0)
+    return z * math.sqrt(p * (1.0 - p) / n_words)
+
+
+__all__ = ["CalibratedFilter", "SHARE_STATS", "STYLE_STATS", "share_allowance", "to_scale"]
 
 
 # -- the calibration's fit (curate.calibrate.fit_steps calls CalibratedFilter.fit) ------------

@@ -194,3 +194,40 @@ def test_sample_read_by_several_processes_is_the_one_readers_sample(tmp_path):
         assert sum(one[1].values()) == sum(not isinstance(r, cio.Drop) for r in cio.read_documents(inp, cfg))
         assert three[1] == {**one[1], "news": one[1]["news"] + repeat_counted}
         assert all(len(v) == min(k, one[1][d]) for d, v in one[0].items())
+
+
+def test_share_outliers_allow_for_the_chance_variation_of_short_documents():
+    """A share of words below the domain's low threshold is an outlier only ``outlier_share_z``
+    binomial standard errors below it: a page at the same distance is dropped, a short quote is not."""
+    from curate.steps.garbage import share_allowance
+
+    assert share_allowance(0.5, 100, 2.0) == pytest.approx(0.1)
+    assert share_allowance(0.5, 0, 2.0) == 0.0 and share_allowance(-0.2, 10, 2.0) == 0.0
+    assert share_allowance(0.5, 100, 0.0) == 0.0
+    rows = _real(60, ("news",))
+    docs = [Document(text=r["text"], id=r["id"], metadata={"domain": "news"}) for r in rows]
+    sec = fit_filter_calibration(FilterConfig(), {"news": docs})
+    long_doc = max(docs, key=lambda d: len(d.text.split()))
+    words = long_doc.text.split()[:8]
+    words[2], words[5] = "zqxvbt", "blorptk"  # two tokens of no dictionary in a short text
+    short_doc = Document(text=" ".join(words), id="short", metadata={"domain": "news"})
+    for z, want_long, want_short in ((2.0, False, True), (0.0, False, False)):
+        flt = CalibratedFilter(FilterConfig(outlier_share_z=z))
+        flt.set_calibration(json.loads(json.dumps(sec)))
+        dom = flt.domains["news"]
+        share_long = flt.measure(long_doc, dom)["dict_share"]
+        share_short = flt.measure(short_doc, dom)["dict_share"]
+        assert len(long_doc.text.split()) >= 200
+        assert share_short < 0.9
+        # each document's share lies below the threshold it is judged by: the page by at least 2
+        # standard errors, the quote by 0.05 (under one)
+        lo_long = min(share_long + 0.05, 0.99)
+        assert lo_long - share_long > share_allowance(lo_long, len(long_doc.text.split()), 2.0)
+        dom["thresholds"] = {"dict_share": [lo_long, None]}
+        assert (flt.filter(long_doc) is True) is want_long
+        dom["thresholds"] = {"dict_share": [share_short + 0.05, None]}
+        got = flt.filter(short_doc)
+        assert (got is True) is want_short, got
+        if not want_long:
+            dom["thresholds"] = {"dict_share": [lo_long, None]}
+            assert flt.filter(long_doc) == (False, "outlier:dict_share_low")
