@@ -262,14 +262,21 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     steps_b = build_steps(chain, stage="b")
     out, work = Path(output), Path(output) / "work"
     work.mkdir(parents=True, exist_ok=True)
+    engine_fp = {k: v for k, v in asdict(cfg).items() if k != "restart_stale"}  # how to treat a stale run
     fingerprint = hashlib.sha256(json.dumps({
-        "inputs": [str(f) for f in files], "engine": asdict(cfg), "read": asdict(read_cfg),
+        "inputs": [str(f) for f in files], "engine": engine_fp, "read": asdict(read_cfg),
         "params": chain.params, "decontam_index": [getattr(s, "index_path", "") for s in steps_a]},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
     fp_file = work / "fingerprint"
     if fp_file.exists() and fp_file.read_text() != fingerprint:
-        raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output or "
-                          f"delete {str(work)!r}")
+        if not cfg.restart_stale:
+            raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output, "
+                              f"delete {str(work)!r} or pass --restart-stale true")
+        log.info("discarding the work of a run with other inputs or params", extra={"data": {"work": str(work)}})
+        stale = out / f".work-trash-{os.getpid()}"
+        work.rename(stale)  # one rename: a kill leaves either the old work or none (the trash is swept below)
+        shutil.rmtree(stale, ignore_errors=True)
+        work.mkdir(parents=True)
     fp_file.write_text(fingerprint)
     # listed once (a big JSONL file is cut into pieces by counting its lines): calibration and every
     # stage-a task read these units

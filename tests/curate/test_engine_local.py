@@ -152,6 +152,26 @@ def test_rerun_with_other_params_is_refused(clean_run, tmp_path):
         run_local(inputs=inp, output=out, params_path=str(p))
 
 
+def test_restart_stale_discards_the_work_of_other_params(clean_run, tmp_path):
+    """``restart_stale`` (the DVC stage's setting): a params edit starts the run over, with the output
+    of a fresh run under the new params; the same params still resume."""
+    import shutil
+
+    inp, _, out = clean_run
+    stale = tmp_path / "out"
+    shutil.copytree(out, stale)
+    p = tmp_path / "p.yaml"
+    p.write_text(PARAMS.replace("threshold: 0.8", "threshold: 0.7").replace("    tasks: 4\n",
+                                                                          "    tasks: 4\n    restart_stale: true\n"))
+    doc = run_local(inputs=inp, output=stale, params_path=str(p))
+    fresh = run_local(inputs=inp, output=tmp_path / "fresh", params_path=str(p))
+    assert doc["totals"] == fresh["totals"]
+    assert _read_run(stale)[:2] == _read_run(tmp_path / "fresh")[:2]
+    assert not list(stale.glob(".work-trash-*"))
+    again = run_local(inputs=inp, output=stale, params_path=str(p))  # same params: resumes, same result
+    assert again["totals"] == doc["totals"]
+
+
 def test_one_big_jsonl_file_is_shared_by_tasks(tmp_path):
     """One JSONL file over ``curate.read.jsonl_split_bytes`` is cut at line starts into units that
     several tasks share: the same curated rows and drops as one task reading it whole."""
