@@ -3,7 +3,9 @@
 The toxicity step (``curate.steps.toxicity``) matches the shipped LDNOOBW lists and scores with
 alt-profanity-check's linear model. Toxic documents here take their words from another maintained
 list, better-profanity's ``profanity_wordlist.txt`` (a dev dependency), split by a hash of the word
-into two halves (``dev``/``heldout``), each word inserted into real prose as it is or obfuscated:
+into two halves (``dev``/``heldout``), each word inserted into real prose as it is or obfuscated
+(``--judge surge``: surge-ai/profanity's entries rated Strong or Severe, vendored under
+``bench/data/surge-profanity``, instead):
 
 * ``plain``: the word; ``asterisk``: inner vowels as ``*`` (``f*ck``); ``leet``: a->4, e->3, i->1,
   o->0, s->$ (``sh1t``); ``spaced``: letters separated by spaces; ``stretched``: a letter repeated.
@@ -46,6 +48,20 @@ def other_list() -> list[str]:
     return sorted({w.strip().lower() for w in p.read_text().splitlines() if w.strip().isalpha() and len(w) >= 3})
 
 
+SURGE = ROOT / "bench" / "data" / "surge-profanity" / "profanity_en.csv"
+
+
+def surge_list() -> list[str]:
+    """surge-ai/profanity's single-word entries of 3+ letters (letters only) rated Strong or Severe."""
+    import csv
+
+    with open(SURGE, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return sorted({r["text"].strip().lower() for r in rows
+                   if r["severity_description"].strip() in ("Strong", "Severe")
+                   and r["text"].strip().isalpha() and r["text"].strip().isascii() and len(r["text"].strip()) >= 3})
+
+
 def half(word: str) -> str:
     return "dev" if int(hashlib.sha1(word.encode()).hexdigest()[:8], 16) % 2 == 0 else "heldout"
 
@@ -81,9 +97,12 @@ def main() -> int:
     ap.add_argument("--toxic", type=int, default=400, help="toxic documents per half and variant group")
     ap.add_argument("--seed", type=int, default=44)
     ap.add_argument("--half", choices=("dev", "heldout"), default="dev")
+    ap.add_argument("--judge", choices=("better-profanity", "surge"), default="better-profanity",
+                    help="the list toxic documents take their words from (surge: rated Strong/Severe only)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    args.out = args.out or str(ROOT / "bench" / "out" / f"bench_toxicity_sources_{args.half}.json")
+    tag = "" if args.judge == "better-profanity" else f"_{args.judge}"
+    args.out = args.out or str(ROOT / "bench" / "out" / f"bench_toxicity_sources{tag}_{args.half}.json")
     from datatrove.data import Document
     from lib.garbage_sources import real_domains
 
@@ -92,7 +111,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     scorer, filt = toxicity_steps(ToxicityConfig())
     shipped = set(scorer.lists["en"])
-    words = other_list()
+    words = other_list() if args.judge == "better-profanity" else surge_list()
     real: dict[str, list[str]] = {}
     prose_src: list[str] = []
     for split in ("dev", "heldout2"):
@@ -114,7 +133,7 @@ def main() -> int:
             out += [filt.filter(d) is not True for d in batch]
         return out
 
-    res: dict = {"half": args.half, "real_flagged": {}, "recall": {}}
+    res: dict = {"half": args.half, "judge": args.judge, "real_flagged": {}, "recall": {}}
     for dom, texts in sorted(real.items()):
         f = flagged(texts)
         res["real_flagged"][dom] = round(sum(f) / len(f), 4)
