@@ -10,7 +10,8 @@ match (``BadwordCounter``) does not see. A token's core (surrounding punctuation
 
 * letters with symbols or digits (``sh1t``, ``$h!t``, ``f*ck``): leetspeak mapped to letters and
   masking characters matched as wildcards against list words of that length with the same first
-  and last letters;
+  and last letters; in a token of compound length, one or two masks (``*#%``, not ``_``) are also
+  tried with every letter for an inflection or compound (``assf*cker``);
 * letters only, not a list word: runs of 3+ repeated letters collapsed (``fuuuck``), an inflection
   of a list word (``whores``) unless the token is commoner than the word in general English
   (``spices``), or a compound starting or ending with a "root" (a word of 4+ letters listed by at
@@ -30,7 +31,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import product
 from pathlib import Path
+from string import ascii_lowercase
 from typing import Any
 
 from corpusmix.config import ConfigError
@@ -42,6 +45,7 @@ ROOT_SOURCES = 4  # a root is listed by at least this many vendored lists (conse
 LEET = {"4": "a", "@": "a", "3": "e", "1": "il", "!": "il", "|": "il", "0": "o", "5": "s", "$": "s",
         "7": "t", "+": "t", "8": "b", "9": "g"}
 MASK = "*#%_"  # characters that stand for one hidden letter
+FILLED = "*#%"  # masking characters tried with every letter in a compound-length token
 INFLECT = ("s", "es", "ed", "d", "ing", "in", "er", "ers", "y", "ie", "ies", "z")
 STRIP = ".,;:?\"'()[]{}<>`“”‘’"
 _SYMBOLIC = re.compile(r"[a-z][^a-z\s]|[^a-z\s][a-z]")  # a letter next to a digit or symbol
@@ -261,6 +265,20 @@ class ObfuscatedWords:
             return False
         for w in self.by_shape.get((len(chars), chars[0], chars[-1]), ()):
             if all(c == "?" or c == x for c, x in zip(chars, w, strict=True)):
+                return True
+        return self._masked_derived(core, chars)
+
+    def _masked_derived(self, core: str, chars: list[str]) -> bool:
+        """A masked compound or inflection (``assf*cker``, ``b*tchass``): every wildcard is a masking
+        character other than ``_`` (an identifier character in code), at most two of them, in a token
+        of compound length; some filling with letters is a list word or derived from one."""
+        holes = [i for i, c in enumerate(chars) if c == "?"]
+        if len(holes) > 2 or len(chars) < ROOT_MIN + 3 or any(core[i] not in FILLED for i in holes):
+            return False
+        for letters in product(ascii_lowercase, repeat=len(holes)):
+            for i, x in zip(holes, letters, strict=True):
+                chars[i] = x
+            if self._letters_hit("".join(chars)):
                 return True
         return False
 

@@ -24,7 +24,7 @@ def scorer() -> ToxicityScorer:
 @pytest.mark.parametrize("text", [
     "you are a f*ck", "what a f#cking mess", "sh1t happens", "$h!t", "b!tch", "pu55y", "p0rn",
     "f u c k you", "such a f u c k.", "f.u.c.k this", "fuuuuck", "shiiiit", "whores", "fucknugget",
-    "shiteater", "whoreface",
+    "shiteater", "whoreface", "assf*cker", "sh*thead", "b*llsh*t",
 ])
 def test_obfuscated_and_derived_forms_are_counted(scorer: ToxicityScorer, text: str) -> None:
     assert scorer.count_badwords(text, "en") >= 1
@@ -35,6 +35,7 @@ def test_obfuscated_and_derived_forms_are_counted(scorer: ToxicityScorer, text: 
     "0xdeadbeef 0xB00B1E5 sha 3f4a9c", "char* buf = a*b + c*d;", "cocktail party", "the dickens",
     "spices", "analysis", "buttonpress", "pussycat", "snigger", "sucklings", "e.g. i.e. U.S.A.",
     "x = s[1:3] # t_s", "l33t h4x0r", "1st 2nd 3rd 4th", "C# and F# and R", "a.k.a. Mr. T",
+    "area = width*height", "count*total", "grid#column", "max*min*abs", "user_name_field", "100%done",
 ])
 def test_ordinary_text_is_not_counted(scorer: ToxicityScorer, text: str) -> None:
     assert scorer.count_badwords(text, "en") == 0
