@@ -244,6 +244,22 @@ def _phase(name: str) -> None:
     hold(name)
 
 
+def _claim_work(out: Path, work: Path, fingerprint: str, restart_stale: bool) -> None:
+    """Mark ``work`` as this run's; the work of a run with another fingerprint stops the command, or
+    with ``restart_stale`` is discarded (renamed, then deleted: a kill leaves the old work or none)."""
+    fp_file = work / "fingerprint"
+    if fp_file.exists() and fp_file.read_text() != fingerprint:
+        if not restart_stale:
+            raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output, "
+                              f"delete {str(work)!r} or pass --restart-stale true")
+        log.info("discarding the work of a run with other inputs or params", extra={"data": {"work": str(work)}})
+        stale = out / f".work-trash-{os.getpid()}"
+        work.rename(stale)
+        shutil.rmtree(stale, ignore_errors=True)  # a kill here: run_local sweeps .work-trash-* later
+        work.mkdir(parents=True)
+    fp_file.write_text(fingerprint)
+
+
 def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path = "params.yaml",
               cfg: EngineConfig | None = None, read_cfg: cio.ReadConfig | None = None,
               chain: ChainConfig | None = None) -> dict[str, Any]:
@@ -267,17 +283,7 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
         "inputs": [str(f) for f in files], "engine": engine_fp, "read": asdict(read_cfg),
         "params": chain.params, "decontam_index": [getattr(s, "index_path", "") for s in steps_a]},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
-    fp_file = work / "fingerprint"
-    if fp_file.exists() and fp_file.read_text() != fingerprint:
-        if not cfg.restart_stale:
-            raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output, "
-                              f"delete {str(work)!r} or pass --restart-stale true")
-        log.info("discarding the work of a run with other inputs or params", extra={"data": {"work": str(work)}})
-        stale = out / f".work-trash-{os.getpid()}"
-        work.rename(stale)  # one rename: a kill leaves either the old work or none (the trash is swept below)
-        shutil.rmtree(stale, ignore_errors=True)
-        work.mkdir(parents=True)
-    fp_file.write_text(fingerprint)
+    _claim_work(out, work, fingerprint, cfg.restart_stale)
     # listed once (a big JSONL file is cut into pieces by counting its lines): calibration and every
     # stage-a task read these units
     units = cio.list_units(files, read_cfg.jsonl_split_bytes)

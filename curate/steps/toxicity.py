@@ -28,6 +28,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -368,11 +369,9 @@ class ToxicityScorer(Annotator):
         return state
 
     def _predict(self, windows_words: list[list[str]]) -> list[float]:
+        """The sklearn pipeline's window probabilities (a model ``LinearWindowModel`` cannot read)."""
         if self._model is None:
             self._model = self._load_model()
-        if isinstance(self._model, LinearWindowModel):
-            # the same probabilities as the sklearn pipeline below, bit for bit (toxicity_linear)
-            return self._model.probabilities(windows_words).tolist()
         features, model = self._model
         return model.predict_proba(features.transform(windows_words))[:, 1].tolist()
 
@@ -428,8 +427,7 @@ class ToxicityScorer(Annotator):
         results: list[bool | tuple[bool, str]] = [True] * len(batch)
         if self.cfg.model != "none" and self._model is None:
             self._model = self._load_model()
-        # the linear model lower-cases: it takes the lower-cased text's words, shared with the word
-        # lists (a word lower-cased alone is the same as in its text, see probabilities_flat)
+        # a lower-casing linear model takes the word lists' lower-cased words (see probabilities_flat)
         flat = isinstance(self._model, LinearWindowModel)
         lowered = flat and self._model.lowercase
         words: list[str] = []
@@ -455,9 +453,7 @@ class ToxicityScorer(Annotator):
             if flat:
                 probs = self._model.probabilities_flat(words, sizes, lowered=lowered).tolist()
             else:
-                bounds = [0]
-                for n in sizes:
-                    bounds.append(bounds[-1] + n)
+                bounds = [0, *accumulate(sizes)]
                 probs = self._predict([words[a:b] for a, b in zip(bounds, bounds[1:], strict=False)])
             best: dict[int, float] = {}
             for i, p in zip(owners, probs, strict=True):
