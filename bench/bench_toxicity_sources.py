@@ -5,7 +5,8 @@ alt-profanity-check's linear model. Toxic documents here take their words from a
 list, better-profanity's ``profanity_wordlist.txt`` (a dev dependency), split by a hash of the word
 into two halves (``dev``/``heldout``), each word inserted into real prose as it is or obfuscated
 (``--judge surge``: surge-ai/profanity's entries rated Strong or Severe, vendored under
-``bench/data/surge-profanity``, instead):
+``bench/data/surge-profanity``; ``--judge cuss``: the npm package cuss's entries rated 2, vendored
+under ``bench/data/cuss``; instead):
 
 * ``plain``: the word; ``asterisk``: inner vowels as ``*`` (``f*ck``); ``leet``: a->4, e->3, i->1,
   o->0, s->$ (``sh1t``); ``spaced``: letters separated by spaces; ``stretched``: a letter repeated.
@@ -62,6 +63,22 @@ def surge_list() -> list[str]:
                    and r["text"].strip().isalpha() and r["text"].strip().isascii() and len(r["text"].strip()) >= 3})
 
 
+CUSS = ROOT / "bench" / "data" / "cuss" / "index.js"
+
+
+def cuss_list() -> list[str]:
+    """The npm package cuss's single-word entries of 3+ letters (letters only) rated 2 (likely profane)."""
+    entry = re.compile(r"^\s*'?([^':]+?)'?:\s*([0-2]),?\s*$")
+    words = set()
+    for line in CUSS.read_text(encoding="utf-8").splitlines():
+        m = entry.match(line)
+        if m and m.group(2) == "2":
+            w = m.group(1).strip().lower()
+            if w.isalpha() and w.isascii() and len(w) >= 3:
+                words.add(w)
+    return sorted(words)
+
+
 def half(word: str) -> str:
     return "dev" if int(hashlib.sha1(word.encode()).hexdigest()[:8], 16) % 2 == 0 else "heldout"
 
@@ -97,8 +114,9 @@ def main() -> int:
     ap.add_argument("--toxic", type=int, default=400, help="toxic documents per half and variant group")
     ap.add_argument("--seed", type=int, default=44)
     ap.add_argument("--half", choices=("dev", "heldout"), default="dev")
-    ap.add_argument("--judge", choices=("better-profanity", "surge"), default="better-profanity",
-                    help="the list toxic documents take their words from (surge: rated Strong/Severe only)")
+    ap.add_argument("--judge", choices=("better-profanity", "surge", "cuss"), default="better-profanity",
+                    help="the list toxic documents take their words from (surge: rated Strong/Severe only; "
+                         "cuss: rated 2 only)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     tag = "" if args.judge == "better-profanity" else f"_{args.judge}"
@@ -111,7 +129,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     scorer, filt = toxicity_steps(ToxicityConfig())
     shipped = set(scorer.lists["en"])
-    words = other_list() if args.judge == "better-profanity" else surge_list()
+    words = {"better-profanity": other_list, "surge": surge_list, "cuss": cuss_list}[args.judge]()
     real: dict[str, list[str]] = {}
     prose_src: list[str] = []
     for split in ("dev", "heldout2"):
