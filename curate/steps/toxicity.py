@@ -12,7 +12,7 @@ Two signals, both shipped (nothing is downloaded):
 * ``badwords`` (int): hits of the multilingual "List of Dirty, Naughty, Obscene and Otherwise Bad
   Words" (LDNOOBW, CC-BY-4.0; 15 languages in ``curate/models/badwords``, see the PROVENANCE
   there) for the document's language, matched on word boundaries (substrings for ja/th/zh, as
-  datatrove's C4 filter does). English adds a larger vendored lexicon (``extra_lists``) and counts
+  datatrove's C4 filter does). English adds a larger lexicon, less its allow-list (``extra_lists``), and
   obfuscated, inflected and compound spellings (``match_obfuscated``; ``curate.steps.toxicity_words``).
 
 ``ToxicityScorer`` writes the columns; ``ToxicityFilter`` decides with per-domain thresholds
@@ -71,7 +71,7 @@ class ToxicityConfig:
         "help": "drop when bad-word hits / words exceeds this (null: never)"})
     c4_badwords: bool = field(default=False, metadata={"help": "C4's rule: drop any document with a listed word"})
     extra_lists: bool = field(default=True, metadata={
-        "help": "add the vendored larger English lexicon (curate/models/badwords/extra) to the en list"})
+        "help": "add the vendored larger English lexicon (curate/models/badwords/extra), less its allow-list"})
     match_obfuscated: bool = field(default=True, metadata={
         "help": "also count obfuscated (sh1t, f*ck, f u c k, fuuuck), inflected and compound forms"})
     per_domain: dict = field(default_factory=dict, metadata={
@@ -352,11 +352,11 @@ class ToxicityScorer(Annotator):
         self.cfg = cfg
         self.batch_size = cfg.batch_size
         self.lists = load_badwords(cfg.badwords_dir)
-        if cfg.extra_lists:  # the larger lexicon joins the exact match of its language
+        if cfg.extra_lists:  # the larger lexicon joins the exact match; its allow-list applies to both
             for lang in list(self.lists):
                 extra = load_extra(lang)
                 if extra:
-                    self.lists[lang] = sorted(set(self.lists[lang]) | extra)
+                    self.lists[lang] = sorted((set(self.lists[lang]) | extra) - load_okayish(lang))
         self._patterns: dict[str, BadwordCounter] = {}
         self._codes: dict[str, TokenCodes] = {}
         self._model: Any = None

@@ -45,6 +45,11 @@ def test_switches_restore_the_exact_match() -> None:
     plain = ToxicityScorer(ToxicityConfig(model="none", extra_lists=False, match_obfuscated=False))
     assert plain.count_badwords("sh1t f*ck fuuuck", "en") == 0
     assert plain.count_badwords("shit", "en") == 1
+    health = "Safe sex and sexual health education for teens"
+    assert plain.count_badwords(health, "en") == 2  # LDNOOBW as C4 used it
+    full = ToxicityScorer(ToxicityConfig(model="none"))
+    assert full.count_badwords(health, "en") == 0  # the allow-list of innocent senses applies to every list
+    assert full.count_badwords("shit", "en") == 1
 
 
 def test_extra_lexicon_is_curated(scorer: ToxicityScorer) -> None:
