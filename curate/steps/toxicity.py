@@ -136,8 +136,7 @@ class BadwordCounter:
     alternatives that match nowhere never change which one matches first: the count is that of
     the alternation of the remaining words alone (same order). Almost all texts keep none and
     cost one ``findall`` of word runs over their distinct whitespace tokens (every run of a text
-    lies inside one token). The word runs of each distinct token that belong to some listed word
-    are kept per token (a per-process cache), so a text costs one lookup per distinct token.
+    lies inside one token). The scorer reads each distinct token's runs once (``TokenCodes``).
     Languages written without spaces match substrings: whole pattern.
     """
 
@@ -155,17 +154,15 @@ class BadwordCounter:
                 self.always.append(i)
         self._subsets: dict[tuple[int, ...], re.Pattern[str]] = {}
         self.relevant = frozenset().union(*self.runs)  # every run of every listed word
-        self._token_runs: dict[str, tuple[str, ...]] = {}
 
-    def count(self, text: str, tokens: set[str] | None = None) -> int:
-        """Matches of ``badword_pattern(words, lang)`` in ``text`` (already lower-cased);
-        ``tokens``: the distinct whitespace tokens of ``text`` where the caller has them."""
+    def count(self, text: str) -> int:
+        """Matches of ``badword_pattern(words, lang)`` in ``text`` (already lower-cased)."""
         if self.lang in NO_SPACE_LANGS:
             return sum(1 for _ in self.pattern.finditer(text))
-        return self.count_runs(text, self.listed_runs(set(text.split()) if tokens is None else tokens))
+        return self.count_runs(text, set(_RUN.findall(" ".join(set(text.split())))))
 
     def count_runs(self, text: str, runs: set[str]) -> int:
-        """``count`` given the text's listed runs (:meth:`listed_runs`)."""
+        """``count`` given the text's word runs (at least those of listed words: ``token_runs``)."""
         by_run, words = self.by_run, self.words
         cand = sorted(i for r in runs.intersection(by_run) for i in by_run[r]
                       if self.runs[i] <= runs and words[i] in text)
@@ -184,15 +181,6 @@ class BadwordCounter:
         """The ``\\w+`` runs of one whitespace token that are runs of some listed word."""
         relevant = self.relevant
         return tuple(r for r in _RUN.findall(token) if r in relevant)
-
-    def listed_runs(self, tokens: set[str]) -> set[str]:
-        """The ``\\w+`` runs of ``tokens`` that are runs of some listed word."""
-        cache = self._token_runs
-        if len(cache) > 500_000:
-            cache.clear()
-        for t in tokens.difference(cache):
-            cache[t] = self.token_runs(t)
-        return set().union(*filter(None, map(cache.__getitem__, tokens)))
 
 
 class TokenCodes(dict):

@@ -176,16 +176,14 @@ class ObfuscatedWords:
             self.by_shape.setdefault((len(w), w[0], w[-1]), []).append(w)
         self._cache: dict[str, bool] = {}
 
-    def count(self, text: str, tokens: list[str] | None = None, distinct: set[str] | None = None) -> int:
-        """Hits in ``text`` (lower-cased) that an exact match of the list words does not count;
-        ``tokens``: ``text.split()`` and ``distinct``: its set, where the caller has them."""
+    def count(self, text: str) -> int:
+        """Hits in ``text`` (lower-cased) that an exact match of the list words does not count (the
+        scorer reads each distinct token's flags once through ``TokenCodes`` and ``count_flagged``)."""
         cache = self._cache
         if len(cache) > 500_000:
             cache.clear()
-        if tokens is None:
-            tokens = text.split()
-        if distinct is None:
-            distinct = set(tokens)
+        tokens = text.split()
+        distinct = set(tokens)
         for t in distinct.difference(cache):  # per distinct token: HIT, SPACED (may start a spaced word), 0
             cache[t] = self._flags(t)
         flags = list(map(cache.__getitem__, distinct))
