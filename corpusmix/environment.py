@@ -69,6 +69,23 @@ def json_pins(pins: dict[str, str]) -> str:
     return "\n".join(f"{n}=={v}" for n, v in sorted(pins.items()))
 
 
+@cache
+def source_digest(*packages: str) -> str:
+    """sha256 (16 hex) over the relative path and bytes of every file of the named packages (source
+    and package data, no ``__pycache__``): what a resumable run holds as its code version, so a
+    changed step or word list never resumes work written by other code."""
+    import importlib
+
+    h = hashlib.sha256()
+    for name in packages:
+        root = Path(importlib.import_module(name).__file__ or "").parent
+        for f in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                        and p.suffix not in (".pyc", ".pyo")):
+            h.update(f"{name}/{f.relative_to(root).as_posix()}\0".encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
 def environment() -> dict[str, Any]:
     """The block recorded in outputs (module docstring)."""
     st = numerics.state()

@@ -48,8 +48,9 @@ class EngineConfig:
         "help": "folder with the trained quality models (empty: quality step skipped)"})
     keep_work: bool = field(default=True, metadata={"help": "keep OUT/work after a finished run"})
     restart_stale: bool = field(default=False, metadata={
-        "help": "OUT/work holds a run with other inputs or params (e.g. after a params edit): discard it and "
-                "start over instead of stopping (the DVC stage sets it; a run with the same ones resumes)"})
+        "help": "OUT/work holds a run with other inputs, params or code (e.g. after a params edit or an "
+                "upgrade): discard it and start over instead of stopping (the DVC stage sets it; a run with "
+                "the same ones resumes)"})
 
     def __post_init__(self) -> None:
         valid = registry.names()

@@ -46,7 +46,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from corpusmix import timing
 from corpusmix.config import ConfigError, config_from, load_params
-from corpusmix.environment import environment
+from corpusmix.environment import environment, source_digest
 from corpusmix.holds import hold
 from corpusmix.logging import get_logger
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document
@@ -250,9 +250,9 @@ def _claim_work(out: Path, work: Path, fingerprint: str, restart_stale: bool) ->
     fp_file = work / "fingerprint"
     if fp_file.exists() and fp_file.read_text() != fingerprint:
         if not restart_stale:
-            raise ConfigError(f"{str(out)!r} holds a run with other inputs or params; use a new --output, "
+            raise ConfigError(f"{str(out)!r} holds a run with other inputs, params or code; use a new --output, "
                               f"delete {str(work)!r} or pass --restart-stale true")
-        log.info("discarding the work of a run with other inputs or params", extra={"data": {"work": str(work)}})
+        log.info("discarding the work of a run with other inputs, params or code", extra={"data": {"work": str(work)}})
         stale = out / f".work-trash-{os.getpid()}"
         work.rename(stale)
         shutil.rmtree(stale, ignore_errors=True)  # a kill here: run_local sweeps .work-trash-* later
@@ -279,9 +279,12 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     out, work = Path(output), Path(output) / "work"
     work.mkdir(parents=True, exist_ok=True)
     engine_fp = {k: v for k, v in asdict(cfg).items() if k != "restart_stale"}  # how to treat a stale run
+    params_fp = json.loads(json.dumps(chain.params, default=str))  # the same, as written in params.yaml
+    ((params_fp.get("curate") or {}).get("engine") or {}).pop("restart_stale", None)
     fingerprint = hashlib.sha256(json.dumps({
         "inputs": [str(f) for f in files], "engine": engine_fp, "read": asdict(read_cfg),
-        "params": chain.params, "decontam_index": [getattr(s, "index_path", "") for s in steps_a]},
+        "params": params_fp, "decontam_index": [getattr(s, "index_path", "") for s in steps_a],
+        "code": source_digest("curate", "corpusmix"), "packages": environment()["packages"]},
         sort_keys=True, default=str).encode()).hexdigest()[:16]
     _claim_work(out, work, fingerprint, cfg.restart_stale)
     # listed once (a big JSONL file is cut into pieces by counting its lines): calibration and every

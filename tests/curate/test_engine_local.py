@@ -148,7 +148,7 @@ def test_rerun_with_other_params_is_refused(clean_run, tmp_path):
     inp, _, out = clean_run
     p = tmp_path / "p.yaml"
     p.write_text(PARAMS.replace("threshold: 0.8", "threshold: 0.7"))
-    with pytest.raises(ConfigError, match="other inputs or params"):
+    with pytest.raises(ConfigError, match="other inputs, params or code"):
         run_local(inputs=inp, output=out, params_path=str(p))
 
 
@@ -170,6 +170,33 @@ def test_restart_stale_discards_the_work_of_other_params(clean_run, tmp_path):
     assert not list(stale.glob(".work-trash-*"))
     again = run_local(inputs=inp, output=stale, params_path=str(p))  # same params: resumes, same result
     assert again["totals"] == doc["totals"]
+
+
+def test_changed_code_is_not_resumed(clean_run, tmp_path, monkeypatch):
+    """The fingerprint holds a digest of the package source: after a code change, the finished work of
+    the old code is refused (or, with ``restart_stale``, discarded and rerun), never resumed."""
+    import shutil
+
+    from corpusmix.environment import source_digest
+    from curate import engine_local
+
+    inp, params, out = clean_run
+    assert len(source_digest("curate", "corpusmix")) == 16
+    assert source_digest("curate", "corpusmix") != source_digest("corpusmix")
+    stale = tmp_path / "out"
+    shutil.copytree(out, stale)
+    p = tmp_path / "p.yaml"
+    p.write_text(PARAMS.replace("    tasks: 4\n", "    tasks: 4\n    restart_stale: true\n"))
+    (stale / "work" / "old-code-marker").write_text("x")  # any file of the old work
+    run_local(inputs=inp, output=stale, params_path=str(p))  # same code: resumed, the old work kept
+    assert (stale / "work" / "old-code-marker").exists()
+    monkeypatch.setattr(engine_local, "source_digest", lambda *names: "0" * 16)  # other code
+    with pytest.raises(ConfigError, match="other inputs, params or code"):
+        run_local(inputs=inp, output=stale, params_path=str(params))
+    doc = run_local(inputs=inp, output=stale, params_path=str(p))
+    assert not (stale / "work" / "old-code-marker").exists()  # discarded and rerun, not resumed
+    assert doc["totals"] == json.loads((out / "stats.json").read_text())["totals"]
+    assert not list(stale.glob(".work-trash-*"))
 
 
 def test_one_big_jsonl_file_is_shared_by_tasks(tmp_path):
