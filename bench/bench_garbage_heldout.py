@@ -52,6 +52,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources3 import KINDS, garbage_doc, real_domains
     elif split == "heldout4":
         from lib.garbage_sources4 import KINDS, garbage_doc, real_domains
+    elif split == "heldout5":
+        from lib.garbage_sources5 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -166,7 +168,8 @@ def score(truth: dict, out: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4"), required=True)
+    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"),
+                    required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)
     ap.add_argument("--own-per-kind", type=int, default=12)
