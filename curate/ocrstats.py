@@ -11,7 +11,10 @@ not in the language's dictionary:
 * **near misses**: the word is within a small edit of a frequent dictionary word (one deletion,
   insertion or substitution; for words of 6+ letters also two-for-one confusions such as ``rn`` for
   ``m``) *and that word occurs in the same document* (found with a deletion index of the language's
-  most frequent words, as SymSpell does, without its per-lookup cost);
+  most frequent words, as SymSpell does, without its per-lookup cost); a word one edit from one of
+  the 1,000 most frequent words, or of 7+ letters and one edit from any of the 20,000 most frequent
+  (``tomorroow``, ``dopllars``: the 200,000-word dictionary holds the real words that close to a
+  frequent one, inflections included), counts without that condition;
 * **run-together words**: the word splits into two frequent words, one of them among the
   language's most frequent (``ofthe``, ``andmodify``);
 * **broken words**: the word joined to its neighbour makes a dictionary word (``pa cket``);
@@ -35,6 +38,7 @@ NEAR_WORDS = 20_000  # frequent words a near miss may be of
 SPLIT_WORDS = 30_000  # words a run-together word may split into
 FUNCTION_WORDS = 100  # one half of a run-together word is among these
 COMMON_WORDS = 1000  # a near miss of one of these counts even when the document does not spell it right
+LONG_NEAR_LETTERS = 7  # ... as does a word of this many letters one edit from any of the NEAR_WORDS
 CONTENT_WORDS = 5000  # the other half of a run-together word is among these
 DAMAGED_MIN_WORDS = 30  # lower-case words of 3+ letters a document needs before it is judged
 MAX_CANDIDATES = 400  # distinct out-of-dictionary words looked at per document
@@ -198,6 +202,8 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
             if hit and not targets.intersection(hit):  # one target once: "freshes", "freshet" of "fresh"
                 targets.update(hit)
                 damaged += 1
+                continue
+            damaged += len(w) >= LONG_NEAR_LETTERS and bool(near1)  # "tomorroow", "dopllars"
             continue
         damaged += split
     return damaged + split_words

@@ -74,10 +74,10 @@ class FilterConfig:
     garbage_max_oov_share: float = field(default=0.35, metadata={
         "help": "auto: drop when this share of the lower-case words (3+ letters; 30+ of them) is not in the "
                 "language's dictionary (OCR noise, invented words)"})
-    garbage_max_damaged_share: float = field(default=0.04, metadata={
+    garbage_max_damaged_share: float = field(default=0.03, metadata={
         "help": "auto: drop running text (damaged_min_plain_share) when this share of its lower-case words are near misses "
                 "of words it spells right, run-together words or case flips (OCR and conversion damage)"})
-    damaged_min_words: int = field(default=3, metadata={
+    damaged_min_words: int = field(default=4, metadata={
         "help": "auto: ... and at least this many damaged words (one or two are typos, whatever the share)"})
     damaged_min_plain_share: float = field(default=0.2, metadata={
         "help": "auto: ... when lower-case words of 3+ letters are at least this share of the tokens"})
@@ -94,7 +94,7 @@ class FilterConfig:
     function_words_min_words: int = 30
     garbage_max_mojibake: float = field(default=1.0, metadata={
         "help": "auto: drop when ftfy's mojibake sequences + U+FFFD per 1,000 characters exceed this after repair"})
-    garbage_max_stuffing: float = field(default=0.3, metadata={
+    garbage_max_stuffing: float = field(default=0.25, metadata={
         "help": "auto: keyword stuffing: the top 3 content words' share of content words above this ..."})
     garbage_max_rep_ngrams: float = field(default=0.5, metadata={
         "help": "auto: ... and this share of tokens in repeated 5-grams"})

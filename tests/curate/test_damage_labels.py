@@ -67,6 +67,20 @@ def test_near_miss_index() -> None:
     assert ocrstats.near_miss_index("xx-not-a-language") is None
 
 
+def test_long_near_misses_count_without_their_word_in_the_document() -> None:
+    """A 7+ letter word one edit from a frequent word counts though the document never spells that
+    word (a typo of a word used once); a short one, and a rare real word, do not."""
+    words = PROSE.split(" ")
+    typos = {"discuss": "discusss", "children": "chilren", "station,": "stattion,", "majority": "majoritty",
+             "reviewed": "reviewd", "history": "histoy"}  # words the document uses once
+    damaged = " ".join(typos.get(w, w) for w in words)
+    dmg = doc_stats(damaged, "en")
+    assert dmg["damaged_words"] >= 5 and dmg["damaged_share"] > 0.03
+    rare = PROSE.replace("museum", "palimpsest").replace("library.", "athenaeum.")  # real, if rare, words
+    assert doc_stats(rare, "en")["damaged_words"] == doc_stats(PROSE, "en")["damaged_words"]
+    assert ocrstats.LONG_NEAR_LETTERS == 7
+
+
 def test_digits_for_letters_and_case_flips() -> None:
     text = PROSE.replace("library", "1ibrary", 1).replace("decision", "dEC1SION", 1).replace("school", "sCHOOL", 1)
     assert doc_stats(text, "en")["damaged_share"] > doc_stats(PROSE, "en")["damaged_share"]
