@@ -165,6 +165,8 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
         if hit and not targets.intersection(hit):
             targets.update(hit)
             damaged += 1
+        elif len(w) >= ocrstats.LONG_NEAR_LETTERS and near1:  # a long word one edit from a frequent one
+            damaged += 1
     last = -2
     for i in oov_positions[:ocrstats.MAX_SPLIT_ANCHORS]:
         for a, b in ((i - 1, i), (i, i + 1)):
