@@ -182,6 +182,8 @@ def main() -> int:
                     "its curate package and its params.yaml; the set is read from --work")
     ap.add_argument("--out-name", default="out", help="output folder name under WORK/SPLIT")
     args = ap.parse_args()
+    if os.environ.get("PYTHONHASHSEED") != "0":  # generators that iterate sets (ipsum's models) build the same set
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     if args.tree:
         tree = str(Path(args.tree).resolve())
         if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != tree:  # this run again, the tree's code first

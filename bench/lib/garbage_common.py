@@ -1,12 +1,17 @@
-"""What the garbage held-out splits share (``garbage_sources``, ``garbage_sources3``, ``garbage_sources4``):
-document cutting, a stable hash, the capping of generated garbage and the cache-filling command line."""
+"""What the garbage held-out splits share (``garbage_sources``, ``garbage_sources3`` ... ``garbage_sources5``):
+document cutting, a stable hash, the capping of generated garbage, shuffled sentences laid out like their
+source, text mis-decoded by a chain of codecs, the cached file lists, the ``garbage_doc`` dispatch and the
+cache-filling command line."""
 
 from __future__ import annotations
 
 import hashlib
 import random
 import re
+import statistics
+import textwrap
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 MAX_DOC = 6000  # characters per document, real or garbage
@@ -59,3 +64,63 @@ def fill_cli(split: str, cache: Path, fill_cache: Callable[[Path], Path]) -> Non
     if not args.fill:
         ap.error("nothing to do: pass --fill")
     print(fill_cache(Path(args.cache)))
+
+
+def layout_like(src: str, sents: list[str]) -> str:
+    """``sents`` in as many paragraphs as ``src`` has, wrapped like it when it is wrapped."""
+    paras = [p for p in re.split(r"\n\s*\n", src.strip()) if p.strip()]
+    lines = [ln for ln in src.splitlines() if ln.strip()]
+    width = int(statistics.median(len(ln) for ln in lines)) if len(lines) > len(paras) else 0
+    n_par = max(1, min(len(paras), len(sents) // 2))
+    cut = [round(k * len(sents) / n_par) for k in range(n_par + 1)]
+    out = []
+    for a, b in zip(cut, cut[1:], strict=False):
+        text = " ".join(sents[a:b])
+        out.append(textwrap.fill(text, width=max(40, width)) if width else text)
+    return "\n\n".join(out)
+
+
+def mis_decode(rng: random.Random, real: dict[str, list[str]], by_lang: dict[str, list[str]],
+               legacy: dict[str, str], read_as: list[str], utf8_read_as: list[tuple[str, int]],
+               pick: Callable[[random.Random, dict[str, list[str]]], str]) -> tuple[str, str]:
+    """(mis-decoded text, the original): a legacy-encoded language read as ``read_as`` (35 %), else real
+    UTF-8 text (``real`` 20 %, ``by_lang``'s other languages 45 %) read once or more as a codec of
+    ``utf8_read_as``; a source a codec cannot take is drawn again."""
+    latin = sorted(x for x in by_lang if x not in legacy)
+    legacy_langs = sorted(x for x in by_lang if x in legacy)
+    for _ in range(100):
+        r = rng.random()
+        if r < 0.35:
+            lang = rng.choice(legacy_langs)
+            src = rng.choice(by_lang[lang])[:MAX_DOC]
+            steps = [(legacy[lang], rng.choice(read_as))]
+        else:
+            src = (pick(rng, real) if r < 0.55 else rng.choice(by_lang[rng.choice(latin)]))[:MAX_DOC]
+            codec, times = rng.choice(utf8_read_as)
+            steps = [("utf-8", codec)] * times
+        out = src
+        try:
+            for enc, read in steps:
+                out = out.encode(enc).decode(read)
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+        if out != src and len(out) >= 200:
+            return out, src
+    raise RuntimeError("no mis-decodable source")
+
+
+@cache
+def big_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` over 1,000 bytes, sorted (CSV dumps, minified code)."""
+    return [p for p in sorted(folder.iterdir()) if p.is_file() and p.stat().st_size > 1000]
+
+
+def dispatch(kind: str, split: str, own_split: str, module: str, rng: random.Random,
+             generators: dict[str, Callable[[random.Random], str]],
+             mojibake: Callable[[random.Random], tuple[str, str]]) -> tuple[str, str | None]:
+    """``garbage_doc`` of a one-split module: (garbage text, the clean original for mojibake, else None)."""
+    if split != own_split:
+        raise ValueError(f"{module} holds only the {own_split!r} split, not {split!r}")
+    if kind == "mojibake":
+        return mojibake(rng)
+    return cap(generators[kind](rng)), None

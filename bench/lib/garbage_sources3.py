@@ -74,7 +74,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import textwrap
 import zipfile
 import zlib
 from collections import defaultdict
@@ -83,9 +82,27 @@ from functools import cache
 from pathlib import Path
 
 if __package__:
-    from .garbage_common import MAX_DOC, cap, chunks, file_chunk, fill_cli, stable_hash
+    from .garbage_common import (
+        MAX_DOC,
+        big_files,
+        chunks,
+        dispatch,
+        file_chunk,
+        fill_cli,
+        layout_like,
+        stable_hash,
+    )
 else:  # run as a script: python bench/lib/garbage_sourcesN.py --fill
-    from garbage_common import MAX_DOC, cap, chunks, file_chunk, fill_cli, stable_hash
+    from garbage_common import (
+        MAX_DOC,
+        big_files,
+        chunks,
+        dispatch,
+        file_chunk,
+        fill_cli,
+        layout_like,
+        stable_hash,
+    )
 
 CACHE = Path(os.environ.get("GARBAGE3_CACHE", "/work/garbage3_cache"))
 FILL_CMD = ".venv/bin/python bench/lib/garbage_sources3.py --fill"
@@ -616,20 +633,6 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False)
 
 
-def _layout_like(src: str, sents: list[str]) -> str:
-    """``sents`` in as many paragraphs as ``src`` has, wrapped like it when it is wrapped."""
-    paras = [p for p in re.split(r"\n\s*\n", src.strip()) if p.strip()]
-    lines = [ln for ln in src.splitlines() if ln.strip()]
-    width = int(statistics.median(len(ln) for ln in lines)) if len(lines) > len(paras) else 0
-    n_par = max(1, min(len(paras), len(sents) // 2))
-    cut = [round(k * len(sents) / n_par) for k in range(n_par + 1)]
-    out = []
-    for a, b in zip(cut, cut[1:], strict=False):
-        text = " ".join(s.strip() for s in sents[a:b])
-        out.append(textwrap.fill(text, width=max(40, width)) if width else text)
-    return "\n\n".join(out)
-
-
 def _prose(text: str) -> bool:
     """Mostly running text: at most 20 % of its lines indented deeper than its usual indent (code, tables)
     or without lower-case letters (rules, headings)."""
@@ -654,7 +657,7 @@ def shuffled_sentences(rng: random.Random) -> str:
             order = list(range(len(sents)))
             while order == sorted(order):
                 rng.shuffle(order)
-            return _layout_like(src, [sents[i] for i in order])
+            return layout_like(src, [sents[i].strip() for i in order])
     raise RuntimeError("no document with 6+ sentences")
 
 
@@ -685,26 +688,17 @@ def ocr_noise(rng: random.Random) -> str:
 
 # -- CSV and minified code -----------------------------------------------------------------------
 
-@cache
-def _files(kind: str) -> list[Path]:
-    return [p for p in sorted(_need(kind).iterdir()) if p.is_file() and p.stat().st_size > 1000]
-
-
 GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "mojibake": lambda rng: mojibake(rng)[0], "seo_spam": seo_spam, "boilerplate": boilerplate,
     "pseudo_latin": pseudo_latin, "logs": logs, "shuffled_sentences": shuffled_sentences,
-    "ocr_noise": ocr_noise, "csv_dump": lambda rng: file_chunk(rng, _files("csv")),
-    "minified_code": lambda rng: file_chunk(rng, _files("min")),
+    "ocr_noise": ocr_noise, "csv_dump": lambda rng: file_chunk(rng, big_files(_need("csv"))),
+    "minified_code": lambda rng: file_chunk(rng, big_files(_need("min"))),
 }
 
 
 def garbage_doc(kind: str, split: str, rng: random.Random) -> tuple[str, str | None]:
     """(garbage text, the clean original for mojibake, else None)."""
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources3 holds only the {SPLIT!r} split, not {split!r}")
-    if kind == "mojibake":
-        return mojibake(rng)
-    return cap(GENERATORS[kind](rng)), None
+    return dispatch(kind, split, SPLIT, "garbage_sources3", rng, GENERATORS, mojibake)
 
 
 if __name__ == "__main__":
