@@ -20,21 +20,45 @@ plain sum (``set_force_sum_reduction_for_comms``). Both setters exist from torch
 (``require_fsdp_api`` says so clearly on older builds instead of failing inside FSDP).
 
 ``setup_distributed()`` initialises the process group under ``torchrun`` (gloo on CPU, nccl on CUDA)
-and returns (rank, world_size, device).
+and returns (rank, world_size, device). A worker started by torchrun first asks the kernel to kill it
+when its agent dies (``die_with_agent``): torchrun starts each worker in a session of its own, so a
+SIGKILL of the job's process group (or of the agent alone) would otherwise leave the workers running
+on, still training and writing checkpoints beside the run that is started next.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_agent() -> bool:
+    """Under torchrun (``TORCHELASTIC_RUN_ID`` set), on Linux: SIGKILL this process when its parent, the
+    agent, dies. Returns whether the request was made. If the agent is already gone (this process was
+    handed to init before the request), exits at once with the same signal."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):
+        return False
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+        return False
+    if parent == 1 or os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
 
 def setup_distributed(device: str = "auto") -> tuple[int, int, torch.device]:
     """Init the process group when launched by torchrun; pick this rank's device."""
+    die_with_agent()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))

@@ -184,6 +184,21 @@ def _workers(agent: int) -> dict[int, psutil.Process]:
     return found
 
 
+def _kill_job(proc: subprocess.Popen) -> list[int]:
+    """SIGKILL the job's process group; returns the pids of its processes (CLI, agent, workers) still
+    alive 10 s later. torchrun starts the workers in sessions of their own, outside the group: they
+    must die with their agent, not train on beside the next run."""
+    family = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    alive = family
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.05)
+    return alive
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict[int, tuple[float, float]]:
     tmp = tmp_path_factory.mktemp("ref")
@@ -210,23 +225,23 @@ def test_sigkill_of_the_whole_job_then_restart_equals_uninterrupted(reference, t
             if mode == "step":
                 at = rng.randint(CKPT_EVERY + 1, STEPS // 2)
                 _wait(lambda at=at: _logged_steps(out) >= at, proc, f"step {at}")
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                kills.append({"mode": mode, "after_logged_steps": _logged_steps(out)})
+                survivors = _kill_job(proc)
+                kills.append({"mode": mode, "after_logged_steps": _logged_steps(out), "survivors": survivors})
             else:
                 start = _max_step(out)
                 # only a checkpoint this run writes (not one left by the first kill)
                 tmp = _wait_for_checkpoint_write(out, start, proc, leftovers, since)
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                survivors = _kill_job(proc)
                 step = tmp.name.removeprefix(".tmp-step-")
+                # judged after every process of the job is gone: nothing can rename it later
                 landed = tmp.exists() and not (out / "checkpoints" / f"step-{step}").exists()
-                kills.append({"mode": mode, "checkpoint": step, "mid_write": landed})
+                kills.append({"mode": mode, "checkpoint": step, "mid_write": landed, "survivors": survivors})
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     print(json.dumps(kills))
+    assert not kills[0]["survivors"] and not kills[1]["survivors"], f"processes outlived the kill: {kills}"
     assert kills[1]["mid_write"], f"the second kill missed the checkpoint write: {kills}"
     proc = subprocess.run(_cli(params, out), cwd=tmp_path, env=_env(), capture_output=True, text=True,
                           timeout=TIMEOUT)
