@@ -54,6 +54,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources4 import KINDS, garbage_doc, real_domains
     elif split == "heldout5":
         from lib.garbage_sources5 import KINDS, garbage_doc, real_domains
+    elif split == "heldout6":  # OCR noise only (a real OCR engine's output), see its module
+        from lib.garbage_sources6 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -168,7 +170,7 @@ def score(truth: dict, out: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"),
+    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"),
                     required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)

@@ -19,16 +19,20 @@ not in the language's dictionary:
   language's most frequent (``ofthe``, ``andmodify``);
 * **broken words**: the word joined to its neighbour makes a dictionary word (``pa cket``);
 
-plus words whose case flips inside (``tHIS``, ``sOFTWARE``) and words with digits where letters
-belong that read as a word of the document (``1ist``, ``a8``), divided by the number of lower-case
-words of 3+ letters. A misspelling here and there stays far below the garbage threshold
-(``curate.filters.garbage_max_damaged_share``, ``damaged_min_words``); text damaged at a word error rate of a few percent
-does not.
+plus, among words used once: case flipped inside (``tHIS``); digits where letters belong that read
+as a word of the document (``1ist``) or, in two characters, as one of the 100 most frequent words
+(``0f``; not a quantity, ``1s``, ``5m``); a stray mark inside, or a non-punctuation mark (``˙``,
+``·``, ``^``) at an edge, that reads without it as one of the 30,000 most frequent words (``wa^s``,
+``out˙``; apostrophes, hyphens, dots, slashes and underscores are not marks); accents on a word out
+of the dictionary that reads without them as one of the 1,000 most frequent (``ín``, ``óur``).
+The count is divided by the number of lower-case words of 3+ letters; a misspelling here and there
+stays far below the threshold (``garbage_max_damaged_share``, ``damaged_min_words``).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -48,7 +52,17 @@ _CASE_FLIP = re.compile(r"[a-z]+[A-Z]{2,}")
 _MIXED_DIGITS = re.compile(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}")
 # the readings tried: 1 as l or i, 8 as s or b (the other digits have one usual confusion)
 _READINGS = tuple(str.maketrans("013456789", f"o{one}easbt{eight}g") for one in "li" for eight in "sb")
+# two characters, a letter and a digit, not a number before a unit letter (1s, 5m, 2d, 4k, 0x)
+_SHORT_DIGITS = re.compile(r"[a-z][0-9]|[0-9][acefgijlnopqrtuvwyz]")
+# a mark OCR leaves inside a word; apostrophes, hyphens, dots, slashes and underscores are not among them
+_MARKS = "~^|\u02d9\u00b7\u00b8`\u00b4\u00a8\u00b0,;:\"*"
+_INNER_MARK = re.compile(f"[a-z]+[{re.escape(_MARKS)}][a-z]+")
+# ... or at a word's edge, for the marks that are not edge punctuation (``out˙``, ``not·``, ``^the``)
+_EDGE_MARKS = "".join(c for c in _MARKS if c not in EDGE_PUNCT)
+_EDGE_MARK = re.compile(f"[{re.escape(_EDGE_MARKS)}][a-z]{{3,}}|[a-z]{{3,}}[{re.escape(_EDGE_MARKS)}]")
 _EDGE = EDGE_PUNCT
+# the tags of _kind's readings
+SEEN, TOP, WORD = "seen", "top", "word"
 
 
 def _deletes(w: str) -> set[str]:
@@ -127,14 +141,33 @@ def near_miss_index(lang: str) -> NearMissIndex | None:
     return NearMissIndex(ranked) if len(ranked) >= 1000 else None
 
 
+def deaccent(w: str) -> str:
+    """``w`` without its combining marks (``ín`` -> ``in``)."""
+    return "".join(c for c in unicodedata.normalize("NFD", w) if not unicodedata.combining(c))
+
+
 def _kind(tok: str) -> tuple[str, ...]:
-    """("",) for a case flip, the letters-for-digits readings of a word with digits where letters
-    belong, () for anything else (``tok`` is a whitespace token)."""
+    """What a non-plain token of 2+ characters may be (``tok`` is a whitespace token): ("",) for a
+    case flip; (tag, reading, ...) for a token that counts when one of its readings is a word of the
+    document (SEEN: digits where letters belong), among the language's FUNCTION_WORDS (TOP: two
+    characters, a digit for a letter; or accents on a word of COMMON_WORDS, judged with the
+    dictionary) or among its SPLIT_WORDS (WORD: a stray mark inside); () for anything else."""
     core = tok.strip(_EDGE)
+    if len(core) < 2:
+        return ()
     if _CASE_FLIP.fullmatch(core):
         return ("",)
+    readings = lambda: tuple(w for w in dict.fromkeys(core.translate(r) for r in _READINGS) if w.isalpha())  # noqa: E731
+    if len(core) == 2:
+        if _SHORT_DIGITS.fullmatch(core):
+            return (TOP, *r) if (r := readings()) else ()
+        if core.isalpha() and core.islower() and not core.isascii() and (plain := deaccent(core)).isascii():
+            return (TOP, "", plain, core)  # "": an accent reading, counts when ``core`` is not a word
+        return ()
     if _MIXED_DIGITS.fullmatch(core):
-        return tuple(w for w in dict.fromkeys(core.translate(r) for r in _READINGS) if w.isalpha())
+        return (SEEN, *r) if (r := readings()) else ()
+    if _INNER_MARK.fullmatch(core) or _EDGE_MARK.fullmatch(core):
+        return (WORD, "".join(c for c in core if c.isalpha()))
     return ()
 
 
@@ -180,19 +213,32 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
     damaged = 0
     seen: set[str] | None = None
     targets: set[str] = set()
+    rank = idx.rank
     for tok, kind, c in zip(tokens, kinds, counts, strict=True):
         if kind is None:
             kind = _KINDS[tok] = _kind(tok)
         if not kind or c > 1:
             continue
-        if kind == ("",):
+        tag = kind[0]
+        if tag == "":
             damaged += 1
-            continue
-        seen = present() if seen is None else seen
-        damaged += any(len(w) > 2 and w in seen for w in kind)
+        elif tag == SEEN:
+            seen = present() if seen is None else seen
+            damaged += any(len(w) > 2 and w in seen for w in kind[1:])
+        elif tag == WORD:
+            damaged += len(kind[1]) > 2 and kind[1] in rank
+        elif kind[1] == "":  # an accented two-letter word
+            damaged += rank.get(kind[2], COMMON_WORDS) < COMMON_WORDS and kind[3] not in rank
+        else:
+            damaged += any(rank.get(w, FUNCTION_WORDS) < FUNCTION_WORDS for w in kind[1:])
     for w, c in zip(oov_words[:MAX_CANDIDATES], oov_counts, strict=False):
         if c > 1:
             continue
+        if not w.isascii():  # out of the dictionary with accents; without them one of the most frequent
+            plain = deaccent(w)
+            if plain != w and plain.isascii() and rank.get(plain, COMMON_WORDS) < COMMON_WORDS:
+                damaged += 1
+                continue
         split, near1, near2 = idx.judge(w)
         if not split and near1 and min(idx.rank[x] for x in near1) < COMMON_WORDS:
             split = True  # one edit from one of the most frequent words: "tbe", "wih"

@@ -458,7 +458,7 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     """``ocrstats.damaged_words`` of a document from its token-table ids."""
     tokens = _TABLE.tokens
     uniq, counts = np.unique(ids, return_counts=True)
-    keep = (_TABLE.size[uniq] >= 3) & ~_TABLE.plain[uniq]  # a case flip or digits for letters: 3+ chars, not plain
+    keep = (_TABLE.size[uniq] >= 2) & ~_TABLE.plain[uniq]  # ocrstats._kind's tokens: 2+ chars, not plain
     uniq, counts = uniq[keep], counts[keep]
     # in the order of their first occurrence in the document (what the counting depends on), and
     # "rindex", "rindex," and "(rindex)" are one word

@@ -141,21 +141,39 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
     present = {t.lower().strip(edge) for t in tokens}
     raw_counts = Counter(tokens)
     damaged = 0
+    rank = idx.rank
+    marks = ocrstats._MARKS
     for tok, c in raw_counts.items():
         core = tok.strip(ocrstats._EDGE)
-        if c > 1 or len(tok) < 3 or (len(core) > 2 and core.isalpha() and core.islower()):
+        if c > 1 or len(tok) < 2 or len(core) < 2 or (len(core) > 2 and core.isalpha() and core.islower()):
             continue
+        readings = {core.translate(r) for r in ocrstats._READINGS}
         if re.fullmatch(r"[a-z]+[A-Z]{2,}", core):
             damaged += 1
+        elif len(core) == 2:
+            if re.fullmatch(r"[a-z][0-9]|[0-9][a-z]", core) and core[1] not in "bdhkmsx":  # 1s, 5m: quantities
+                damaged += any(w.isalpha() and rank.get(w, 100) < ocrstats.FUNCTION_WORDS for w in readings)
+            elif core.isalpha() and core.islower() and not core.isascii():
+                plain = ocrstats.deaccent(core)
+                damaged += plain.isascii() and rank.get(plain, 1000) < ocrstats.COMMON_WORDS and core not in rank
         elif re.fullmatch(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}", core):
-            readings = {core.translate(r) for r in ocrstats._READINGS}
             damaged += any(w.isalpha() and len(w) > 2 and w in present for w in readings)
+        elif sum(ch in marks for ch in core) == 1 and all(ch.isascii() and ch.islower() for ch in core if ch not in marks):
+            mark = next(i for i, ch in enumerate(core) if ch in marks)
+            letters = core[:mark] + core[mark + 1:]
+            inner = 0 < mark < len(core) - 1
+            edge = core[mark] not in ocrstats.EDGE_PUNCT and len(letters) >= 3
+            damaged += (inner or edge) and len(letters) > 2 and letters in rank
     oov_positions = [i for i, (t, c) in enumerate(zip(tokens, cores, strict=True))
                      if len(c) > 2 and c.isalpha() and c.islower() and not reference_is_dict_token(t, *d)]
     oov_counts = Counter(cores[i] for i in oov_positions)
     targets: set[str] = set()
     for w in list(oov_counts)[:ocrstats.MAX_CANDIDATES]:
         if oov_counts[w] > 1:
+            continue
+        plain = ocrstats.deaccent(w)
+        if plain != w and plain.isascii() and rank.get(plain, 1000) < ocrstats.COMMON_WORDS:  # accents misread
+            damaged += 1
             continue
         split, near1, near2 = idx.judge(w)
         if split or (near1 and min(idx.rank[x] for x in near1) < ocrstats.COMMON_WORDS):
