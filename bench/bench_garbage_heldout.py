@@ -1,7 +1,9 @@
 """Garbage the rules never saw, mixed inside real domains and as domains of its own; real text kept.
 
 Sources and their two halves (``dev``: what the detectors were developed on; ``heldout``: what
-they are judged on) are described in ``bench/lib/garbage_sources.py``. One set per half::
+they are judged on) are described in ``bench/lib/garbage_sources.py``; the later rounds
+(``heldout2``-``heldout6``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-6.py``
+(``heldout6`` holds OCR noise alone). One set per half::
 
     real domains (150 documents each), each with garbage of every kind mixed in at a rate of
     5-30 % of the domain (rates cycle 5, 10, 15, 20, 25, 30, 30 %), kinds assigned round-robin;
