@@ -23,10 +23,10 @@ plus, among words used once: case flipped inside (``tHIS``); digits where letter
 as a word of the document (``1ist``) or, in two characters, as one of the 100 most frequent words
 (``0f``; not a quantity, ``1s``, ``5m``); a stray mark inside, or a non-punctuation mark (``˙``,
 ``·``, ``^``) at an edge, that reads without it as one of the 30,000 most frequent words (``wa^s``,
-``out˙``; apostrophes, hyphens, dots, slashes and underscores are not marks); accents on a word out
-of the dictionary that reads without them as one of the 1,000 most frequent (``ín``, ``óur``).
-The count is divided by the number of lower-case words of 3+ letters; a misspelling here and there
-stays far below the threshold (``garbage_max_damaged_share``, ``damaged_min_words``).
+``out˙``; not apostrophes, hyphens, dots, slashes, underscores, quotes, asterisks); accents on a
+word out of the dictionary that read without them as one of the 1,000 most frequent (``ín``).
+Divided by the number of lower-case words of 3+ letters, a misspelling here and there stays far
+below the threshold (``garbage_max_damaged_share``, ``damaged_min_words``).
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ _MIXED_DIGITS = re.compile(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}")
 _READINGS = tuple(str.maketrans("013456789", f"o{one}easbt{eight}g") for one in "li" for eight in "sb")
 # two characters, a letter and a digit, not a number before a unit letter (1s, 5m, 2d, 4k, 0x)
 _SHORT_DIGITS = re.compile(r"[a-z][0-9]|[0-9][acefgijlnopqrtuvwyz]")
-# a mark OCR leaves inside a word; apostrophes, hyphens, dots, slashes and underscores are not among them
-_MARKS = "~^|\u02d9\u00b7\u00b8`\u00b4\u00a8\u00b0,;:\"*"
+# a mark OCR leaves inside a word; not apostrophes, hyphens, dots, slashes, underscores, nor the quotes and
+# asterisks that dictionaries and markup put inside words (stress, syllables: ``de"cent*ly``; ``f*ck``)
+_MARKS = "~^|\u02d9\u00b7\u00b8`\u00b4\u00a8\u00b0,;:"
 _INNER_MARK = re.compile(f"[a-z]+[{re.escape(_MARKS)}][a-z]+")
 # ... or at a word's edge, for the marks that are not edge punctuation (``out˙``, ``not·``, ``^the``)
 _EDGE_MARKS = "".join(c for c in _MARKS if c not in EDGE_PUNCT)

@@ -89,8 +89,9 @@ def test_digits_for_letters_and_case_flips() -> None:
 def test_marks_accents_and_two_letter_digit_words() -> None:
     """Stray marks in or at a word (``wa^s``, ``out˙``), accented misreadings of frequent words
     (``ín``, ``óur``) and two-letter words with a digit (``0f``, ``t0``) count; the same marks in
-    real words (``don't``, ``co-op``, ``and/or``, ``e.g.``), accented words of the language
-    (``café``, ``naïve``) and numbers with units (``1s``, ``5m``) do not."""
+    real words (``don't``, ``co-op``, ``and/or``, ``e.g.``), a dictionary's stress and syllable
+    marks (``de"cent*ly``), accented words of the language (``café``, ``naïve``) and numbers with
+    units (``1s``, ``5m``) do not."""
     base = doc_stats(PROSE, "en")["damaged_words"]
     cases = {"met": "m^et", "argued": "arg~ued", "most": "most˙", "people": "·people", "in": "ín", "their": "théir",
              "of": "0f", "to": "t0"}
@@ -98,7 +99,7 @@ def test_marks_accents_and_two_letter_digit_words() -> None:
         text = PROSE.replace(f" {word} ", f" {bad} ", 1)
         assert text != PROSE, word
         assert doc_stats(text, "en")["damaged_words"] == base + 1, (word, bad)
-    real = PROSE.replace(" the new ", " the naïve café's don't co-op and/or e.g. 1s 5m 2d new ", 1)
+    real = PROSE.replace(" the new ", ' the naïve café\'s don\'t co-op and/or e.g. 1s 5m 2d de"cent*ly new ', 1)
     assert doc_stats(real, "en")["damaged_words"] == base
     # a two-letter accented word of the language itself is not damage (French "où")
     assert ocrstats._kind("où") == (ocrstats.TOP, "", "ou", "où")
