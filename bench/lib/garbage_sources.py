@@ -56,7 +56,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from .garbage_common import MAX_DOC, chunks, stable_hash
+from .garbage_common import MAX_DOC, chunks, layout_like, stable_hash
 
 CORPORA = Path("/work/shared/corpora")
 KINDS = ("mojibake", "seo_spam", "boilerplate", "pseudo_latin", "logs", "shuffled_sentences", "ocr_noise",
@@ -579,24 +579,6 @@ def _sentencizer():
     return nlp
 
 
-def _relayout(src: str, sents: list[str]) -> str:
-    """``sents`` laid out like ``src``: its paragraph count and its typical line width (a wrapped
-    source is wrapped again, one-line paragraphs stay one line)."""
-    import statistics
-    import textwrap
-
-    paras = [p for p in re.split(r"\n\s*\n", src.strip()) if p.strip()]
-    lines = [ln for ln in src.splitlines() if ln.strip()]
-    width = int(statistics.median(len(ln) for ln in lines)) if len(lines) > len(paras) else 0
-    n_par = max(1, min(len(paras), len(sents) // 2))
-    cut = [round(k * len(sents) / n_par) for k in range(n_par + 1)]
-    out = []
-    for a, b in zip(cut, cut[1:], strict=False):
-        text = " ".join(sents[a:b])
-        out.append(textwrap.fill(text, width=max(40, width)) if width else text)
-    return "\n\n".join(out)
-
-
 def shuffled_sentences(rng: random.Random, split: str) -> str:
     docs = [t for ds in real_domains(split).values() for t, _ in ds]
     for _ in range(200):
@@ -609,7 +591,7 @@ def shuffled_sentences(rng: random.Random, split: str) -> str:
             order = list(range(len(sents)))
             while order == sorted(order):
                 rng.shuffle(order)
-            return _relayout(src, [sents[i] for i in order])
+            return layout_like(src, [sents[i] for i in order])
     raise RuntimeError("no document with 6+ sentences")
 
 

@@ -81,8 +81,9 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-if __package__:
-    from .garbage_common import (
+if not __package__:  # run as a script (--fill): import the shared helpers as bench/lib's module
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lib.garbage_common import (  # noqa: E402
         MAX_DOC,
         big_files,
         chunks,
@@ -91,18 +92,7 @@ if __package__:
         fill_cli,
         layout_like,
         stable_hash,
-    )
-else:  # run as a script: python bench/lib/garbage_sourcesN.py --fill
-    from garbage_common import (
-        MAX_DOC,
-        big_files,
-        chunks,
-        dispatch,
-        file_chunk,
-        fill_cli,
-        layout_like,
-        stable_hash,
-    )
+)
 
 CACHE = Path(os.environ.get("GARBAGE3_CACHE", "/work/garbage3_cache"))
 FILL_CMD = ".venv/bin/python bench/lib/garbage_sources3.py --fill"

@@ -96,8 +96,9 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-if __package__:
-    from .garbage_common import (
+if not __package__:  # run as a script (--fill): import the shared helpers as bench/lib's module
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lib.garbage_common import (  # noqa: E402
         MAX_DOC,
         big_files,
         chunks,
@@ -107,19 +108,7 @@ if __package__:
         layout_like,
         mis_decode,
         stable_hash,
-    )
-else:  # run as a script: python bench/lib/garbage_sourcesN.py --fill
-    from garbage_common import (
-        MAX_DOC,
-        big_files,
-        chunks,
-        dispatch,
-        file_chunk,
-        fill_cli,
-        layout_like,
-        mis_decode,
-        stable_hash,
-    )
+)
 
 CACHE = Path(os.environ.get("GARBAGE4_CACHE", "/work/garbage4_cache"))
 FILL_CMD = ".venv/bin/python bench/lib/garbage_sources4.py --fill"

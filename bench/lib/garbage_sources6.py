@@ -61,7 +61,9 @@ def _x(*parts: str) -> Path:
 
 
 def _chunks(text: str, max_doc: int = MAX_DOC) -> list[str]:
-    """``text`` cut at paragraph breaks into documents of MIN_DOC-``max_doc`` characters."""
+    """``text`` cut at paragraph breaks into documents of MIN_DOC-``max_doc`` characters (not
+    ``garbage_common.chunks``, which keeps short pieces and long paragraphs: the registered round-6 set
+    was cut with this one)."""
     out, cur = [], ""
     for para in re.split(r"\n\s*\n", text):
         para = para.strip()
