@@ -43,15 +43,16 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 def die_with_agent() -> bool:
     """Under torchrun (``TORCHELASTIC_RUN_ID`` set), on Linux: SIGKILL this process when its parent, the
-    agent, dies. Returns whether the request was made. If the agent is already gone (this process was
-    handed to init before the request), exits at once with the same signal."""
+    agent, dies. Returns whether the request was made. If the agent died while the request was being
+    made (the parent changed), exits at once with the same signal. The agent may itself be PID 1 (torchrun
+    as a container's entrypoint), so a parent of 1 is not taken as a dead agent."""
     if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):
         return False
     parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
         return False
-    if parent == 1 or os.getppid() != parent:
+    if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
     return True
 
