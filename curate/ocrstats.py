@@ -63,7 +63,7 @@ _EDGE_MARKS = "".join(c for c in _MARKS if c not in EDGE_PUNCT)
 _EDGE_MARK = re.compile(f"[{re.escape(_EDGE_MARKS)}][a-z]{{3,}}|[a-z]{{3,}}[{re.escape(_EDGE_MARKS)}]")
 _EDGE = EDGE_PUNCT
 # the tags of _kind's readings
-SEEN, TOP, WORD = "seen", "top", "word"
+SEEN, TOP, WORD, ACCENT = "seen", "top", "word", "accent"
 
 
 def _deletes(w: str) -> set[str]:
@@ -147,12 +147,19 @@ def deaccent(w: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", w) if not unicodedata.combining(c))
 
 
+def misread_accents(w: str, rank: dict[str, int]) -> bool:
+    """``w`` is not among the language's SPLIT_WORDS and, without its accents, is one of its
+    COMMON_WORDS (``ín``, ``óur``; not French ``où``, a word of its own)."""
+    plain = deaccent(w)
+    return plain != w and plain.isascii() and w not in rank and rank.get(plain, COMMON_WORDS) < COMMON_WORDS
+
+
 def _kind(tok: str) -> tuple[str, ...]:
     """What a non-plain token of 2+ characters may be (``tok`` is a whitespace token): ("",) for a
     case flip; (tag, reading, ...) for a token that counts when one of its readings is a word of the
     document (SEEN: digits where letters belong), among the language's FUNCTION_WORDS (TOP: two
-    characters, a digit for a letter; or accents on a word of COMMON_WORDS, judged with the
-    dictionary) or among its SPLIT_WORDS (WORD: a stray mark inside); () for anything else."""
+    characters, a digit for a letter) or among its SPLIT_WORDS (WORD: a stray mark); (ACCENT, word)
+    for two accented letters (:func:`misread_accents`); () for anything else."""
     core = tok.strip(_EDGE)
     if len(core) < 2:
         return ()
@@ -162,9 +169,7 @@ def _kind(tok: str) -> tuple[str, ...]:
     if len(core) == 2:
         if _SHORT_DIGITS.fullmatch(core):
             return (TOP, *r) if (r := readings()) else ()
-        if core.isalpha() and core.islower() and not core.isascii() and (plain := deaccent(core)).isascii():
-            return (TOP, "", plain, core)  # "": an accent reading, counts when ``core`` is not a word
-        return ()
+        return (ACCENT, core) if core.isalpha() and core.islower() and not core.isascii() else ()
     if _MIXED_DIGITS.fullmatch(core):
         return (SEEN, *r) if (r := readings()) else ()
     if _INNER_MARK.fullmatch(core) or _EDGE_MARK.fullmatch(core):
@@ -228,18 +233,16 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
             damaged += any(len(w) > 2 and w in seen for w in kind[1:])
         elif tag == WORD:
             damaged += len(kind[1]) > 2 and kind[1] in rank
-        elif kind[1] == "":  # an accented two-letter word
-            damaged += rank.get(kind[2], COMMON_WORDS) < COMMON_WORDS and kind[3] not in rank
+        elif tag == ACCENT:
+            damaged += misread_accents(kind[1], rank)
         else:
             damaged += any(rank.get(w, FUNCTION_WORDS) < FUNCTION_WORDS for w in kind[1:])
     for w, c in zip(oov_words[:MAX_CANDIDATES], oov_counts, strict=False):
         if c > 1:
             continue
-        if not w.isascii():  # out of the dictionary with accents; without them one of the most frequent
-            plain = deaccent(w)
-            if plain != w and plain.isascii() and rank.get(plain, COMMON_WORDS) < COMMON_WORDS:
-                damaged += 1
-                continue
+        if not w.isascii() and misread_accents(w, rank):  # out of the dictionary, accents misread
+            damaged += 1
+            continue
         split, near1, near2 = idx.judge(w)
         if not split and near1 and min(idx.rank[x] for x in near1) < COMMON_WORDS:
             split = True  # one edit from one of the most frequent words: "tbe", "wih"
