@@ -41,6 +41,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 from functools import cache
@@ -57,6 +58,9 @@ FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 
 
 def _x(*parts: str) -> Path:
+    if not (CACHE / "x").is_dir():
+        raise FileNotFoundError(f"{CACHE / 'x'} is missing: the heldout6 sources are read from a cache; fill it "
+                                "with `.venv/bin/python bench/lib/garbage_sources6.py --fill` (or set GARBAGE6_CACHE)")
     return CACHE.joinpath("x", *parts)
 
 
@@ -188,6 +192,9 @@ def render(text: str, rng, width_chars: int) -> bytes:
 
 def tesseract(png: bytes) -> str:
     """Tesseract's English reading of a PNG (LSTM engine, one uniform block of text)."""
+    if shutil.which("tesseract") is None:
+        raise FileNotFoundError("tesseract is not on the PATH: the heldout6 OCR noise needs it "
+                                "(apt-get install tesseract-ocr tesseract-ocr-eng)")
     got = subprocess.run(["tesseract", "stdin", "stdout", "-l", "eng", "--oem", "1", "--psm", "6"],
                          input=png, capture_output=True, timeout=300, env=dict(os.environ, OMP_THREAD_LIMIT="1"))
     if got.returncode != 0:
