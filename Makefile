@@ -23,13 +23,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml $(wildcard requirements/*.lock) | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py curate/_native.c $(wildcard requirements/*.lock) | $(BIN)/python
 	bash scripts/install.sh $(BIN)/python
 	bash scripts/gpu-extra.sh $(BIN)/python  # CUDA torch + GPU: the gpu extra (flash-attn), else says why not
 	touch $@
 
 system-deps:
-	bash scripts/system-deps.sh
+	PYTHON=$(PYTHON) bash scripts/system-deps.sh
 
 setup: system-deps $(VENV)/.installed lmplz
 

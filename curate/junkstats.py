@@ -29,6 +29,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from curate import native
+
 MOJIBAKE_PREFIX = 32_768  # characters scanned by ftfy's regex: the rate settles long before that
 EDGE_PUNCT = "\"'`()[]{}<>.,;:!?*_-–—«»“”‘’…|/\\#~=+"  # stripped from a token's ends to get its core
 TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "”", "’", "。", "！", "？", "…")  # closes a sentence or clause
@@ -91,7 +93,8 @@ def mixed_tokens(text: str) -> int:
     between letters ("R√∂hling"): what decoding UTF-8 with a single-byte codec that ftfy does not
     undo (cp437, mac_roman, koi8-r, ...) leaves. Real words keep to one script."""
     n = 0
-    for tok in _NON_ASCII_TOKEN.findall(text):  # one C-level scan: ASCII tokens never mix scripts
+    toks = native.compiled.nonascii_tokens(text) if native.compiled is not None else _NON_ASCII_TOKEN.findall(text)
+    for tok in toks:  # ASCII tokens never mix scripts
         kinds = {_script(c) for c in tok if not c.isascii() or c.isalpha()}
         kinds.discard("")
         letters = kinds - {"SYM"}
@@ -112,13 +115,10 @@ def stuffing(lows: np.ndarray, content: np.ndarray) -> float | None:
     ids = lows[content]
     if len(ids) < 40:
         return None
-    counts = np.unique(ids, return_counts=True)[1]
+    counts = native.unique_counts(ids)[1]
     if len(counts) > 3:
         counts = np.partition(counts, len(counts) - 3)[-3:]
     return float(counts.sum()) / len(ids)
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def rep_ngram_share(lows: np.ndarray, n: int = 5) -> float | None:
@@ -126,25 +126,16 @@ def rep_ngram_share(lows: np.ndarray, n: int = 5) -> float | None:
     m = len(lows) - n + 1
     if len(lows) < 40 or m < 2:
         return None
-    x = lows.astype(np.uint64)
-    h = np.zeros(m, np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(n):
-            h = h * _MIX + x[k:k + m] + np.uint64(k + 1)
-    _, inv, counts = np.unique(h, return_inverse=True, return_counts=True)
-    rep = counts[inv] >= 2
-    if not rep.any():
-        return 0.0
-    cover = np.zeros(len(lows), bool)
-    for k in range(n):
-        cover[k:k + m] |= rep
-    return float(cover.mean())
+    # the n-gram at i hashes as h = h * 0x9E3779B97F4A7C15 + lows[i + k] + (k + 1), k = 0..n-1 (uint64, wrapping)
+    return native.rep_ngram_cover(lows, n) / len(lows)
 
 
 def stamped_share(lines: list[str]) -> float | None:
     """Share of lines (8+ lines; the first MAX_LINES) with a timestamp in their first 40 characters."""
     if len(lines) < 8:
         return None
+    if native.compiled is not None and type(lines) is list:
+        return native.compiled.stamped_lines(lines, MAX_LINES, 40) / min(len(lines), MAX_LINES)
     head = lines[:MAX_LINES]
     search = _STAMP.search
     return sum(search(ln, 0, 40) is not None for ln in head) / len(head)
@@ -156,6 +147,8 @@ def line_start_variety(lines: list[str]) -> float | None:
     after line, with varying arguments."""
     if len(lines) < 8:
         return None
+    if native.compiled is not None and type(lines) is list:
+        return native.compiled.line_starts(lines, MAX_LINES) / min(len(lines), MAX_LINES)
     head = lines[:MAX_LINES]
     raw = set()
     for ln in head:
@@ -200,6 +193,12 @@ def label_share(lines: list[str], stop: frozenset[str] = frozenset()) -> tuple[f
     contents are mostly labels; prose, code, lists and tables are not. Returns (share of the
     segments, share of the segments' characters): an article with many headings has many label
     segments but most of its characters in paragraphs."""
+    if native.compiled is not None and type(lines) is list and isinstance(stop, (set, frozenset)):
+        got = native.compiled.label_counts(lines, stop, MAX_SEGMENTS)
+        if got is None:
+            return None, None
+        n_labels, n_segs, label_chars, seg_chars = got
+        return n_labels / n_segs, label_chars / seg_chars
     segs: list[str] = []
     for ln in lines[:MAX_SEGMENTS]:
         s = ln.strip()

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from curate import junkstats as js
+from curate import native
 from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, damaged_words, split_words
 
 _EDGE_PUNCT = js.EDGE_PUNCT
@@ -174,18 +175,18 @@ class TokenTable:
     def ids(self, tokens: list[str]) -> np.ndarray:
         if len(self.tokens) + len(tokens) > self.max_tokens:  # bounded on huge vocabularies
             self.clear()
-        got = list(map(self.index.get, tokens))
-        if None in got:
+        got, missing = native.token_ids(tokens, self.index)
+        if missing:
             # new tokens take ids in the order of their first occurrence
-            self._add_many(list(dict.fromkeys(t for t, g in zip(tokens, got, strict=True) if g is None)))
-            got = list(map(self.index.__getitem__, tokens))
-        return np.array(got, dtype=np.int64)
+            self._add_many(list(dict.fromkeys(tokens[i] for i in np.flatnonzero(got < 0).tolist())))
+            got, _ = native.token_ids(tokens, self.index)
+        return got
 
     def dict_flags(self, lang: str, ids: np.ndarray, d: tuple[frozenset[str], frozenset[str]]) -> np.ndarray:
         flags = self.in_dict.get(lang)
         if flags is None:
             flags = self.in_dict[lang] = np.full(len(self.size), -1, np.int8)
-        todo = np.unique(ids[flags[ids] < 0])
+        todo = native.unique_counts(ids[flags[ids] < 0])[0]
         if len(todo):
             tokens, (words, short) = self.tokens, d
             flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
@@ -199,7 +200,7 @@ class TokenTable:
         if flags is None or len(flags) < n:
             old = flags if flags is not None else np.zeros(0, np.int8)
             flags = self.is_stop[lang] = np.concatenate([old, np.full(max(n, 2 * len(old), 1024) - len(old), -1, np.int8)])
-        todo = np.unique(lows[flags[lows] < 0])
+        todo = native.unique_counts(lows[flags[lows] < 0])[0]
         if len(todo):
             words = self.low_words
             flags[todo] = [words[j] in stop for j in todo.tolist()]
@@ -259,18 +260,12 @@ def char_entropy(text: str) -> float:
     """Shannon entropy (bits) of the characters of ``text``.
 
     The terms are summed in the order of each character's first occurrence (a ``Counter``'s
-    order), so the float result is the same whichever way the counts are taken: ASCII text is
-    counted with ``numpy.bincount`` (about 20x faster than a ``Counter`` over characters)."""
+    order, ``native.char_counts``), so the float result is the same whichever way the counts are
+    taken."""
     if not text:
         return 0.0
     n = len(text)
-    if text.isascii():
-        counts = np.bincount(np.frombuffer(text.encode("ascii"), np.uint8), minlength=128).tolist()
-        present = sorted((text.find(chr(b)), c) for b, c in enumerate(counts) if c)
-        values: Any = [c for _, c in present]
-    else:
-        values = Counter(text).values()
-    return -sum(c / n * math.log2(c / n) for c in values)
+    return -sum(c / n * math.log2(c / n) for c in native.char_counts(text))
 
 
 class WordOrderModel:
@@ -327,7 +322,7 @@ class WordOrderModel:
         """(mean PMI or None under ``min_pairs``, number of scored pairs)."""
         idx = self.index
         o = self.other
-        ids = np.fromiter(map(idx.get, _WORD.findall(text[:MAX_ORDER_CHARS].lower()), repeat(o)), np.intp)
+        ids = native.word_ids(text[:MAX_ORDER_CHARS].lower(), idx, o)  # _WORD's matches
         a, b = ids[:-1], ids[1:]
         scored = (a != o) | (b != o)
         n = int(scored.sum())
@@ -367,6 +362,9 @@ def segments(text: str, *, short_only: bool = True) -> list[str]:
 def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[float, int]:
     """(share of the characters of all a document's segments taken by short segments frequent
     across the corpus (menus, footers, share buttons), number of segments)."""
+    if native.compiled is not None and isinstance(frequent, (set, frozenset)):
+        hits, total, n_segs = native.compiled.boilerplate_counts(text[:COMPRESS_PREFIX], frequent, SHORT_SEGMENT)
+        return (hits / total, n_segs) if total else (0.0, 0)
     segs = segments(text, short_only=False)
     total = sum(map(len, segs))
     if not total:
@@ -384,7 +382,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     values are exactly those of a pass over every token (tests/curate/test_textstats.py)."""
     tokens = text.split()
     n = len(tokens)
-    lines = [ln for ln in text.split("\n") if ln.strip()]
+    lines, n_punct = native.text_lines(text)  # non-blank lines, those ending in _TERMINAL
     n_lines = len(lines) or 1
     # the first COMPRESS_PREFIX characters encode to at least COMPRESS_PREFIX bytes: same prefix
     raw = text[:COMPRESS_PREFIX].encode("utf-8")[:COMPRESS_PREFIX]
@@ -393,7 +391,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
         "n_chars": float(len(text)),
         "n_lines": float(len(lines)),
         "words_per_line": n / n_lines,
-        "line_punct_share": sum(ln.rstrip().endswith(_TERMINAL) for ln in lines) / n_lines,
+        "line_punct_share": n_punct / n_lines,
         "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
         "char_entropy": char_entropy(text[:COMPRESS_PREFIX]),
         "mojibake": js.mojibake_rate(text),
@@ -457,7 +455,7 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
 def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> int | None:
     """``ocrstats.damaged_words`` of a document from its token-table ids."""
     tokens = _TABLE.tokens
-    uniq, counts = np.unique(ids, return_counts=True)
+    uniq, counts = native.unique_counts(ids)
     keep = (_TABLE.size[uniq] >= 2) & ~_TABLE.plain[uniq]  # ocrstats._kind's tokens: 2+ chars, not plain
     uniq, counts = uniq[keep], counts[keep]
     # in the order of their first occurrence in the document (what the counting depends on), and
@@ -465,7 +463,7 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     cores = Counter(tokens[i].strip(_EDGE_PUNCT) for i in ids[oov].tolist())
 
     def present() -> set[str]:
-        return set(map(_TABLE.low_core.__getitem__, np.unique(lows).tolist()))
+        return set(map(_TABLE.low_core.__getitem__, native.unique_counts(lows)[0].tolist()))
 
     anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
     broken = split_words(sequence, anchors, dictionary(lang)[0]) if anchors else 0
@@ -476,18 +474,11 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
 def _repetition_stats(out: dict[str, float | None], lines: list[str], lows: np.ndarray, size: np.ndarray,
                       total: int) -> int:
     """Duplicate-line and top-word shares into ``out``; returns the number of distinct lower-cased tokens."""
-    distinct = len(np.unique(lows))
+    distinct = len(native.unique_counts(lows)[0])
     # lower-cased tokens of 3+ characters (the original token's length) and their counts
-    uniq, counts = np.unique(lows[size > 2], return_counts=True)
-    seen: set[str] = set()
-    dup_chars = 0
-    for ln in lines:
-        s = ln.strip()
-        if s in seen:
-            dup_chars += len(s)
-        else:
-            seen.add(s)
-    out["dup_line_share"] = dup_chars / max(1, sum(len(ln.strip()) for ln in lines))
+    uniq, counts = native.unique_counts(lows[size > 2])
+    dup_chars, line_chars = native.dup_line_counts(lines)
+    out["dup_line_share"] = dup_chars / max(1, line_chars)
     # share of the text's characters taken by its most frequent word (of 3+ chars): keyword spam
     if len(uniq):
         score = counts * _TABLE.low_len[uniq]

@@ -1,0 +1,853 @@
+/* Compiled kernels of the curation statistics (module curate._native).
+ *
+ * Each function computes exactly what a Python definition in curate/ computes (that definition
+ * stays the reference: curate/native.py selects between them, tests/curate/test_native.py
+ * requires equal results). Integer arithmetic only, no floating point and no CPU-specific code,
+ * so the results are the same on every x86-64 machine.
+ *
+ *   token_ids(tokens, index)     ids of whitespace tokens in a dict, -1 where absent
+ *   word_ids(text, index, other) ids of the matches of [^\W\d_]+(?:'[^\W\d_]+)? in text
+ *   unique_counts(values)        np.unique(values, return_counts=True) of an int64 buffer
+ *   rep_ngram_cover(ids, n)      tokens covered by an n-gram that occurs twice or more
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <ctype.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------- buffers */
+
+/* A read-only view of a C-contiguous one-dimensional buffer of 8-byte integers. */
+static int get_int64(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (view->itemsize != 8 || view->ndim > 1 || !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')
+        || f[1] != '\0') {
+        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous 1-D buffer of 8-byte integers", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *new_int64(Py_ssize_t n, int64_t **data) {
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, n * 8);
+    if (out) *data = (int64_t *)PyByteArray_AS_STRING(out);
+    return out;
+}
+
+/* ------------------------------------------------------------------------------- token_ids */
+
+static PyObject *token_ids(PyObject *self, PyObject *args) {
+    PyObject *tokens, *index;
+    if (!PyArg_ParseTuple(args, "O!O!:token_ids", &PyList_Type, &tokens, &PyDict_Type, &index)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens), missing = 0;
+    int64_t *ids;
+    PyObject *out = new_int64(n, &ids);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < n && i < PyList_GET_SIZE(tokens); i++) {
+        PyObject *tok = PyList_GET_ITEM(tokens, i);
+        PyObject *v = PyDict_GetItemWithError(index, tok); /* borrowed */
+        if (v == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            ids[i] = -1;
+            missing++;
+            continue;
+        }
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred()) goto fail;
+        ids[i] = x;
+    }
+    if (PyList_GET_SIZE(tokens) != n) {
+        PyErr_SetString(PyExc_RuntimeError, "token_ids: the token list changed size");
+        goto fail;
+    }
+    return Py_BuildValue("Nn", out, missing);
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------- word_ids */
+
+/* A character of the class [^\W\d_] of Python's re on str patterns: \w is str.isalnum() or "_",
+ * \d is str.isdecimal() (sre's SRE_UNI_IS_ALNUM and SRE_UNI_IS_DIGIT). */
+static inline int is_letter(Py_UCS4 c) {
+    return c != '_' && Py_UNICODE_ISALNUM(c) && !Py_UNICODE_ISDECIMAL(c);
+}
+
+static PyObject *word_ids(PyObject *self, PyObject *args) {
+    PyObject *text, *index;
+    long long other;
+    if (!PyArg_ParseTuple(args, "UO!L:word_ids", &text, &PyDict_Type, &index, &other)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t cap = 64, len = 0;
+    int64_t *ids = PyMem_Malloc(cap * sizeof(int64_t));
+    if (!ids) return PyErr_NoMemory();
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (!is_letter(PyUnicode_READ(kind, data, i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && is_letter(PyUnicode_READ(kind, data, j))) j++;
+        /* (?:'[^\W\d_]+)?: an apostrophe followed by a letter extends the match by that run */
+        if (j + 1 < n && PyUnicode_READ(kind, data, j) == '\'' && is_letter(PyUnicode_READ(kind, data, j + 1))) {
+            j += 2;
+            while (j < n && is_letter(PyUnicode_READ(kind, data, j))) j++;
+        }
+        PyObject *w = PyUnicode_Substring(text, i, j);
+        if (!w) goto fail;
+        PyObject *v = PyDict_GetItemWithError(index, w);
+        Py_DECREF(w);
+        long long x = other;
+        if (v != NULL) {
+            x = PyLong_AsLongLong(v);
+            if (x == -1 && PyErr_Occurred()) goto fail;
+        } else if (PyErr_Occurred()) {
+            goto fail;
+        }
+        if (len == cap) {
+            cap *= 2;
+            int64_t *grown = PyMem_Realloc(ids, cap * sizeof(int64_t));
+            if (!grown) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            ids = grown;
+        }
+        ids[len++] = x;
+        i = j;
+    }
+    PyObject *out = PyByteArray_FromStringAndSize((const char *)ids, len * 8);
+    PyMem_Free(ids);
+    return out;
+fail:
+    PyMem_Free(ids);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------- sorting */
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    uint64_t h;
+    int64_t i;
+} pair_t;
+
+static int cmp_pair(const void *a, const void *b) {
+    const pair_t *x = a, *y = b;
+    if (x->h != y->h) return (x->h > y->h) - (x->h < y->h);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* ------------------------------------------------------------------------------- unique_counts */
+
+/* Counts of small non-negative values (token ids) go into this scratch array, indexed by value and
+ * zeroed again after each call, so only the distinct values are sorted. The GIL serialises calls. */
+static uint32_t *scratch = NULL;
+static Py_ssize_t scratch_len = 0;
+#define SCRATCH_MAX (1 << 24)
+
+static PyObject *unique_counts(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (get_int64(arg, &view, "unique_counts") < 0) return NULL;
+    Py_ssize_t n = view.len / 8;
+    const int64_t *v = view.buf;
+    int64_t lo = 0, hi = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || v[i] < lo) lo = v[i];
+        if (i == 0 || v[i] > hi) hi = v[i];
+    }
+    int small = n > 0 && lo >= 0 && hi < SCRATCH_MAX && n < UINT32_MAX;
+    if (small && hi >= scratch_len) {
+        Py_ssize_t len = scratch_len ? scratch_len : 1024;
+        while (len <= hi) len *= 2;
+        uint32_t *grown = PyMem_Realloc(scratch, len * sizeof(uint32_t));
+        if (!grown) {
+            PyBuffer_Release(&view);
+            return PyErr_NoMemory();
+        }
+        memset(grown + scratch_len, 0, (len - scratch_len) * sizeof(uint32_t));
+        scratch = grown;
+        scratch_len = len;
+    }
+    int64_t *tmp = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    if (!tmp) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t k = 0;
+    if (small) { /* the distinct values, then sorted */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (scratch[v[i]]++ == 0) tmp[k++] = v[i];
+    } else { /* every value sorted, then the runs */
+        memcpy(tmp, v, n * 8);
+        k = n;
+    }
+    qsort(tmp, k, sizeof(int64_t), cmp_i64);
+    Py_ssize_t d = 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (i == 0 || tmp[i] != tmp[i - 1]) d++;
+    int64_t *u = NULL, *c = NULL;
+    PyObject *uo = new_int64(d, &u), *co = uo ? new_int64(d, &c) : NULL;
+    if (co) {
+        Py_ssize_t j = -1;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            if (i == 0 || tmp[i] != tmp[i - 1]) {
+                u[++j] = tmp[i];
+                c[j] = 0;
+            }
+            c[j] += small ? (int64_t)scratch[tmp[i]] : 1;
+        }
+    }
+    if (small)
+        for (Py_ssize_t i = 0; i < k; i++) scratch[tmp[i]] = 0;
+    PyBuffer_Release(&view);
+    PyMem_Free(tmp);
+    if (!co) {
+        Py_XDECREF(uo);
+        return NULL;
+    }
+    return Py_BuildValue("NN", uo, co);
+}
+
+/* ------------------------------------------------------------------------------- rep_ngram_cover */
+
+/* junkstats.rep_ngram_share's count: the n-gram hash h = h * MIX + x[k + i] + (k + 1) over
+ * k = 0..n-1 (uint64, wrapping), a position is repeated when its hash occurs twice or more, and a
+ * token is covered when it lies in a repeated n-gram. Returns the number of covered tokens. */
+static PyObject *rep_ngram_cover(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On:rep_ngram_cover", &obj, &n)) return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "rep_ngram_cover: n must be >= 1");
+        return NULL;
+    }
+    Py_buffer view;
+    if (get_int64(obj, &view, "rep_ngram_cover") < 0) return NULL;
+    const uint64_t *x = view.buf;
+    Py_ssize_t len = view.len / 8, m = len - n + 1;
+    if (m <= 0) {
+        PyBuffer_Release(&view);
+        return PyLong_FromLong(0);
+    }
+    const uint64_t MIX = 0x9E3779B97F4A7C15ULL;
+    pair_t *p = PyMem_Malloc(m * sizeof(pair_t));
+    unsigned char *rep = PyMem_Calloc(m, 1);
+    Py_ssize_t *diff = PyMem_Calloc(len + 1, sizeof(Py_ssize_t));
+    if (!p || !rep || !diff) {
+        PyMem_Free(p);
+        PyMem_Free(rep);
+        PyMem_Free(diff);
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t h = 0;
+        for (Py_ssize_t k = 0; k < n; k++) h = h * MIX + x[k + i] + (uint64_t)(k + 1);
+        p[i].h = h;
+        p[i].i = i;
+    }
+    PyBuffer_Release(&view);
+    qsort(p, m, sizeof(pair_t), cmp_pair);
+    for (Py_ssize_t a = 0; a < m;) {
+        Py_ssize_t b = a + 1;
+        while (b < m && p[b].h == p[a].h) b++;
+        if (b - a >= 2)
+            for (Py_ssize_t k = a; k < b; k++) rep[p[k].i] = 1;
+        a = b;
+    }
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (rep[i]) {
+            diff[i]++;
+            diff[i + n]--;
+        }
+    Py_ssize_t covered = 0, run = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        run += diff[i];
+        covered += run > 0;
+    }
+    PyMem_Free(p);
+    PyMem_Free(rep);
+    PyMem_Free(diff);
+    return PyLong_FromSsize_t(covered);
+}
+
+/* ------------------------------------------------------------------------------- lines */
+
+#define READ(i) PyUnicode_READ(kind, data, (i))
+#define SPACE(c) Py_UNICODE_ISSPACE(c)
+
+/* [lo, hi) shrunk by str.strip() (Python's whitespace: Py_UNICODE_ISSPACE). */
+static void strip_span(int kind, const void *data, Py_ssize_t *lo, Py_ssize_t *hi) {
+    while (*lo < *hi && SPACE(READ(*lo))) (*lo)++;
+    while (*hi > *lo && SPACE(READ(*hi - 1))) (*hi)--;
+}
+
+/* textstats.TERMINAL (junkstats.TERMINAL): closes a sentence or clause */
+static int is_terminal(Py_UCS4 c) {
+    switch (c) {
+    case '.': case '!': case '?': case ':': case ';': case '"': case '\'': case ')':
+    case 0x201D: case 0x2019: case 0x3002: case 0xFF01: case 0xFF1F: case 0x2026:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* text_lines(text) -> (the lines of text.split("\n") with a non-space character, how many of them
+ * end in a TERMINAL character once trailing spaces are stripped) */
+static PyObject *text_lines(PyObject *self, PyObject *args) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:text_lines", &text)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), punct = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *lines = PyList_New(0);
+    if (!lines) return NULL;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i < n && READ(i) != '\n') continue;
+        Py_ssize_t lo = start, hi = i;
+        strip_span(kind, data, &lo, &hi);
+        if (hi > lo) {
+            PyObject *ln = PyUnicode_Substring(text, start, i);
+            if (!ln || PyList_Append(lines, ln) < 0) {
+                Py_XDECREF(ln);
+                Py_DECREF(lines);
+                return NULL;
+            }
+            Py_DECREF(ln);
+            punct += is_terminal(READ(hi - 1));
+        }
+        start = i + 1;
+    }
+    return Py_BuildValue("Nn", lines, punct);
+}
+
+/* dup_line_counts(lines) -> (characters of stripped lines seen before in the list, characters of
+ * all stripped lines) */
+static PyObject *dup_line_counts(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    if (!PyArg_ParseTuple(args, "O!:dup_line_counts", &PyList_Type, &lines)) return NULL;
+    PyObject *seen = PySet_New(NULL);
+    if (!seen) return NULL;
+    Py_ssize_t dup = 0, total = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(lines); k++) {
+        PyObject *ln = PyList_GET_ITEM(lines, k);
+        if (!PyUnicode_Check(ln)) {
+            PyErr_SetString(PyExc_TypeError, "dup_line_counts: lines must be str");
+            goto fail;
+        }
+        int kind = PyUnicode_KIND(ln);
+        const void *data = PyUnicode_DATA(ln);
+        Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(ln);
+        strip_span(kind, data, &lo, &hi);
+        PyObject *s = PyUnicode_Substring(ln, lo, hi);
+        if (!s) goto fail;
+        int has = PySet_Contains(seen, s);
+        if (has < 0 || (!has && PySet_Add(seen, s) < 0)) {
+            Py_DECREF(s);
+            goto fail;
+        }
+        Py_DECREF(s);
+        total += hi - lo;
+        if (has) dup += hi - lo;
+    }
+    Py_DECREF(seen);
+    return Py_BuildValue("nn", dup, total);
+fail:
+    Py_DECREF(seen);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------- navigation labels */
+
+static int is_separator(Py_UCS4 c) { /* junkstats._SEPARATOR_CHAR: [·|•»›] */
+    return c == 0xB7 || c == '|' || c == 0x2022 || c == 0xBB || c == 0x203A;
+}
+
+static int not_label_char(Py_UCS4 c) { /* junkstats._NOT_LABEL: [=(){};<>\[\]$%@#\\/:\d] */
+    return (c < 128 && strchr("=(){};<>[]$%@#\\/:", (int)c) != NULL && c != 0) || Py_UNICODE_ISDECIMAL(c);
+}
+
+/* The end of junkstats._NUMBERING's match at lo ("2.1. ", "A. ", "iv. "), or lo when none. */
+static Py_ssize_t numbering_end(int kind, const void *data, Py_ssize_t lo, Py_ssize_t hi) {
+    Py_ssize_t j = lo;
+    Py_UCS4 c = lo < hi ? READ(lo) : 0;
+    if (lo < hi && Py_UNICODE_ISDECIMAL(c)) { /* \d+(?:\.\d+)*\.? */
+        while (j < hi && Py_UNICODE_ISDECIMAL(READ(j))) j++;
+        while (j + 1 < hi && READ(j) == '.' && Py_UNICODE_ISDECIMAL(READ(j + 1))) {
+            j += 2;
+            while (j < hi && Py_UNICODE_ISDECIMAL(READ(j))) j++;
+        }
+        if (j < hi && READ(j) == '.') j++;
+    } else if (lo + 1 < hi && c >= 'A' && c <= 'Z' && READ(lo + 1) == '.') { /* [A-Z]\. */
+        j = lo + 2;
+    } else if (lo < hi && (c == 'i' || c == 'v' || c == 'x')) { /* [ivx]+\. */
+        while (j < hi && (READ(j) == 'i' || READ(j) == 'v' || READ(j) == 'x')) j++;
+        if (!(j < hi && READ(j) == '.')) return lo;
+        j++;
+    } else {
+        return lo;
+    }
+    if (!(j < hi && SPACE(READ(j)))) return lo; /* \s+ */
+    while (j < hi && SPACE(READ(j))) j++;
+    return j;
+}
+
+/* junkstats._is_label of seg[lo:hi]: 1, 0, or -1 on error */
+static int is_label(PyObject *seg, Py_ssize_t lo, Py_ssize_t hi, PyObject *stop) {
+    int kind = PyUnicode_KIND(seg);
+    const void *data = PyUnicode_DATA(seg);
+    lo = numbering_end(kind, data, lo, hi);
+    Py_ssize_t len = hi - lo;
+    if (len >= 3 && READ(hi - 2) == '(' && READ(hi - 1) == ')') { /* _API_ENTRY: [A-Za-z_][\w.]*\(\) */
+        Py_UCS4 c = READ(lo);
+        int ok = (c < 128 && (isalpha((int)c) || c == '_'));
+        for (Py_ssize_t i = lo + 1; ok && i < hi - 2; i++) {
+            Py_UCS4 d = READ(i);
+            ok = Py_UNICODE_ISALNUM(d) || d == '_' || d == '.';
+        }
+        if (ok) return 1;
+    }
+    if (len == 0 || !Py_UNICODE_ISUPPER(READ(lo))) return 0;
+    Py_UCS4 last = READ(hi - 1);
+    if (is_terminal(last) || last == ',') return 0;
+    for (Py_ssize_t i = lo; i < hi; i++)
+        if (not_label_char(READ(i))) return 0;
+    /* s.split(None, 7): more than 7 words is not a label; up to 2 words is */
+    Py_ssize_t starts[8], ends[8], nw = 0, i = lo;
+    while (i < hi) {
+        while (i < hi && SPACE(READ(i))) i++;
+        if (i >= hi) break;
+        if (nw == 7) return 0;
+        starts[nw] = i;
+        while (i < hi && !SPACE(READ(i))) i++;
+        ends[nw++] = i;
+    }
+    if (nw <= 2) return 1;
+    int function_words = 0;
+    for (Py_ssize_t w = 0; w < nw; w++) {
+        PyObject *word = PyUnicode_Substring(seg, starts[w], ends[w]);
+        if (!word) return -1;
+        PyObject *low = PyObject_CallMethod(word, "lower", NULL);
+        Py_DECREF(word);
+        if (!low) return -1;
+        int in = PySet_Contains(stop, low);
+        Py_DECREF(low);
+        if (in < 0) return -1;
+        function_words += in;
+    }
+    return function_words <= 1;
+}
+
+/* label_counts(lines, stop, max_lines) -> None (fewer than 8 segments) or (label segments,
+ * segments, characters of the labels, characters of the segments): junkstats.label_share's sums */
+static PyObject *label_counts(PyObject *self, PyObject *args) {
+    PyObject *lines, *stop;
+    Py_ssize_t max_lines;
+    if (!PyArg_ParseTuple(args, "O!On:label_counts", &PyList_Type, &lines, &stop, &max_lines)) return NULL;
+    if (!PyAnySet_Check(stop)) {
+        PyErr_SetString(PyExc_TypeError, "label_counts: stop must be a set or frozenset");
+        return NULL;
+    }
+    Py_ssize_t nl = PyList_GET_SIZE(lines), segs = 0, labels = 0, seg_chars = 0, label_chars = 0;
+    if (nl > max_lines) nl = max_lines;
+    for (Py_ssize_t k = 0; k < nl; k++) {
+        PyObject *ln = PyList_GET_ITEM(lines, k);
+        if (!PyUnicode_Check(ln)) {
+            PyErr_SetString(PyExc_TypeError, "label_counts: lines must be str");
+            return NULL;
+        }
+        int kind = PyUnicode_KIND(ln);
+        const void *data = PyUnicode_DATA(ln);
+        Py_ssize_t lo = 0, hi = PyUnicode_GET_LENGTH(ln);
+        strip_span(kind, data, &lo, &hi);
+        /* pieces between separators, each stripped (what _SEPARATORS.split gives), empty ones left out */
+        Py_ssize_t a = lo;
+        for (Py_ssize_t i = lo; i <= hi; i++) {
+            if (i < hi && !is_separator(READ(i))) continue;
+            Py_ssize_t p = a, q = i;
+            strip_span(kind, data, &p, &q);
+            if (q - p >= 2) {
+                segs++;
+                seg_chars += q - p;
+                int lab = is_label(ln, p, q, stop);
+                if (lab < 0) return NULL;
+                if (lab) {
+                    labels++;
+                    label_chars += q - p;
+                }
+            }
+            a = i + 1;
+        }
+    }
+    if (segs < 8) Py_RETURN_NONE;
+    return Py_BuildValue("nnnn", labels, segs, label_chars, seg_chars);
+}
+
+/* ------------------------------------------------------------------------------- line starts */
+
+/* The str of kind/data[lo:hi] lower-cased (str.lower) with every run of decimal digits as "0". */
+static PyObject *lower_digits0(PyObject *s) {
+    PyObject *low = PyObject_CallMethod(s, "lower", NULL);
+    if (!low) return NULL;
+    int kind = PyUnicode_KIND(low);
+    const void *data = PyUnicode_DATA(low);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(low), m = 0;
+    Py_UCS4 *buf = PyMem_Malloc((n ? n : 1) * sizeof(Py_UCS4));
+    if (!buf) {
+        Py_DECREF(low);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_UCS4 c = READ(i);
+        if (Py_UNICODE_ISDECIMAL(c)) {
+            while (i < n && Py_UNICODE_ISDECIMAL(READ(i))) i++;
+            buf[m++] = '0';
+        } else {
+            buf[m++] = c;
+            i++;
+        }
+    }
+    PyObject *out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, m);
+    PyMem_Free(buf);
+    Py_DECREF(low);
+    return out;
+}
+
+static int all_chars(int kind, const void *data, Py_ssize_t lo, Py_ssize_t hi, int alpha) {
+    if (hi <= lo) return 0;
+    for (Py_ssize_t i = lo; i < hi; i++)
+        if (!(alpha ? Py_UNICODE_ISALPHA(READ(i)) : Py_UNICODE_ISALNUM(READ(i)))) return 0;
+    return 1;
+}
+
+/* line_starts(lines, max_lines) -> distinct line starts of the first max_lines lines:
+ * junkstats.line_start_variety's numerator */
+static PyObject *line_starts(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    Py_ssize_t max_lines;
+    if (!PyArg_ParseTuple(args, "O!n:line_starts", &PyList_Type, &lines, &max_lines)) return NULL;
+    PyObject *raw = PySet_New(NULL), *norm = NULL;
+    if (!raw) return NULL;
+    Py_ssize_t nl = PyList_GET_SIZE(lines);
+    if (nl > max_lines) nl = max_lines;
+    for (Py_ssize_t k = 0; k < nl; k++) {
+        PyObject *ln = PyList_GET_ITEM(lines, k);
+        if (!PyUnicode_Check(ln)) {
+            PyErr_SetString(PyExc_TypeError, "line_starts: lines must be str");
+            goto fail;
+        }
+        int kind = PyUnicode_KIND(ln);
+        const void *data = PyUnicode_DATA(ln);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(ln), ts[3], te[3], nt = 0, i = 0;
+        while (nt < 3 && i < n) { /* the first three whitespace tokens */
+            while (i < n && SPACE(READ(i))) i++;
+            if (i >= n) break;
+            ts[nt] = i;
+            while (i < n && !SPACE(READ(i))) i++;
+            te[nt++] = i;
+        }
+        if (nt == 0) continue; /* not reached for the lines doc_stats passes (each has a non-space) */
+        PyObject *first;
+        Py_ssize_t second = 1; /* index of the token that may follow the first */
+        int bullet = 0;
+        if (nt > 1) { /* a token without any letter or digit is a bullet: joined to the next token */
+            bullet = 1;
+            for (Py_ssize_t j = ts[0]; j < te[0]; j++)
+                if (Py_UNICODE_ISALNUM(READ(j))) {
+                    bullet = 0;
+                    break;
+                }
+        }
+        if (bullet) {
+            PyObject *a = PyUnicode_Substring(ln, ts[0], te[0]), *b = PyUnicode_Substring(ln, ts[1], te[1]);
+            first = (a && b) ? PyUnicode_FromFormat("%U %U", a, b) : NULL;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            second = 2;
+        } else {
+            first = PyUnicode_Substring(ln, ts[0], te[0]);
+        }
+        if (!first) goto fail;
+        PyObject *start = first;
+        if (second < nt && all_chars(kind, data, ts[second], te[second], 1)) {
+            PyObject *b = PyUnicode_Substring(ln, ts[second], te[second]);
+            start = b ? PyUnicode_FromFormat("%U %U", first, b) : NULL;
+            Py_XDECREF(b);
+            Py_DECREF(first);
+            if (!start) goto fail;
+        }
+        int rc = PySet_Add(raw, start);
+        Py_DECREF(start);
+        if (rc < 0) goto fail;
+    }
+    norm = PySet_New(NULL);
+    if (!norm) goto fail;
+    PyObject *it = PyObject_GetIter(raw), *item;
+    if (!it) goto fail;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *x = lower_digits0(item);
+        Py_DECREF(item);
+        if (!x || PySet_Add(norm, x) < 0) {
+            Py_XDECREF(x);
+            Py_DECREF(it);
+            goto fail;
+        }
+        Py_DECREF(x);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) goto fail;
+    Py_ssize_t distinct = PySet_GET_SIZE(norm);
+    Py_DECREF(raw);
+    Py_DECREF(norm);
+    return PyLong_FromSsize_t(distinct);
+fail:
+    Py_DECREF(raw);
+    Py_XDECREF(norm);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------- segments */
+
+/* boilerplate_counts(text, frequent, short) -> (characters of the segments of at most short
+ * characters that are in frequent, characters of all segments, segments): textstats.boilerplate_share's
+ * sums over textstats.segments(text, short_only=False) (text: the prefix it reads) */
+static PyObject *boilerplate_counts(PyObject *self, PyObject *args) {
+    PyObject *text, *frequent;
+    Py_ssize_t short_len;
+    if (!PyArg_ParseTuple(args, "UOn:boilerplate_counts", &text, &frequent, &short_len)) return NULL;
+    if (!PyAnySet_Check(frequent)) {
+        PyErr_SetString(PyExc_TypeError, "boilerplate_counts: frequent must be a set or frozenset");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), hits = 0, total = 0, count = 0, a = 0;
+    Py_UCS4 *buf = PyMem_Malloc((n ? n : 1) * sizeof(Py_UCS4));
+    if (!buf) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i < n && !(is_separator(READ(i)) || READ(i) == '\n')) continue;
+        /* " ".join(seg.split()): the words joined by one space */
+        Py_ssize_t m = 0, j = a;
+        while (j < i) {
+            while (j < i && SPACE(READ(j))) j++;
+            if (j >= i) break;
+            if (m) buf[m++] = ' ';
+            while (j < i && !SPACE(READ(j))) buf[m++] = READ(j++);
+        }
+        a = i + 1;
+        if (m == 0) continue;
+        PyObject *seg = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, m);
+        PyObject *low = seg ? PyObject_CallMethod(seg, "lower", NULL) : NULL;
+        Py_XDECREF(seg);
+        if (!low) {
+            PyMem_Free(buf);
+            return NULL;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(low);
+        if (len >= 2) {
+            count++;
+            total += len;
+            if (len <= short_len) {
+                int in = PySet_Contains(frequent, low);
+                if (in < 0) {
+                    Py_DECREF(low);
+                    PyMem_Free(buf);
+                    return NULL;
+                }
+                if (in) hits += len;
+            }
+        }
+        Py_DECREF(low);
+    }
+    PyMem_Free(buf);
+    return Py_BuildValue("nnn", hits, total, count);
+}
+
+/* ------------------------------------------------------------------------------- timestamps */
+
+#define DEC(i) ((i) < L && Py_UNICODE_ISDECIMAL(READ(i)))
+
+/* junkstats._STAMP matches ln[:L] at i: (?<!\d)(?:\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}|1\d{9}(?:\.\d+)?)(?!\d).
+ * The optional fraction never changes the outcome: after 1\d{9}, either the lookahead holds or a
+ * digit follows; \d{1,2} tried with two digits and then one. */
+static int stamp_at(int kind, const void *data, Py_ssize_t L, Py_ssize_t i) {
+    if (i > 0 && DEC(i - 1)) return 0;
+    for (int w = 2; w >= 1; w--) { /* \d{1,2}:\d{2}:\d{2} */
+        Py_ssize_t j = i;
+        int ok = 1;
+        for (int k = 0; k < w && ok; k++) ok = DEC(j + k);
+        j += w;
+        ok = ok && j < L && READ(j) == ':' && DEC(j + 1) && DEC(j + 2) && j + 3 < L && READ(j + 3) == ':'
+             && DEC(j + 4) && DEC(j + 5) && !DEC(j + 6);
+        if (ok) return 1;
+    }
+    if (DEC(i) && DEC(i + 1) && DEC(i + 2) && DEC(i + 3) && i + 4 < L && READ(i + 4) == '-' && DEC(i + 5)
+        && DEC(i + 6) && i + 7 < L && READ(i + 7) == '-' && DEC(i + 8) && DEC(i + 9) && !DEC(i + 10))
+        return 1;
+    if (i < L && READ(i) == '1') { /* 1\d{9} */
+        for (int k = 1; k <= 9; k++)
+            if (!DEC(i + k)) return 0;
+        return !DEC(i + 10);
+    }
+    return 0;
+}
+
+/* stamped_lines(lines, max_lines, prefix) -> lines among the first max_lines with a match of
+ * junkstats._STAMP in their first prefix characters (re's search(ln, 0, prefix)) */
+static PyObject *stamped_lines(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    Py_ssize_t max_lines, prefix, found = 0;
+    if (!PyArg_ParseTuple(args, "O!nn:stamped_lines", &PyList_Type, &lines, &max_lines, &prefix)) return NULL;
+    Py_ssize_t nl = PyList_GET_SIZE(lines);
+    if (nl > max_lines) nl = max_lines;
+    for (Py_ssize_t k = 0; k < nl; k++) {
+        PyObject *ln = PyList_GET_ITEM(lines, k);
+        if (!PyUnicode_Check(ln)) {
+            PyErr_SetString(PyExc_TypeError, "stamped_lines: lines must be str");
+            return NULL;
+        }
+        int kind = PyUnicode_KIND(ln);
+        const void *data = PyUnicode_DATA(ln);
+        Py_ssize_t L = PyUnicode_GET_LENGTH(ln);
+        if (L > prefix) L = prefix;
+        for (Py_ssize_t i = 0; i < L; i++)
+            if (stamp_at(kind, data, L, i)) {
+                found++;
+                break;
+            }
+    }
+    return PyLong_FromSsize_t(found);
+}
+
+/* ------------------------------------------------------------------------------- characters */
+
+/* char_counts(text) -> how often each distinct character occurs, in the order of first occurrence
+ * (the values of Counter(text)) */
+static int32_t *slot = NULL; /* per code point: 1 + its index among the distinct ones, 0 if absent */
+
+static PyObject *char_counts(PyObject *self, PyObject *args) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:char_counts", &text)) return NULL;
+    if (!slot && !(slot = PyMem_Calloc(0x110000, sizeof(int32_t)))) return PyErr_NoMemory();
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), d = 0;
+    Py_UCS4 *chars = PyMem_Malloc((n ? n : 1) * sizeof(Py_UCS4));
+    Py_ssize_t *counts = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    if (!chars || !counts) {
+        PyMem_Free(chars);
+        PyMem_Free(counts);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = READ(i);
+        if (!slot[c]) {
+            chars[d] = c;
+            slot[c] = (int32_t)(++d);
+        }
+        counts[slot[c] - 1]++;
+    }
+    PyObject *out = PyList_New(d);
+    for (Py_ssize_t k = 0; k < d; k++) {
+        slot[chars[k]] = 0;
+        if (out) {
+            PyObject *v = PyLong_FromSsize_t(counts[k]);
+            if (!v) {
+                Py_CLEAR(out);
+                continue;
+            }
+            PyList_SET_ITEM(out, k, v);
+        }
+    }
+    PyMem_Free(chars);
+    PyMem_Free(counts);
+    return out;
+}
+
+/* nonascii_tokens(text) -> the matches of junkstats._NON_ASCII_TOKEN, [^\s]*[^\x00-\x7f][^\s]*: at
+ * each start, the run of non-space characters, then a non-ASCII character (a non-ASCII space such
+ * as U+00A0 right after the run, else the last non-ASCII character of the run), then the run of
+ * non-space characters after it */
+static PyObject *nonascii_tokens(PyObject *self, PyObject *args) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:nonascii_tokens", &text)) return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    while (i < n) {
+        Py_ssize_t j = i, e = -1;
+        int non_ascii = 0;
+        while (j < n && !SPACE(READ(j))) non_ascii |= READ(j++) > 0x7f;
+        if (j < n && READ(j) > 0x7f) { /* a non-ASCII space after the run: the run, it, the next run */
+            e = j + 1;
+            while (e < n && !SPACE(READ(e))) e++;
+        } else if (non_ascii) {
+            e = j;
+        }
+        if (e < 0) { /* no match starts anywhere in this run or at the space after it */
+            i = j + 1;
+            continue;
+        }
+        PyObject *tok = PyUnicode_Substring(text, i, e);
+        if (!tok || PyList_Append(out, tok) < 0) {
+            Py_XDECREF(tok);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(tok);
+        i = e;
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------------------- module */
+
+static PyMethodDef methods[] = {
+    {"token_ids", token_ids, METH_VARARGS,
+     "token_ids(tokens, index) -> (bytearray of int64 ids, -1 where a token is not in index; missing count)"},
+    {"word_ids", word_ids, METH_VARARGS,
+     "word_ids(text, index, other) -> bytearray of int64: index's id of each match of "
+     "[^\\W\\d_]+(?:'[^\\W\\d_]+)? in text, other where absent"},
+    {"unique_counts", unique_counts, METH_O,
+     "unique_counts(int64 buffer) -> (bytearray of sorted distinct values, bytearray of their counts)"},
+    {"rep_ngram_cover", rep_ngram_cover, METH_VARARGS,
+     "rep_ngram_cover(int64 buffer, n) -> tokens covered by an n-gram occurring twice or more"},
+    {"text_lines", text_lines, METH_VARARGS,
+     "text_lines(text) -> (non-blank lines of text.split('\\n'), how many end in a terminal character)"},
+    {"dup_line_counts", dup_line_counts, METH_VARARGS,
+     "dup_line_counts(lines) -> (characters of repeated stripped lines, characters of all stripped lines)"},
+    {"label_counts", label_counts, METH_VARARGS,
+     "label_counts(lines, stop, max_lines) -> None or (labels, segments, label chars, segment chars)"},
+    {"line_starts", line_starts, METH_VARARGS, "line_starts(lines, max_lines) -> distinct normalised line starts"},
+    {"boilerplate_counts", boilerplate_counts, METH_VARARGS,
+     "boilerplate_counts(text, frequent, short) -> (frequent short segment chars, segment chars, segments)"},
+    {"stamped_lines", stamped_lines, METH_VARARGS,
+     "stamped_lines(lines, max_lines, prefix) -> lines with a timestamp in their first prefix characters"},
+    {"char_counts", char_counts, METH_VARARGS, "char_counts(text) -> the values of Counter(text), in its order"},
+    {"nonascii_tokens", nonascii_tokens, METH_VARARGS,
+     "nonascii_tokens(text) -> re.findall(r'[^\\s]*[^\\x00-\\x7f][^\\s]*', text)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Compiled kernels of curate's statistics.",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,0 +1,128 @@
+"""The compiled kernels of the curation statistics, or their Python reference definitions.
+
+``curate/_native.c`` (built at install time by ``setup.py``) computes, for the hot loops of
+``curate.textstats`` and ``curate.junkstats``, exactly what the Python functions below compute;
+those stay the reference (``tests/curate/test_native.py`` requires equal results on random and
+real text). The compiled module is used when it is importable and ``CORPUSMIX_NATIVE`` is not
+``0``; otherwise (``CORPUSMIX_NATIVE=0``, or the Spark engine's zipped code on executors, where an
+extension cannot be imported from a zip) the reference runs, with the same results, slower.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+# junkstats.TERMINAL (the characters that close a sentence or clause), kept equal by tests/curate/test_native.py
+TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "\u201d", "\u2019", "\u3002", "\uff01", "\uff1f", "\u2026")
+
+try:
+    from curate import _native as _compiled
+except ImportError:  # not built (a source tree without `pip install -e .`, a zip on a Spark executor)
+    _compiled = None
+
+ENABLED = _compiled is not None and os.environ.get("CORPUSMIX_NATIVE", "1") != "0"
+#: the compiled module when ENABLED, else None: callers with a kernel of their own (junkstats,
+#: textstats) test ``native.compiled`` and otherwise run their Python definition
+compiled = _compiled if ENABLED else None
+
+
+def token_ids(tokens: list[str], index: dict[str, int]) -> tuple[np.ndarray, int]:
+    """(``index``'s id of each token, -1 where absent, as int64; how many are absent)."""
+    if compiled is not None:
+        buf, missing = compiled.token_ids(tokens, index)
+        return np.frombuffer(buf, np.int64), missing
+    return ref_token_ids(tokens, index)
+
+
+def word_ids(text: str, index: dict[str, int], other: int) -> np.ndarray:
+    """``index``'s id of each word of ``text`` (``_WORD``'s matches), ``other`` where absent, int64."""
+    if compiled is not None:
+        return np.frombuffer(compiled.word_ids(text, index, other), np.int64)
+    return ref_word_ids(text, index, other)
+
+
+def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_counts=True)`` of an int64 array (sorted distinct values, counts)."""
+    if compiled is not None:
+        u, c = compiled.unique_counts(np.ascontiguousarray(values, np.int64))
+        return np.frombuffer(u, np.int64), np.frombuffer(c, np.int64)
+    return np.unique(np.asarray(values, np.int64), return_counts=True)
+
+
+def rep_ngram_cover(ids: np.ndarray, n: int) -> int:
+    """Tokens of ``ids`` covered by an n-gram (hashed as in ``junkstats.rep_ngram_share``) that occurs
+    twice or more."""
+    if compiled is not None:
+        return compiled.rep_ngram_cover(np.ascontiguousarray(ids, np.int64), n)
+    return ref_rep_ngram_cover(ids, n)
+
+
+def text_lines(text: str) -> tuple[list[str], int]:
+    """(the lines of ``text.split("\\n")`` with a non-space character, how many of them end in one of
+    ``junkstats.TERMINAL`` once trailing spaces are stripped)."""
+    if compiled is not None:
+        return compiled.text_lines(text)
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    return lines, sum(ln.rstrip().endswith(TERMINAL) for ln in lines)
+
+
+def dup_line_counts(lines: list[str]) -> tuple[int, int]:
+    """(characters of the stripped lines that an earlier line repeats, characters of all stripped lines)."""
+    if compiled is not None:
+        return compiled.dup_line_counts(lines)
+    seen: set[str] = set()
+    dup_chars = 0
+    for ln in lines:
+        s = ln.strip()
+        if s in seen:
+            dup_chars += len(s)
+        else:
+            seen.add(s)
+    return dup_chars, sum(len(ln.strip()) for ln in lines)
+
+
+def char_counts(text: str) -> list[int]:
+    """How often each distinct character of ``text`` occurs, in the order of first occurrence (the
+    values of ``Counter(text)``)."""
+    if compiled is not None:
+        return compiled.char_counts(text)
+    if text.isascii():  # numpy.bincount, about 20x faster than a Counter over characters
+        counts = np.bincount(np.frombuffer(text.encode("ascii"), np.uint8), minlength=128).tolist()
+        return [c for _, c in sorted((text.find(chr(b)), c) for b, c in enumerate(counts) if c)]
+    return list(Counter(text).values())
+
+
+# ------------------------------------------------------------------------------- the reference
+
+def ref_token_ids(tokens: list[str], index: dict[str, int]) -> tuple[np.ndarray, int]:
+    got = [index.get(t, -1) for t in tokens]
+    return np.array(got, dtype=np.int64), got.count(-1)
+
+
+def ref_word_ids(text: str, index: dict[str, int], other: int) -> np.ndarray:
+    return np.array([index.get(w, other) for w in _WORD.findall(text)], dtype=np.int64)
+
+
+def ref_rep_ngram_cover(ids: Sequence[int] | np.ndarray, n: int) -> int:
+    lows = np.asarray(ids, np.int64)
+    m = len(lows) - n + 1
+    if m <= 0:
+        return 0
+    x = lows.astype(np.uint64)
+    h = np.zeros(m, np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(n):
+            h = h * _MIX + x[k:k + m] + np.uint64(k + 1)
+    _, inv, counts = np.unique(h, return_inverse=True, return_counts=True)
+    rep = counts[inv] >= 2
+    cover = np.zeros(len(lows), bool)
+    for k in range(n):
+        cover[k:k + m] |= rep
+    return int(cover.sum())

@@ -1,0 +1,164 @@
+"""The compiled kernels (``curate._native``) give exactly what their Python definitions give.
+
+Each kernel is compared with the reference it replaces (``curate.native``'s ``ref_*`` functions,
+or the Python branch of ``curate.junkstats``/``curate.textstats`` run with ``native.compiled``
+set to None) on random text over an alphabet of the characters the definitions treat specially
+(Unicode spaces and digits, separators, apostrophes, letters whose lower case is longer, combining
+marks), on random integer arrays, and ``doc_stats`` as a whole on every document of the demo.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curate import junkstats as js
+from curate import native
+from curate import textstats as ts
+
+DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
+SPECIAL = list("aBzZAivx_'’\".,:;!?)(-=#/\\[]{}$%@<>0123") + [
+    " ", "\n", "\t", "\r", "\x0b", "\x1c", "\u00a0", "\u2003", "\u3000", "\u2028",  # spaces
+    "\u0663", "\u00b2", "\u2155", "\uff11",  # Arabic-Indic 3 (decimal), superscript 2, 1/5, fullwidth 1
+    "·", "|", "•", "»", "›", "…", "”", "。", "！", "？",
+    "é", "İ", "ß", "Σ", "\u0301", "ﬁ", "Ǆ", "я", "中", "\U0001d400", "\ufffd", "Ã", "©",
+]
+TEXT = st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters()), max_size=200)
+WORDY = st.lists(st.sampled_from(["Home", "About us", "the", "of", "and", "2.1.", "iv.", "A.", "x()", "Foo.bar()",
+                                  "12:30:45", "2024-01-02", "1700000000.5", "Setting", "up", "-", "*", "42"]),
+                 max_size=12).map(" ".join)
+# doc_stats encodes the text: the readers leave no lone surrogate in a document (tests/reliability)
+LINE = st.one_of(st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters(exclude_categories=["Cs"])),
+                         max_size=200), WORDY)
+
+
+@contextmanager
+def reference() -> Iterator[None]:
+    """Run the Python definitions (as with CORPUSMIX_NATIVE=0)."""
+    old = native.compiled
+    native.compiled = None
+    try:
+        yield
+    finally:
+        native.compiled = old
+
+
+def both(fn, *args):
+    """(compiled result, reference result) of ``fn(*args)``."""
+    fast = fn(*args)
+    with reference():
+        slow = fn(*args)
+    return fast, slow
+
+
+def test_the_extension_is_built_and_used() -> None:
+    """The install builds curate._native; without it every statistic runs the slower reference."""
+    from curate import _native  # noqa: F401
+
+    assert native.compiled is not None, "CORPUSMIX_NATIVE=0 is set, or curate._native failed to import"
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_word_ids_are_the_regex_matches(text: str) -> None:
+    words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", text.lower())
+    index = {w: i for i, w in enumerate(dict.fromkeys(words[::2]))}
+    assert native.word_ids(text.lower(), index, -7).tolist() == [index.get(w, -7) for w in words]
+    assert native.word_ids(text, index, 3).tolist() == native.ref_word_ids(text, index, 3).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "ab", "é", "x y", ""]), max_size=40))
+def test_token_ids(tokens: list[str]) -> None:
+    index = {"a": 0, "ab": 5, "é": 2}
+    ids, missing = native.token_ids(tokens, index)
+    ref, ref_missing = native.ref_token_ids(tokens, index)
+    assert ids.tolist() == ref.tolist() and missing == ref_missing
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-5, 40), max_size=300), st.booleans())
+def test_unique_counts_and_repeated_ngrams(values: list[int], big: bool) -> None:
+    arr = np.array(values, np.int64) + (np.int64(1 << 40) if big else 0)  # big: the sorting path
+    u, c = native.unique_counts(arr)
+    ru, rc = np.unique(arr, return_counts=True)
+    assert u.tolist() == ru.tolist() and c.tolist() == rc.tolist()
+    if values and min(values) >= 0:
+        for n in (1, 2, 5):
+            assert native.rep_ngram_cover(arr, n) == native.ref_rep_ngram_cover(arr, n)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=30))
+def test_line_kernels_equal_their_definitions(lines: list[str]) -> None:
+    stop = js.stopwords("en")
+    lines = [ln for ln in lines if ln.strip()]
+    fast, slow = both(js.label_share, lines, stop)
+    assert fast == slow
+    for fn in (js.line_start_variety, js.stamped_share):
+        fast, slow = both(fn, lines)
+        assert fast == slow, fn.__name__
+    text = "\n".join(lines)
+    fast, slow = both(ts.doc_stats, text, "en", None, frozenset(["home", "about us"]))
+    assert fast == slow
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_text_kernels_equal_their_definitions(text: str) -> None:
+    assert native.compiled.char_counts(text) == list(Counter(text).values())
+    assert native.compiled.nonascii_tokens(text) == js._NON_ASCII_TOKEN.findall(text)
+    lines, punct = native.compiled.text_lines(text)
+    ref = [ln for ln in text.split("\n") if ln.strip()]
+    assert lines == ref and punct == sum(ln.rstrip().endswith(js.TERMINAL) for ln in ref)
+    frequent = frozenset(ts.segments(text)[::2])
+    fast, slow = both(ts.boilerplate_share, text, frequent)
+    assert fast == slow
+    for fn in (ts.char_entropy, js.mixed_tokens):
+        fast, slow = both(fn, text)
+        assert fast == slow, fn.__name__
+
+
+def test_terminal_characters_agree() -> None:
+    assert native.TERMINAL == js.TERMINAL
+
+
+def test_bad_arguments_are_clear_errors() -> None:
+    with pytest.raises(TypeError, match="8-byte integers"):
+        native.compiled.unique_counts(np.zeros(3, np.int32))
+    with pytest.raises(TypeError, match="lines must be str"):
+        native.compiled.label_counts(["Home", 3], frozenset(), 10)
+    with pytest.raises(ValueError, match="n must be"):
+        native.compiled.rep_ngram_cover(np.zeros(3, np.int64), 0)
+
+
+def _demo_texts() -> list[str]:
+    texts = []
+    for f in sorted(DEMO.rglob("*.parquet")):
+        table = pq.read_table(f)
+        if "text" in table.column_names:
+            texts += [t for t in table.column("text").to_pylist() if isinstance(t, str)]
+    return texts
+
+
+def test_doc_stats_on_the_demo_equal_the_reference() -> None:
+    """Every statistic of every demo document (all languages and domains, the planted junk too)."""
+    texts = _demo_texts()
+    assert len(texts) > 5000
+    model = ts.WordOrderModel.fit(texts[::7], k=300)
+    frequent = frozenset(s for t in texts[::11] for s in ts.segments(t)[:3])
+    for lang in ("en", "de"):
+        fast = [ts.doc_stats(t, lang, model, frequent) for t in texts]
+        with reference():
+            slow = [ts.doc_stats(t, lang, model, frequent) for t in texts]
+        diff = [i for i, (a, b) in enumerate(zip(fast, slow, strict=True)) if a != b]
+        assert not diff, f"{lang}: {len(diff)} documents differ, first {texts[diff[0]][:200]!r}"
