@@ -818,6 +818,102 @@ static PyObject *nonascii_tokens(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ------------------------------------------------------------------------------- quality inputs */
+
+static inline int is_word(Py_UCS4 c) { return c == '_' || Py_UNICODE_ISALNUM(c); } /* re's \w on str */
+
+/* str.splitlines()'s line boundaries */
+static inline int is_line_break(Py_UCS4 c) {
+    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E || c == 0x85
+           || c == 0x2028 || c == 0x2029;
+}
+
+/* A growing UCS4 buffer. */
+typedef struct {
+    Py_UCS4 *buf;
+    Py_ssize_t len, cap;
+} ubuf_t;
+
+static int ubuf_put(ubuf_t *b, Py_UCS4 c) {
+    if (b->len == b->cap) {
+        Py_ssize_t cap = b->cap ? 2 * b->cap : 256;
+        Py_UCS4 *grown = PyMem_Realloc(b->buf, cap * sizeof(Py_UCS4));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->buf = grown;
+        b->cap = cap;
+    }
+    b->buf[b->len++] = c;
+    return 0;
+}
+
+/* The tokens of r"\w+|[^\w\s]" in the characters of text (those whose bit is set in skip left out,
+ * decimal digits as "0" when digits0), joined by one space; with lines, one str per line of
+ * str.splitlines() that holds a token, else one str. */
+static PyObject *tokens_joined(PyObject *text, const unsigned char *skip, Py_ssize_t skip_len, int digits0,
+                               int lines) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    ubuf_t b = {NULL, 0, 0};
+    PyObject *out = lines ? PyList_New(0) : NULL;
+    if (lines && !out) return NULL;
+    int in_word = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        Py_UCS4 c = i < n ? READ(i) : '\n';
+        if (i < n && skip && (Py_ssize_t)(c >> 3) < skip_len && (skip[c >> 3] >> (c & 7)) & 1) continue;
+        if (i < n && is_word(c)) {
+            if (!in_word && b.len && ubuf_put(&b, ' ') < 0) goto fail;
+            if (ubuf_put(&b, digits0 && Py_UNICODE_ISDECIMAL(c) ? '0' : c) < 0) goto fail;
+            in_word = 1;
+            continue;
+        }
+        in_word = 0;
+        if (i == n || (lines && is_line_break(c))) {
+            if (lines && b.len) {
+                PyObject *ln = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, b.buf, b.len);
+                if (!ln || PyList_Append(out, ln) < 0) {
+                    Py_XDECREF(ln);
+                    goto fail;
+                }
+                Py_DECREF(ln);
+                b.len = 0;
+            }
+            continue;
+        }
+        if (SPACE(c)) continue;
+        if ((b.len && ubuf_put(&b, ' ') < 0) || ubuf_put(&b, c) < 0) goto fail;
+    }
+    if (!lines) out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, b.buf, b.len);
+    PyMem_Free(b.buf);
+    return out;
+fail:
+    PyMem_Free(b.buf);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* ft_tokens(text) -> " ".join(re.findall(r"\w+|[^\w\s]", text)) */
+static PyObject *ft_tokens(PyObject *self, PyObject *args) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U:ft_tokens", &text)) return NULL;
+    return tokens_joined(text, NULL, 0, 0, 0);
+}
+
+/* lm_tokens(text, skip) -> per line of text.splitlines() with a token, its tokens of
+ * r"\w+|[^\w\s]" joined by a space, with the characters whose bit is set in the bitmap skip
+ * removed first and every decimal digit as "0" */
+static PyObject *lm_tokens(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_buffer skip;
+    if (!PyArg_ParseTuple(args, "Uy*:lm_tokens", &text, &skip)) return NULL;
+    PyObject *out = tokens_joined(text, skip.buf, skip.len, 1, 1);
+    PyBuffer_Release(&skip);
+    return out;
+}
+
 /* ------------------------------------------------------------------------------- module */
 
 static PyMethodDef methods[] = {
@@ -844,6 +940,10 @@ static PyMethodDef methods[] = {
     {"char_counts", char_counts, METH_VARARGS, "char_counts(text) -> the values of Counter(text), in its order"},
     {"nonascii_tokens", nonascii_tokens, METH_VARARGS,
      "nonascii_tokens(text) -> re.findall(r'[^\\s]*[^\\x00-\\x7f][^\\s]*', text)"},
+    {"ft_tokens", ft_tokens, METH_VARARGS, "ft_tokens(text) -> ' '.join(re.findall(r'\\w+|[^\\w\\s]', text))"},
+    {"lm_tokens", lm_tokens, METH_VARARGS,
+     "lm_tokens(text, skip_bitmap) -> the tokens of each line of text.splitlines(), skipped characters left "
+     "out, digits as 0"},
     {NULL, NULL, 0, NULL},
 };
 

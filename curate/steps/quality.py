@@ -37,6 +37,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from curate import native
 from curate.steps.base import Annotator, ThresholdFilter
 from curate.steps.registry import StepSpec, register
 
@@ -96,7 +97,10 @@ _DIGIT = re.compile(r"\d")
 
 def ft_text(text: str, max_chars: int = 20000) -> str:
     """fastText input: lowercased tokens of the first ``max_chars`` characters on one line."""
-    return " ".join(_TOKEN.findall(text[:max_chars].lower()))
+    low = text[:max_chars].lower()
+    if native.compiled is not None:
+        return native.compiled.ft_tokens(low)  # the same string (tests/curate/test_native.py)
+    return " ".join(_TOKEN.findall(low))
 
 
 _NONSPACING: dict[int, None] | None = None  # every code point of category Mn -> deleted
@@ -115,6 +119,18 @@ def _strip_accents(s: str) -> str:
     return s.translate(_NONSPACING)
 
 
+_NONSPACING_BITS: bytes | None = None  # bit c set: code point c is of category Mn
+
+
+def _nonspacing_bits() -> bytes:
+    global _NONSPACING_BITS
+    if _NONSPACING_BITS is None:
+        bits = np.zeros(0x110000, bool)
+        bits[[c for c in range(0x110000) if unicodedata.category(chr(c)) == "Mn"]] = True
+        _NONSPACING_BITS = np.packbits(bits, bitorder="little").tobytes()
+    return _NONSPACING_BITS
+
+
 _TOKEN_OR_BREAK = re.compile(r"\w+|[^\w\s]|\n")
 
 
@@ -124,6 +140,8 @@ def lm_lines(text: str, max_chars: int = 20000) -> list[str]:
     Each line is ``" ".join(_TOKEN.findall(line))`` over ``str.splitlines()``; computed with one
     ``findall`` over the lines joined by ``"\n"``: every line break of ``splitlines`` is whitespace,
     which no token holds, so the tokens between two ``"\n"`` are exactly one line's."""
+    if native.compiled is not None:  # the same lines (tests/curate/test_native.py)
+        return native.compiled.lm_tokens(unicodedata.normalize("NFD", text[:max_chars].lower()), _nonspacing_bits())
     # digits are never line breaks: one substitution over the text equals one per line
     lines = _DIGIT.sub("0", _strip_accents(text[:max_chars].lower())).splitlines()
     joined = " ".join(_TOKEN_OR_BREAK.findall("\n".join(lines)))

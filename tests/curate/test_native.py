@@ -128,6 +128,16 @@ def test_text_kernels_equal_their_definitions(text: str) -> None:
         assert fast == slow, fn.__name__
 
 
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_quality_model_inputs_equal_their_definitions(text: str) -> None:
+    from curate.steps import quality
+
+    for fn in (quality.ft_text, quality.lm_lines):
+        fast, slow = both(fn, text)
+        assert fast == slow, fn.__name__
+
+
 def test_terminal_characters_agree() -> None:
     assert native.TERMINAL == js.TERMINAL
 
@@ -162,3 +172,14 @@ def test_doc_stats_on_the_demo_equal_the_reference() -> None:
             slow = [ts.doc_stats(t, lang, model, frequent) for t in texts]
         diff = [i for i, (a, b) in enumerate(zip(fast, slow, strict=True)) if a != b]
         assert not diff, f"{lang}: {len(diff)} documents differ, first {texts[diff[0]][:200]!r}"
+
+
+def test_quality_model_inputs_on_the_demo_equal_the_reference() -> None:
+    from curate.steps import quality
+
+    texts = _demo_texts()
+    for fn in (quality.ft_text, quality.lm_lines):
+        fast = [fn(t) for t in texts]
+        with reference():
+            slow = [fn(t) for t in texts]
+        assert fast == slow, fn.__name__
