@@ -914,6 +914,69 @@ static PyObject *lm_tokens(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ------------------------------------------------------------------------------- toxicity windows */
+
+/* window_sizes(text, size) -> toxicity.window_sizes of the word counts of text.splitlines()
+ * (a line break that splitlines takes as one, \r\n, makes an empty line here: a line of no words
+ * changes no window) */
+static PyObject *window_sizes(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "Un:window_sizes", &text, &size)) return NULL;
+    if (size < 1) {
+        PyErr_SetString(PyExc_ValueError, "window_sizes: size must be >= 1");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), cur = 0, words = 0;
+    PyObject *out = PyList_New(0), *v = NULL;
+    if (!out) return NULL;
+#define EMIT(x)                                                                                                \
+    do {                                                                                                       \
+        v = PyLong_FromSsize_t(x);                                                                             \
+        if (!v || PyList_Append(out, v) < 0) goto fail;                                                        \
+        Py_CLEAR(v);                                                                                           \
+    } while (0)
+    int in_word = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        Py_UCS4 c = i < n ? READ(i) : '\n';
+        if (!(i == n || is_line_break(c))) {
+            if (SPACE(c)) {
+                in_word = 0;
+            } else if (!in_word) {
+                in_word = 1;
+                words++;
+            }
+            continue;
+        }
+        in_word = 0;
+        Py_ssize_t m = words; /* one line's words */
+        words = 0;
+        if (m > size) {
+            if (cur) {
+                EMIT(cur);
+                cur = 0;
+            }
+            Py_ssize_t k = (m - 1) / size;
+            for (Py_ssize_t j = 0; j < k; j++) EMIT(size);
+            m -= k * size;
+        }
+        if (cur + m > size && cur) {
+            EMIT(cur);
+            cur = 0;
+        }
+        cur += m;
+    }
+    if (cur || PyList_GET_SIZE(out) == 0) EMIT(cur);
+#undef EMIT
+    return out;
+fail:
+    Py_XDECREF(v);
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------------- module */
 
 static PyMethodDef methods[] = {
@@ -944,6 +1007,8 @@ static PyMethodDef methods[] = {
     {"lm_tokens", lm_tokens, METH_VARARGS,
      "lm_tokens(text, skip_bitmap) -> the tokens of each line of text.splitlines(), skipped characters left "
      "out, digits as 0"},
+    {"window_sizes", window_sizes, METH_VARARGS,
+     "window_sizes(text, size) -> toxicity.window_sizes of the word counts of text.splitlines()"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,7 @@ from typing import Any
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError, from_dict
+from curate import native
 from curate.steps.base import Annotator, CurationStep, error_drop
 from curate.steps.registry import StepSpec, register
 from curate.steps.toxicity_linear import LinearWindowModel, UnsupportedModel, load_packaged
@@ -431,7 +432,8 @@ class ToxicityScorer(Annotator):
                 doc.metadata["toxicity"] = None
                 if self.cfg.model != "none" and lang in self.cfg.model_languages:
                     src = low if lowered else doc.text
-                    w = window_sizes(map(len, map(str.split, src.splitlines())), size)
+                    w = (native.compiled.window_sizes(src, size) if native.compiled is not None else
+                         window_sizes(map(len, map(str.split, src.splitlines())), size))
                     words += tokens if lowered else doc.text.split()
                     sizes += w
                     owners += [i] * len(w)

@@ -138,6 +138,14 @@ def test_quality_model_inputs_equal_their_definitions(text: str) -> None:
         assert fast == slow, fn.__name__
 
 
+@settings(max_examples=300, deadline=None)
+@given(TEXT, st.integers(1, 6))
+def test_toxicity_window_sizes(text: str, size: int) -> None:
+    from curate.steps.toxicity import window_sizes
+
+    assert native.compiled.window_sizes(text, size) == window_sizes(map(len, map(str.split, text.splitlines())), size)
+
+
 def test_terminal_characters_agree() -> None:
     assert native.TERMINAL == js.TERMINAL
 
