@@ -977,6 +977,72 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------------- split words */
+
+static int in_chars(Py_UCS4 c, PyObject *chars) { /* c is one of the characters of the str chars */
+    return PyUnicode_FindChar(chars, c, 0, PyUnicode_GET_LENGTH(chars), 1) >= 0;
+}
+
+/* str.isalpha() and str.islower() of s[lo:hi] */
+static int alpha_lower(PyObject *s, Py_ssize_t lo, Py_ssize_t hi) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    int cased = 0;
+    if (hi <= lo) return 0;
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        Py_UCS4 c = READ(i);
+        if (!Py_UNICODE_ISALPHA(c) || Py_UNICODE_ISUPPER(c) || Py_UNICODE_ISTITLE(c)) return 0;
+        cased |= Py_UNICODE_ISLOWER(c);
+    }
+    return cased;
+}
+
+/* split_words(sequence, anchors, words, edge) -> ocrstats.split_words(sequence, anchors, words)
+ * with edge its EDGE punctuation: at each anchor, the anchor joined to a neighbour (the left one
+ * stripped of edge on its left, the right one on its right), both lower-case letters of 5+ in
+ * all, makes a word of words */
+static PyObject *split_words(PyObject *self, PyObject *args) {
+    PyObject *seq, *anchors, *words, *edge;
+    if (!PyArg_ParseTuple(args, "O!O!OU:split_words", &PyList_Type, &seq, &PyList_Type, &anchors, &words, &edge))
+        return NULL;
+    if (!PyAnySet_Check(words)) {
+        PyErr_SetString(PyExc_TypeError, "split_words: words must be a set or frozenset");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(seq), found = 0, last = -2;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(anchors); k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(anchors, k));
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        for (int side = 0; side < 2; side++) {
+            Py_ssize_t a = side ? i : i - 1, b = side ? i + 1 : i;
+            if (a <= last || a < 0 || b >= n) continue;
+            PyObject *x = PyList_GET_ITEM(seq, a), *y = PyList_GET_ITEM(seq, b);
+            if (!PyUnicode_Check(x) || !PyUnicode_Check(y)) {
+                PyErr_SetString(PyExc_TypeError, "split_words: the sequence must hold str");
+                return NULL;
+            }
+            Py_ssize_t xl = 0, xh = PyUnicode_GET_LENGTH(x), yl = 0, yh = PyUnicode_GET_LENGTH(y);
+            while (xl < xh && in_chars(PyUnicode_READ_CHAR(x, xl), edge)) xl++; /* x.lstrip(edge) */
+            while (yh > yl && in_chars(PyUnicode_READ_CHAR(y, yh - 1), edge)) yh--; /* y.rstrip(edge) */
+            if (!alpha_lower(x, xl, xh) || !alpha_lower(y, yl, yh) || (xh - xl) + (yh - yl) < 5) continue;
+            PyObject *xs = PyUnicode_Substring(x, xl, xh), *ys = xs ? PyUnicode_Substring(y, yl, yh) : NULL;
+            PyObject *xy = ys ? PyUnicode_Concat(xs, ys) : NULL;
+            Py_XDECREF(xs);
+            Py_XDECREF(ys);
+            if (!xy) return NULL;
+            int in = PySet_Contains(words, xy);
+            Py_DECREF(xy);
+            if (in < 0) return NULL;
+            if (in) {
+                found++;
+                last = b;
+                break;
+            }
+        }
+    }
+    return PyLong_FromSsize_t(found);
+}
+
 /* ------------------------------------------------------------------------------- module */
 
 static PyMethodDef methods[] = {
@@ -1009,6 +1075,8 @@ static PyMethodDef methods[] = {
      "out, digits as 0"},
     {"window_sizes", window_sizes, METH_VARARGS,
      "window_sizes(text, size) -> toxicity.window_sizes of the word counts of text.splitlines()"},
+    {"split_words", split_words, METH_VARARGS,
+     "split_words(sequence, anchors, words, edge) -> ocrstats.split_words(sequence, anchors, words)"},
     {NULL, NULL, 0, NULL},
 };
 

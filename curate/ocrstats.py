@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from functools import lru_cache
 
 from curate.junkstats import EDGE_PUNCT
@@ -201,7 +201,7 @@ def split_words(sequence: list[str], anchors: list[int], words: frozenset[str]) 
 
 
 def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oov_counts: list[int],
-                  present: Callable[[], set[str]], lang: str, split_words: int = 0) -> int | None:
+                  present: Callable[[], Container[str]], lang: str, split_words: int = 0) -> int | None:
     """The number of damaged words of a document (module docstring).
 
     ``tokens``/``counts``: the document's distinct whitespace tokens and how often each occurs;
@@ -217,7 +217,7 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
         _KINDS.clear()
     kinds = list(map(_KINDS.get, tokens))
     damaged = 0
-    seen: set[str] | None = None
+    seen: Container[str] | None = None
     targets: set[str] = set()
     rank = idx.rank
     for tok, kind, c in zip(tokens, kinds, counts, strict=True):

@@ -26,7 +26,6 @@ import re
 import zlib
 from collections import Counter
 from functools import lru_cache
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -34,12 +33,11 @@ import numpy as np
 from curate import junkstats as js
 from curate import native
 from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, damaged_words, split_words
+from curate.wordorder import _WORD, MAX_ORDER_CHARS, WordOrderModel  # noqa: F401 (re-exported)
 
 _EDGE_PUNCT = js.EDGE_PUNCT
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _TERMINAL = js.TERMINAL
-MAX_ORDER_CHARS = 50_000  # characters scored for word order: enough pairs for a stable mean
 COMPRESS_PREFIX = 32_768  # bytes compressed per document: the ratio settles long before that
 
 # statistics judged per domain (name -> direction in which a value is bad)
@@ -124,7 +122,8 @@ class TokenTable:
         self.tokens: list[str] = []
         self.low_index: dict[str, int] = {}
         self.low_words: list[str] = []
-        self.low_core: list[str] = []  # per lower-cased id: the form with edge punctuation stripped
+        self.core_index: dict[str, int] = {}  # lower-cased forms with edge punctuation stripped -> id
+        self.low_core = np.zeros(1024, np.int64)  # per lower-cased id: the id of that stripped form
         self.size = np.zeros(1024, np.int64)
         self.alpha = np.zeros(1024, np.int64)
         self.plain = np.zeros(1024, bool)  # stripped of edge punctuation: a lower-case word of 3+ letters
@@ -161,11 +160,12 @@ class TokenTable:
                     if j is None:
                         j = low_index[low] = len(self.low_words)
                         self.low_words.append(low)
-                        self.low_core.append(low.strip(_EDGE_PUNCT))
                         if j >= len(self.low_len):
-                            self.low_len = np.concatenate(
-                                [self.low_len, np.zeros(max(1024, len(self.low_len)), np.int64)])
+                            grow = np.zeros(max(1024, len(self.low_len)), np.int64)
+                            self.low_len = np.concatenate([self.low_len, grow])
+                            self.low_core = np.concatenate([self.low_core, grow])
                         self.low_len[j] = len(low)
+                        self.low_core[j] = self.core_index.setdefault(low.strip(_EDGE_PUNCT), len(self.core_index))
                     li[k] = j
         self.size[i0:i0 + n] = list(map(len, new))
         self.alpha[i0:i0 + n] = [any(map(str.isalpha, t)) for t in new]
@@ -266,78 +266,6 @@ def char_entropy(text: str) -> float:
         return 0.0
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in native.char_counts(text))
-
-
-class WordOrderModel:
-    """Transitions between the ``k`` most frequent words (all others are one class) of a corpus.
-
-    ``score(text)`` is the mean pointwise mutual information ``log P(b|a) / P(b)`` (nats) of the
-    document's adjacent word pairs that involve a frequent word: positive for running text of any
-    register (function words follow grammar), about zero or below for words drawn independently
-    or shuffled. (A permutation baseline, the same score minus its expectation over shuffles of
-    the document's own words, separated word salad from short real documents worse on the demo.)
-    """
-
-    def __init__(self, vocab: list[str], pmi: list[list[float]]) -> None:
-        self.vocab = list(vocab)
-        self.index = {w: i for i, w in enumerate(self.vocab)}
-        self.other = len(self.vocab)
-        self.pmi = pmi
-        self._pmi = np.asarray(pmi, dtype=np.float64)
-
-    @classmethod
-    def fit(cls, texts: list[str], *, k: int = 300, smoothing: float = 0.5) -> WordOrderModel:
-        uni: Counter[str] = Counter()
-        seqs = []
-        for t in texts:
-            words = _WORD.findall(t[:MAX_ORDER_CHARS].lower())
-            uni.update(words)
-            seqs.append(words)
-        # ties broken by the word itself: the model must not depend on input order
-        vocab = [w for w, _ in sorted(uni.items(), key=lambda x: (-x[1], x[0]))[:k]]
-        index = {w: i for i, w in enumerate(vocab)}
-        m = len(vocab) + 1
-        # adjacent pairs (a, b) as codes a * m + b, counted by bincount per 256 texts (the same integers)
-        flat, codes = np.zeros(m * m, np.int64), []
-        for k, words in enumerate(seqs):
-            ids = np.fromiter(map(index.get, words, repeat(m - 1)), np.int64, count=len(words))
-            codes.append(ids[:-1] * m + ids[1:])
-            if len(codes) == 256 or k == len(seqs) - 1:
-                flat += np.bincount(np.concatenate(codes), minlength=m * m)
-                codes = []
-        counts = flat.reshape(m, m).tolist()
-        col = [sum(counts[a][b] for a in range(m)) + smoothing * m for b in range(m)]
-        total = sum(col)
-        pmi = []
-        for a in range(m):
-            row_total = sum(counts[a]) + smoothing * m
-            pmi.append([round(math.log((counts[a][b] + smoothing) / row_total) - math.log(col[b] / total), 4)
-                        for b in range(m)])
-        return cls(vocab, pmi)
-
-    def score(self, text: str, *, min_pairs: int = 12) -> float | None:
-        return self.score_pairs(text, min_pairs=min_pairs)[0]
-
-    def score_pairs(self, text: str, *, min_pairs: int = 12) -> tuple[float | None, int]:
-        """(mean PMI or None under ``min_pairs``, number of scored pairs)."""
-        idx = self.index
-        o = self.other
-        ids = native.word_ids(text[:MAX_ORDER_CHARS].lower(), idx, o)  # _WORD's matches
-        a, b = ids[:-1], ids[1:]
-        scored = (a != o) | (b != o)
-        n = int(scored.sum())
-        if not n:
-            return None, 0
-        # cumsum adds left to right, as a Python loop would: the same float, bit for bit
-        total = float(np.cumsum(self._pmi[a[scored], b[scored]])[-1])
-        return (total / n if n >= min_pairs else None), n
-
-    def to_dict(self) -> dict:
-        return {"vocab": self.vocab, "pmi": self.pmi}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> WordOrderModel:
-        return cls(list(d["vocab"]), [list(map(float, r)) for r in d["pmi"]])
 
 
 # the non-empty normalised pieces are those of r"\s*(?:[·|•»›]|\n)\s*" (normalising drops the whitespace)
@@ -452,21 +380,39 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     return lows, size, total
 
 
+class _Cores:
+    """``w in cores``: ``w`` is the lower-cased form, edge punctuation stripped, of one of a
+    document's tokens (``core_ids``: their ids in ``_TABLE.core_index``)."""
+
+    def __init__(self, core_ids: np.ndarray) -> None:
+        self.mark = np.zeros(len(_TABLE.core_index), bool)
+        self.mark[core_ids] = True
+
+    def __contains__(self, w: object) -> bool:
+        j = _TABLE.core_index.get(w) if isinstance(w, str) else None
+        return j is not None and bool(self.mark[j])
+
+
 def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> int | None:
     """``ocrstats.damaged_words`` of a document from its token-table ids."""
     tokens = _TABLE.tokens
     uniq, counts = native.unique_counts(ids)
-    keep = (_TABLE.size[uniq] >= 2) & ~_TABLE.plain[uniq]  # ocrstats._kind's tokens: 2+ chars, not plain
+    # ocrstats._kind's tokens (2+ chars, not plain) that occur once: damaged_words counts no other
+    keep = (_TABLE.size[uniq] >= 2) & ~_TABLE.plain[uniq] & (counts == 1)
     uniq, counts = uniq[keep], counts[keep]
     # in the order of their first occurrence in the document (what the counting depends on), and
     # "rindex", "rindex," and "(rindex)" are one word
     cores = Counter(tokens[i].strip(_EDGE_PUNCT) for i in ids[oov].tolist())
 
-    def present() -> set[str]:
-        return set(map(_TABLE.low_core.__getitem__, native.unique_counts(lows)[0].tolist()))
+    def present() -> _Cores:
+        return _Cores(_TABLE.low_core[lows])
 
     anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
-    broken = split_words(sequence, anchors, dictionary(lang)[0]) if anchors else 0
+    broken = 0
+    if anchors and native.compiled is not None:
+        broken = native.compiled.split_words(sequence, anchors, dictionary(lang)[0], _EDGE_PUNCT)
+    elif anchors:
+        broken = split_words(sequence, anchors, dictionary(lang)[0])
     return damaged_words([tokens[i] for i in uniq.tolist()], counts.tolist(), list(cores), list(cores.values()),
                          present, lang, broken)
 

@@ -146,6 +146,17 @@ def test_toxicity_window_sizes(text: str, size: int) -> None:
     assert native.compiled.window_sizes(text, size) == window_sizes(map(len, map(str.split, text.splitlines())), size)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["pa", "cket", "(pa", "cket,", "Pa", "overri", "des", "a", "of", "the", "é", "ré",
+                                 "sumé", "x1", "", "..", "ba", "nana", "DES", "ǅab"]), max_size=12), st.data())
+def test_split_words_kernel(seq: list[str], data) -> None:
+    from curate.ocrstats import _EDGE, split_words
+
+    words = frozenset(["packet", "override", "overrides", "résumé", "banana", "nanaba", "pacolet"])
+    anchors = sorted(set(data.draw(st.lists(st.integers(0, max(0, len(seq) - 1)), max_size=6)))) if seq else []
+    assert native.compiled.split_words(seq, anchors, words, _EDGE) == split_words(seq, anchors, words)
+
+
 def test_terminal_characters_agree() -> None:
     assert native.TERMINAL == js.TERMINAL
 
