@@ -115,9 +115,11 @@ class TokenTable:
 
     def __init__(self, max_tokens: int = 500_000) -> None:
         self.max_tokens = max_tokens
+        self.generation = -1  # +1 at every clear: ids of an earlier generation mean nothing now
         self.clear()
 
     def clear(self) -> None:
+        self.generation += 1
         self.index: dict[str, int] = {}
         self.tokens: list[str] = []
         self.low_index: dict[str, int] = {}
@@ -208,6 +210,15 @@ class TokenTable:
 
 
 _TABLE = TokenTable()
+
+
+def token_lows(text: str) -> tuple[np.ndarray, list[str], int]:
+    """``(ids, words, generation)``: ``words[i]`` for ``i`` in ``ids`` are the tokens of
+    ``text.lower().split()`` (lower-casing neither makes nor removes whitespace, and its final-sigma
+    rule never looks past a space, so they are ``text.split()``'s tokens lower-cased); the ids are
+    those of the shared token table, valid while its ``generation`` is this one."""
+    ids = _TABLE.ids(text.split())
+    return _TABLE.low[ids], _TABLE.low_words, _TABLE.generation
 
 
 def text_key(text: str) -> bytes:

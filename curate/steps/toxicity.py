@@ -25,24 +25,23 @@ Run alone with ``corpusmix curate toxicity --input F --output F``; in the chain 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from datatrove.data import Document
 
 from corpusmix.config import ConfigError, from_dict
-from curate import native
+from curate import native, textstats
 from curate.steps.base import Annotator, CurationStep, error_drop
 from curate.steps.registry import StepSpec, register
+from curate.steps.toxicity_counts import NO_SPACE_LANGS, BadwordCounter, TokenCodes, badword_pattern  # noqa: F401
 from curate.steps.toxicity_linear import LinearWindowModel, UnsupportedModel, load_packaged
 from curate.steps.toxicity_words import (
-    HIT,
     ROOT_SOURCES,
-    SPACED,
     ObfuscatedWords,
     load_extra,
     load_okayish,
@@ -50,7 +49,6 @@ from curate.steps.toxicity_words import (
 )
 
 BADWORDS_DIR = Path(__file__).resolve().parents[1] / "models" / "badwords"
-NO_SPACE_LANGS = ("ja", "th", "zh")  # written without spaces: match substrings (datatrove's C4 rule)
 MODELS = ("alt-profanity-check", "none")
 
 
@@ -115,112 +113,6 @@ def load_badwords(folder: str | Path = "") -> dict[str, list[str]]:
         words = [w.strip().lower() for w in f.read_text(encoding="utf-8").splitlines()]
         out[f.name[:-len(".txt")]] = sorted({w for w in words if w and not w.startswith("#")})
     return out
-
-
-def badword_pattern(words: list[str], lang: str) -> re.Pattern[str]:
-    alt = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    if lang in NO_SPACE_LANGS:
-        return re.compile(f"(?:{alt})")
-    return re.compile(rf"(?<!\w)(?:{alt})(?!\w)")
-
-
-_RUN = re.compile(r"\w+")
-
-
-class BadwordCounter:
-    r"""Counts the matches of :func:`badword_pattern` over a text, screening the list first.
-
-    One alternation of ~400 words scans text at Python ``re`` speed (~1.5 MB/s). A match of a
-    listed word is bounded by ``(?<!\w)``/``(?!\w)``, and inside the word every ``\w+`` run is
-    bounded by the word's own non-word characters, so each run of the word is a maximal ``\w+``
-    run of the text, and the word is a substring of it. Words failing that match nowhere, and
-    alternatives that match nowhere never change which one matches first: the count is that of
-    the alternation of the remaining words alone (same order). Almost all texts keep none and
-    cost one ``findall`` of word runs over their distinct whitespace tokens (every run of a text
-    lies inside one token). The scorer reads each distinct token's runs once (``TokenCodes``).
-    Languages written without spaces match substrings: whole pattern.
-    """
-
-    def __init__(self, words: list[str], lang: str) -> None:
-        self.words, self.lang = list(words), lang
-        self.pattern = badword_pattern(self.words, lang)
-        self.runs = [frozenset(_RUN.findall(w)) for w in self.words]
-        self.by_run: dict[str, list[int]] = {}
-        self.always: list[int] = []  # words without a word character: the substring test only
-        for i, w in enumerate(self.words):
-            m = _RUN.search(w)
-            if m:
-                self.by_run.setdefault(m.group(), []).append(i)
-            else:
-                self.always.append(i)
-        self._subsets: dict[tuple[int, ...], re.Pattern[str]] = {}
-        self.relevant = frozenset().union(*self.runs)  # every run of every listed word
-
-    def count(self, text: str) -> int:
-        """Matches of ``badword_pattern(words, lang)`` in ``text`` (already lower-cased)."""
-        if self.lang in NO_SPACE_LANGS:
-            return sum(1 for _ in self.pattern.finditer(text))
-        return self.count_runs(text, set(_RUN.findall(" ".join(set(text.split())))))
-
-    def count_runs(self, text: str, runs: set[str]) -> int:
-        """``count`` given the text's word runs (at least those of listed words: ``token_runs``)."""
-        by_run, words = self.by_run, self.words
-        cand = sorted(i for r in runs.intersection(by_run) for i in by_run[r]
-                      if self.runs[i] <= runs and words[i] in text)
-        cand += [i for i in self.always if words[i] in text]
-        if not cand:
-            return 0
-        key = tuple(sorted(cand))
-        pat = self._subsets.get(key)
-        if pat is None:
-            if len(self._subsets) > 4096:
-                self._subsets.clear()
-            pat = self._subsets[key] = badword_pattern([words[i] for i in key], self.lang)
-        return sum(1 for _ in pat.finditer(text))
-
-    def token_runs(self, token: str) -> tuple[str, ...]:
-        """The ``\\w+`` runs of one whitespace token that are runs of some listed word."""
-        relevant = self.relevant
-        return tuple(r for r in _RUN.findall(token) if r in relevant)
-
-
-class TokenCodes(dict):
-    """Whitespace token -> code, an index into ``table`` of ``(listed runs, obfuscation flags)``
-    (``BadwordCounter.token_runs``, ``ObfuscatedWords.flags``), computed on a token's first sight:
-    a text costs one lookup per distinct token, and code 0 (nothing to look at) is almost all."""
-
-    def __init__(self, counter: BadwordCounter, obfuscated: ObfuscatedWords | None) -> None:
-        super().__init__()
-        self.counter, self.obfuscated = counter, obfuscated
-        self.table: list[tuple[tuple[str, ...], int]] = [((), 0)]
-        self.index = {((), 0): 0}
-
-    def __missing__(self, token: str) -> int:
-        pair = (self.counter.token_runs(token), self.obfuscated.flags(token) if self.obfuscated else 0)
-        code = self.index.get(pair)
-        if code is None:
-            code = self.index[pair] = len(self.table)
-            self.table.append(pair)
-        self[token] = code
-        return code
-
-    def count(self, text: str, tokens: list[str]) -> int:
-        """``counter.count(text)`` plus ``obfuscated.count(text)`` (``text`` lower-cased, ``tokens``
-        its ``split()``)."""
-        if len(self) > 1_000_000:
-            self.clear()
-        distinct = set(tokens)
-        codes = list(map(self.__getitem__, distinct))
-        kinds = set(codes)
-        if not kinds or kinds == {0}:
-            return 0
-        pairs = [self.table[c] for c in kinds]
-        n = self.counter.count_runs(text, set().union(*(p[0] for p in pairs)))
-        if self.obfuscated is not None:
-            flags = {p[1] for p in pairs}
-            hit = {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & HIT} if HIT in flags else set()
-            n += self.obfuscated.count_flagged(text, tokens, hit, SPACED in flags)
-        return n
 
 
 def window_words(text: str, size: int) -> list[list[str]]:
@@ -397,15 +289,28 @@ class ToxicityScorer(Annotator):
             low = text.lower()
         if lang in NO_SPACE_LANGS:
             return counter.count(low)
+        return self._token_codes(lang, counter).count(low, low.split() if tokens is None else tokens)
+
+    def _token_codes(self, lang: str, counter: BadwordCounter) -> TokenCodes:
         codes = self._codes.get(lang)
         if codes is None:
             ob = None
             if self.cfg.match_obfuscated and lang == "en":  # English roots and vocabulary (toxicity_words)
                 okay = load_okayish(lang)
                 strong = [w for w, n in source_counts(lang).items() if n >= ROOT_SOURCES and w not in okay]
-                ob = ObfuscatedWords(words, strong)
+                ob = ObfuscatedWords(self.lists[lang], strong)
             codes = self._codes[lang] = TokenCodes(counter, ob)
-        return codes.count(low, low.split() if tokens is None else tokens)
+        return codes
+
+    def _badwords_shared(self, text: str, lang: str, low: str, lows: np.ndarray, table: list[str],
+                         generation: int) -> int | None:
+        """``count_badwords`` given the text's tokens as ids of the shared token table."""
+        if lang in NO_SPACE_LANGS or lang not in self.lists:
+            return self.count_badwords(text, lang, low)
+        counter = self._patterns.get(lang)
+        if counter is None:
+            counter = self._patterns[lang] = BadwordCounter(self.lists[lang], lang)
+        return self._token_codes(lang, counter).count_lows(low, lows, table, generation)
 
     def annotate(self, doc: Document) -> None:
         res = self.filter_batch([doc])[0]
@@ -423,9 +328,26 @@ class ToxicityScorer(Annotator):
         sizes: list[int] = []
         owners: list[int] = []
         size = self.cfg.window_words
+        # with the compiled kernels: each text's tokens once as ids of the shared token table, and
+        # the word lists' and the model's codes kept per id (the same counts and probabilities)
+        shared = lowered and native.compiled is not None
+        parts: list[np.ndarray] = []
+        if shared:
+            self._model.bound_caches()
         for i, doc in enumerate(batch):
             try:
                 lang = self._lang(doc)
+                if shared:
+                    low = doc.text.lower()
+                    lows, table, gen = textstats.token_lows(doc.text)
+                    doc.metadata["badwords"] = self._badwords_shared(doc.text, lang, low, lows, table, gen)
+                    doc.metadata["toxicity"] = None
+                    if self.cfg.model != "none" and lang in self.cfg.model_languages:
+                        w = native.compiled.window_sizes(doc.text, size)  # lower-casing moves no space
+                        parts.append(self._model.codes_of_lows(lows, table, gen))
+                        sizes += w
+                        owners += [i] * len(w)
+                    continue
                 low = doc.text.lower()
                 tokens = low.split()
                 doc.metadata["badwords"] = self.count_badwords(doc.text, lang, low, tokens)
@@ -440,7 +362,9 @@ class ToxicityScorer(Annotator):
             except Exception as exc:  # one bad document must not kill the task; it is logged and counted
                 results[i] = error_drop(self.step_name, doc, exc)
         if sizes:
-            if flat:
+            if shared:
+                probs = self._model.probabilities_codes(np.concatenate(parts), sizes).tolist()
+            elif flat:
                 probs = self._model.probabilities_flat(words, sizes, lowered=lowered).tolist()
             else:
                 bounds = [0, *accumulate(sizes)]

@@ -95,6 +95,9 @@ class LinearWindowModel:
         self._codes_raw: dict[str, int] = {}  # word -> code (see _codes), per lower-casing of the input
         self._codes_low: dict[str, int] = {}
         self._multi: list[list[int]] = []
+        self._by_low = np.zeros(0, np.int64)  # per id of the shared token table: the code, -1 unknown
+        self._by_low_key: tuple[int, int] = (-1, -1)  # (table generation, code cache epoch) it holds
+        self._epoch = 0  # +1 whenever the code caches are cleared
         if not (len(self.terms) == len(self.idf) == self.weights.shape[0]
                 and self.weights.shape[1] == len(self.intercepts) == len(self.cal_a) == len(self.cal_b)):
             raise ValueError("toxicity weights: inconsistent array shapes")
@@ -132,13 +135,38 @@ class LinearWindowModel:
         window's text is those words joined by single spaces)."""
         return self.probabilities_flat(list(chain.from_iterable(windows)), list(map(len, windows)))
 
-    def _codes(self, words: list[str], lowered: bool) -> np.ndarray:
-        """Each word's code: its one vocabulary id (>= 0), -2 (no known token) or ``-3 - k`` for the
-        ``k``-th entry of ``self._multi`` (a word of several tokens, e.g. ``don't`` or ``a.b``)."""
+    def bound_caches(self) -> None:
+        """Clear the code caches when they hold over a million words (codes from before are void)."""
         if len(self._codes_low) + len(self._codes_raw) > 1_000_000:
             self._codes_low.clear()
             self._codes_raw.clear()
             self._multi.clear()
+            self._epoch += 1
+
+    def codes_of_lows(self, lows: np.ndarray, low_words: list[str], generation: int) -> np.ndarray:
+        """``_codes`` of the lower-cased words ``low_words[i]`` for ``i`` in ``lows`` (ids of the shared
+        token table of ``curate.textstats``, whose ``generation`` names its current ids), kept per id.
+        Call :meth:`bound_caches` once before the documents of a batch, not between them: the codes
+        of one batch must come from one epoch of the caches."""
+        if not self.lowercase:
+            raise ValueError("codes of lower-cased words given to a model that does not lower-case")
+        if self._by_low_key != (generation, self._epoch):
+            self._by_low = np.zeros(0, np.int64)
+            self._by_low_key = (generation, self._epoch)
+        if len(self._by_low) < len(low_words):
+            self._by_low = np.concatenate([self._by_low, np.full(len(low_words) - len(self._by_low) + 1024, -1)])
+        got = self._by_low[lows]
+        if (got == -1).any():
+            todo = np.unique(lows[got == -1])
+            self._by_low[todo] = self._codes([low_words[i] for i in todo.tolist()], True, bound=False)
+            got = self._by_low[lows]
+        return got
+
+    def _codes(self, words: list[str], lowered: bool, bound: bool = True) -> np.ndarray:
+        """Each word's code: its one vocabulary id (>= 0), -2 (no known token) or ``-3 - k`` for the
+        ``k``-th entry of ``self._multi`` (a word of several tokens, e.g. ``don't`` or ``a.b``)."""
+        if bound:
+            self.bound_caches()
         cache = self._codes_low if lowered else self._codes_raw
         find, vocab, multi = self._token.findall, self.vocab, self._multi
         for w in set(words).difference(cache):
@@ -162,17 +190,25 @@ class LinearWindowModel:
         are those of its words in turn, and lower-casing a word alone gives the same characters as
         lower-casing the window (no whitespace character is cased or case-ignorable, so the final-sigma
         rule never looks past one): each distinct word is tokenised once and kept as its codes."""
-        from scipy.special import expit  # the function sklearn's sigmoid calibrator applies
-
         if lowered and not self.lowercase:
             raise ValueError("lowered words given to a model that does not lower-case")
+        if not win_lens:
+            return np.zeros(0)
+        if sum(win_lens) != len(words):
+            raise ValueError("toxicity windows: the window lengths do not add up to the words")
+        return self.probabilities_codes(self._codes(words, lowered), win_lens)
+
+    def probabilities_codes(self, codes: np.ndarray, win_lens: list[int]) -> np.ndarray:
+        """``probabilities_flat`` of words given as their codes (``_codes``, ``codes_of_lows``; all of
+        one epoch of the code caches)."""
+        from scipy.special import expit  # the function sklearn's sigmoid calibrator applies
+
         n_win = len(win_lens)
         k = len(self.intercepts)
         if n_win == 0:
             return np.zeros(0)
-        if sum(win_lens) != len(words):
+        if sum(win_lens) != len(codes):
             raise ValueError("toxicity windows: the window lengths do not add up to the words")
-        codes = self._codes(words, lowered)
         win_of = np.repeat(np.arange(n_win, dtype=np.int64), np.asarray(win_lens, dtype=np.int64))
         one = codes >= 0
         win, ids = win_of[one], codes[one]

@@ -202,3 +202,29 @@ def test_quality_model_inputs_on_the_demo_equal_the_reference() -> None:
         with reference():
             slow = [fn(t) for t in texts]
         assert fast == slow, fn.__name__
+
+
+def test_toxicity_scores_on_the_demo_equal_the_reference(monkeypatch) -> None:
+    """The scorer's shared-token-table path (word-list codes and model codes kept per token id) gives
+    the reference's counts and probabilities, also when the table is cleared between documents."""
+    from datatrove.data import Document
+
+    from curate.steps.toxicity import ToxicityConfig, ToxicityScorer
+
+    texts = _demo_texts()[::3]
+
+    def scores() -> list[tuple]:
+        scorer = ToxicityScorer(ToxicityConfig())
+        docs = [Document(text=t, id=str(i), metadata={"lang": "de" if i % 7 == 0 else "en"})
+                for i, t in enumerate(texts)]
+        for k in range(0, len(docs), 64):
+            assert scorer.filter_batch(docs[k:k + 64]) == [True] * len(docs[k:k + 64])
+        return [(d.metadata["badwords"], d.metadata["toxicity"]) for d in docs]
+
+    fast = scores()
+    with reference():
+        slow = scores()
+    assert fast == slow
+    assert sum(1 for b, _ in slow if b) > 10 and sum(1 for _, t in slow if t and t > 0.5) > 5  # not all zero
+    monkeypatch.setattr(ts._TABLE, "max_tokens", 3000)  # the token table cleared every few documents
+    assert scores() == slow
