@@ -212,11 +212,25 @@ class TokenTable:
 _TABLE = TokenTable()
 
 
+#: id(text) -> (text, its token_lows ids, table generation) of the last texts doc_stats measured: the
+#: toxicity scorer reads the same text object next (the text is held, so its id is not reused)
+_LOWS: dict[int, tuple[str, np.ndarray, int]] = {}
+
+
+def _remember_lows(text: str, lows: np.ndarray) -> None:
+    if len(_LOWS) >= 256:
+        del _LOWS[next(iter(_LOWS))]
+    _LOWS[id(text)] = (text, lows, _TABLE.generation)
+
+
 def token_lows(text: str) -> tuple[np.ndarray, list[str], int]:
     """``(ids, words, generation)``: ``words[i]`` for ``i`` in ``ids`` are the tokens of
     ``text.lower().split()`` (lower-casing neither makes nor removes whitespace, and its final-sigma
     rule never looks past a space, so they are ``text.split()``'s tokens lower-cased); the ids are
     those of the shared token table, valid while its ``generation`` is this one."""
+    got = _LOWS.get(id(text))
+    if got is not None and got[0] is text and got[2] == _TABLE.generation:
+        return got[1], _TABLE.low_words, got[2]
     ids = _TABLE.ids(text.split())
     return _TABLE.low[ids], _TABLE.low_words, _TABLE.generation
 
@@ -344,6 +358,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
                    damaged_share=None, damaged_words=None)
         return out
     lows, size, total = _token_stats(out, tokens, lang, lines)
+    _remember_lows(text, lows)
     distinct = _repetition_stats(out, lines, lows, size, total)
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
     # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)

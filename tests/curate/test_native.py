@@ -228,3 +228,33 @@ def test_toxicity_scores_on_the_demo_equal_the_reference(monkeypatch) -> None:
     assert sum(1 for b, _ in slow if b) > 10 and sum(1 for _, t in slow if t and t > 0.5) > 5  # not all zero
     monkeypatch.setattr(ts._TABLE, "max_tokens", 3000)  # the token table cleared every few documents
     assert scores() == slow
+
+
+@pytest.mark.parametrize("text", [
+    "\u0301\u0308\u0327" * 2000,  # only combining marks
+    "!?.,;:-()[]{}" * 500,  # only punctuation
+    "a\x00b\x00\x00 c\x00d\n" * 300,  # NUL bytes
+    ("word " * 200_000).strip(),  # one line of 1 MB
+    "\n\n \t\u2028\u00a0\n",  # only whitespace of several kinds
+    "",
+])
+def test_bad_input_gives_the_reference_statistics(text: str) -> None:
+    from curate.steps import quality
+
+    for fn, args in ((ts.doc_stats, (text, "en", None, frozenset(["x"]))), (quality.ft_text, (text,)),
+                     (quality.lm_lines, (text,))):
+        fast, slow = both(fn, *args)
+        assert fast == slow, fn.__name__
+
+
+def test_token_lows_are_the_lower_cased_tokens() -> None:
+    """``token_lows`` (remembered from ``doc_stats`` for the same text object, or computed) names the
+    tokens of ``text.lower().split()``, also after the token table was cleared."""
+    texts = _demo_texts()[:400] + ["ΣΑΣ ΑΣ. İstanbul ǅemal ﬁne", "x\u00a0y\u2003z"]
+    for k, t in enumerate(texts):
+        ts.doc_stats(t, "en")
+        if k % 50 == 0:
+            ts._TABLE.clear()
+        for text in (t, "".join(list(t))):  # the remembered object, and an equal new one
+            lows, words, _ = ts.token_lows(text)
+            assert [words[i] for i in lows.tolist()] == t.lower().split()
