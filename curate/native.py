@@ -3,17 +3,30 @@
 ``curate/_native.c`` (built at install time by ``setup.py``) computes, for the hot loops of
 ``curate.textstats`` and ``curate.junkstats``, exactly what the Python functions below compute;
 those stay the reference (``tests/curate/test_native.py`` requires equal results on random and
-real text). The compiled module is used when it is importable and ``CORPUSMIX_NATIVE`` is not
-``0``; otherwise (``CORPUSMIX_NATIVE=0``, or the Spark engine's zipped code on executors, where an
-extension cannot be imported from a zip) the reference runs, with the same results, slower.
+real text). The compiled module is used when ``CORPUSMIX_NATIVE`` is not ``0`` and it was built
+from the kernels' source this code came with (:func:`load`); otherwise the reference runs, with the
+same results, slower.
+
+Under ``spark-submit`` the code comes from a ``--py-files`` zip, from which an extension cannot be
+imported: the module travels beside it with ``--files`` under the name :data:`SHIPPED`
+(``python -m curate.spark.submit package`` writes both) and is loaded from the executors' (and,
+once the session exists, the driver's) ``SparkFiles`` folder.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.machinery
+import importlib.util
+import logging
 import os
+import pkgutil
 import re
+import sys
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -22,15 +35,101 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 # junkstats.TERMINAL (the characters that close a sentence or clause), kept equal by tests/curate/test_native.py
 TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "\u201d", "\u2019", "\u3002", "\uff01", "\uff1f", "\u2026")
 
-try:
-    from curate import _native as _compiled
-except ImportError:  # not built (a source tree without `pip install -e .`, a zip on a Spark executor)
-    _compiled = None
+#: the file name under which ``spark-submit --files`` ships the compiled module (ABI tag included)
+SHIPPED = "corpusmix-native" + importlib.machinery.EXTENSION_SUFFIXES[0]
+_log = logging.getLogger("corpusmix.curate.native")
 
-ENABLED = _compiled is not None and os.environ.get("CORPUSMIX_NATIVE", "1") != "0"
-#: the compiled module when ENABLED, else None: callers with a kernel of their own (junkstats,
-#: textstats) test ``native.compiled`` and otherwise run their Python definition
-compiled = _compiled if ENABLED else None
+
+def source_digest() -> str | None:
+    """sha256 of the kernels' source this code came with: ``_native.c`` beside this module (a source
+    tree), else the ``_native.sha256`` that ``curate.spark.submit.build_zip`` writes into a zip of the
+    code; None where neither is there (an installed wheel: module and code were built together)."""
+    src = Path(__file__).with_name("_native.c")
+    if src.is_file():
+        return hashlib.sha256(src.read_bytes()).hexdigest()
+    try:
+        data = pkgutil.get_data("curate", "_native.sha256")
+    except OSError:
+        return None
+    return data.decode().strip() if data else None
+
+
+def _shipped() -> ModuleType | None:
+    """The module shipped with ``--files`` (:data:`SHIPPED`) in Spark's ``SparkFiles`` folder, if any."""
+    if "pyspark" not in sys.modules:
+        return None
+    try:
+        from pyspark import SparkFiles
+
+        path = Path(SparkFiles.getRootDirectory()) / SHIPPED
+    except Exception:  # no SparkContext yet on the driver, or not under Spark
+        return None
+    if not path.is_file():
+        return None
+    loader = importlib.machinery.ExtensionFileLoader("curate._native", str(path))
+    spec = importlib.util.spec_from_file_location("curate._native", str(path), loader=loader)
+    if spec is None:
+        return None
+    try:
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        return mod
+    except ImportError as e:  # another Python or platform than the one it was built for
+        _log.warning("shipped compiled kernels not loadable", extra={"data": {"path": str(path), "error": str(e)}})
+        return None
+
+
+def _package() -> ModuleType | None:
+    try:
+        from curate import _native as mod
+    except ImportError:  # not built (a source tree without `pip install -e .`, a zip on a Spark executor)
+        return None
+    return mod
+
+
+def load(*, shipped: bool = True) -> tuple[ModuleType | None, str]:
+    """``(module, origin)``: the compiled module that may decide and where it came from (``package``:
+    ``curate/_native*.so`` of the install, ``shipped``: the file Spark shipped, :func:`_shipped`), or
+    ``(None, "reference")``.
+
+    Code imported from a zip (``spark-submit --py-files``) takes the shipped file first (it comes
+    from the same ``package`` command as the zip), then the package's build; an installed tree the
+    reverse. A module is used only if its ``SOURCE_SHA256`` equals :func:`source_digest` where that
+    is known: a build older than the source (``_native.c`` edited and not rebuilt), or shipped from
+    another checkout than the zip, is passed over with a warning, so a stale build never decides."""
+    if os.environ.get("CORPUSMIX_NATIVE", "1") == "0":
+        return None, "reference"
+    zipped = not Path(__file__).parent.is_dir()
+    order = [("package", _package)]
+    if shipped:
+        order.insert(0 if zipped else 1, ("shipped", _shipped))
+    want = source_digest()
+    for origin, find in order:
+        mod = find()
+        if mod is None:
+            continue
+        built = getattr(mod, "SOURCE_SHA256", "")
+        if built and (want is None or built == want):
+            return mod, origin
+        _log.warning("compiled kernels built from another source are not used (rebuild: pip install -e .)",
+                     extra={"data": {"module": getattr(mod, "__file__", ""), "built": built, "source": want}})
+    return None, "reference"
+
+
+def use_shipped() -> bool:
+    """Load the module Spark shipped, where none is in use yet (the driver under spark-submit, once
+    its session exists); whether the compiled kernels are in use."""
+    global compiled, ENABLED, ORIGIN
+    if compiled is None:
+        compiled, ORIGIN = load()
+        ENABLED = compiled is not None
+    return compiled is not None
+
+
+#: the compiled module, or None: callers with a kernel of their own (junkstats, textstats) test
+#: ``native.compiled`` at each call and otherwise run their Python definition
+compiled, ORIGIN = load()
+ENABLED = compiled is not None
 
 
 def token_ids(tokens: list[str], index: dict[str, int]) -> tuple[np.ndarray, int]:

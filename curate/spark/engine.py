@@ -29,6 +29,7 @@ from curate.spark.partition import (
     DROP_REASON,
     DROP_STEP,
     INSPECT_KEY,
+    KERNELS_KEY,
     PART_COL,
     READ_STEP,
     ROWS_KEY,
@@ -100,6 +101,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     calibrate_cfg = calibrate_cfg or CalibrateConfig()
     inspect_cfg = inspect_cfg if inspect_cfg is not None else InspectConfig()
     states: list[dict[str, Any]] = []  # the partitions' inspection states, filled by _stage
+    kernels: dict[str, int] = {}  # partitions per curate.native.ORIGIN, filled by _stage
     inputs = [str(i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
     cfg = cfg or SparkConfig()
     spark = spark or get_session(cfg, set_master=set_master)
@@ -124,7 +126,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
     if cfg.partitions:
         df = df.repartition(cfg.partitions)
     kept, drops, stats = _stage(spark, df, steps, f"{work}/a", cfg=cfg, read_cfg=read_cfg, read=True,
-                                inspect=inspect_cfg, states=states)
+                                inspect=inspect_cfg, states=states, kernels=kernels)
     lap("stage_a")
     if dedup is not None or steps_after:
         stage_b = list(steps_after)
@@ -133,7 +135,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
             stage_b.insert(0, ColumnDedupApply())
             lap("dedup_shuffles")
         kept, drops_b, stats_b = _stage(spark, kept, stage_b, f"{work}/b", cfg=cfg, read_cfg=read_cfg, read=False,
-                                        inspect=inspect_cfg, states=states)
+                                        inspect=inspect_cfg, states=states, kernels=kernels)
         if dedup is not None:
             stats_b["dedup"]["seconds"] = round(stats_b["dedup"]["seconds"] + dedup_seconds, 4)
         drops = drops.unionByName(drops_b)
@@ -149,7 +151,7 @@ def run_spark(*, inputs: Sequence[str], output: str, steps: Sequence[Any], dedup
         _write_calibration(spark, doc, calibration, drops, output, calibrate_cfg.guard_share)
     if inspect_cfg.enabled:
         _write_inspection(spark, kept, states, inspect_cfg, list(stats), steps_after, output)
-    _write_stats(spark, doc, output, t_start, timings)
+    _write_stats(spark, doc, output, t_start, timings, kernels)
     if not cfg.keep_work:
         delete_path(spark, work)
     log.info("spark curation done", extra={"data": {"output": output, **doc["totals"]}})
@@ -173,11 +175,14 @@ def _write_calibration(spark: Any, doc: dict[str, Any], calibration: dict[str, A
                    json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
 
 
-def _write_stats(spark: Any, doc: dict[str, Any], output: str, t_start: float, timings: dict[str, float]) -> None:
-    """``stats.json`` (with the engine and environment entries) and, beside it, its wall-clock values
-    (``stats.timing.json``)."""
+def _write_stats(spark: Any, doc: dict[str, Any], output: str, t_start: float, timings: dict[str, float],
+                 kernels: dict[str, int] | None = None) -> None:
+    """``stats.json`` (with the engine and environment entries: ``engine.kernels`` counts the
+    partitions per implementation of the kernels, ``curate.native.ORIGIN``) and, beside it, its
+    wall-clock values (``stats.timing.json``)."""
     doc["engine"] = {"name": "spark", "master": spark.sparkContext.master,
-                     "seconds": round(time.perf_counter() - t_start, 3), "phases": timings}
+                     "seconds": round(time.perf_counter() - t_start, 3), "phases": timings,
+                     "kernels": dict(sorted((kernels or {}).items()))}
     doc["environment"] = environment()
     pure, timings = timing.split(doc)  # wall-clock values beside the DVC output, never in it
     write_text(spark, f"{output}/stats.json", json.dumps(pure, indent=2) + "\n")
@@ -262,10 +267,11 @@ def _write_inspection(spark: Any, kept: Any, states: list[dict[str, Any]], cfg: 
 
 
 def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkConfig, read_cfg: Any,
-           read: bool, inspect: Any = None, states: list[dict[str, Any]] | None = None
-           ) -> tuple[Any, Any, dict[str, Any]]:
+           read: bool, inspect: Any = None, states: list[dict[str, Any]] | None = None,
+           kernels: dict[str, int] | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """Run per-document steps once; (kept DataFrame, drops DataFrame, per-step stats); the
-    partitions' inspection states are appended to ``states``."""
+    partitions' inspection states are appended to ``states``, and ``kernels`` counts the partitions
+    per implementation of the kernels they ran (``curate.native.ORIGIN``)."""
     from pyspark.sql import functions as F
 
     mapped, names = map_steps(spark, df, steps, model_files=cfg.model_files, read_cfg=read_cfg,
@@ -276,6 +282,9 @@ def _stage(spark: Any, df: Any, steps: Sequence[Any], where: str, *, cfg: SparkC
     part_stats = [json.loads(r[0]) for r in ann.where(F.col(STATS_COL).isNotNull()).select(STATS_COL).collect()]
     for p in part_stats:
         p.pop(ROWS_KEY, None)
+        kind = p.pop(KERNELS_KEY, "reference")
+        if kernels is not None:
+            kernels[kind] = kernels.get(kind, 0) + 1
         state = p.pop(INSPECT_KEY, None)
         if state is not None and states is not None:
             states.append(state)

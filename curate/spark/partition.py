@@ -20,6 +20,7 @@ import pyarrow as pa
 from datatrove.data import Document
 
 from corpusmix.stats import StepStats
+from curate import native
 from curate.docio import Drop, RecordReader
 from curate.docwrite import ANNOTATION_TYPES
 from curate.runner import run_steps
@@ -32,6 +33,9 @@ KNOWN_TYPES: dict[str, pa.DataType] = ANNOTATION_TYPES
 DROP_STEP, DROP_REASON, STATS_COL = "_drop_step", "_drop_reason", "_partition_stats"
 #: key of the partition's inspection state (curate.inspection) in its statistics row
 INSPECT_KEY = "__inspect__"
+#: which implementation of the statistics' kernels the partition ran (``curate.native.ORIGIN``: the
+#: install's compiled module ``package``, the one Spark ``shipped``, or the Python ``reference``)
+KERNELS_KEY = "__kernels__"
 ROWS_KEY, PART_COL, FILE_COL, READ_STEP = "__rows__", "_part", "_file", "read"
 
 
@@ -115,7 +119,8 @@ def make_partition_fn(key: str, blob_bc: Any, shipped: dict[str, str], schema: p
         if not read:
             stats.pop(READ_STEP)
         extra = {INSPECT_KEY: collector.state()} if collector is not None else {}
-        yield _stats_batch({**{n: s.to_dict() for n, s in stats.items()}, ROWS_KEY: rows, **extra}, schema)
+        yield _stats_batch({**{n: s.to_dict() for n, s in stats.items()}, ROWS_KEY: rows,
+                            KERNELS_KEY: native.ORIGIN, **extra}, schema)
 
     return run_partition
 

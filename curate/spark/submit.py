@@ -5,11 +5,13 @@ On the cluster (this file is the application; the master comes from ``spark-subm
     python -m curate.spark.submit package --out dist/corpusmix.zip      # the project's code as one zip
     spark-submit --master spark://HOST:7077 \\
         --py-files dist/corpusmix.zip \\
-        --files curate/models/lid.176.ftz \\
+        --files curate/models/lid.176.ftz,dist/corpusmix-native.cpython-311-x86_64-linux-gnu.so \\
         curate/spark/submit.py --input data/raw/docs --output data/curated_spark --params params.yaml
 
 From Python, :func:`submit_argv` builds that argument list (a list, never a shell string) and
-:func:`build_zip` the zip; ``docs/spark.md`` covers standalone, YARN and Kubernetes masters.
+:func:`build_zip` the zip (``package`` also copies the compiled kernels beside it,
+:func:`ship_native`: an extension cannot be imported from a zip, so it travels with ``--files``);
+``docs/spark.md`` covers standalone, YARN and Kubernetes masters.
 The chain (steps and their configs) comes from ``params.yaml``, read once, through the chain
 builder of both engines (``curate.chain``), so both engines run the same step objects.
 """
@@ -20,6 +22,7 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import sys
 import zipfile
 from collections.abc import Sequence
@@ -56,8 +59,30 @@ def build_zip(out: str | Path, *, packages: Sequence[str] = PACKAGES) -> Path:
                 if p.is_file() and p.suffix in ZIP_SUFFIXES and "__pycache__" not in p.parts:
                     zf.write(p, p.relative_to(root).as_posix())
                     n += 1
+        if "curate" in packages:  # which build of the compiled kernels this code may use (curate.native.load)
+            from curate import native
+
+            digest = native.source_digest()
+            if digest:
+                zf.writestr("curate/_native.sha256", digest + "\n")
     os.replace(tmp, out)
     return out
+
+
+def ship_native(dest: str | Path) -> Path | None:
+    """Copy the compiled kernels in use (``curate.native``) to ``dest/curate.native.SHIPPED``, the file
+    to give ``spark-submit --files`` beside the zip (executors cannot import it from the zip); None
+    where this install runs the Python reference (then so do the executors, with the same results)."""
+    from curate import native
+
+    if native.compiled is None or not getattr(native.compiled, "__file__", None):
+        return None
+    target = Path(dest) / native.SHIPPED
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.copyfile(native.compiled.__file__, tmp)
+    os.replace(tmp, target)
+    return target
 
 
 def spark_submit_bin() -> str:
@@ -151,6 +176,17 @@ def _with_shipped_models(params: dict[str, Any], cfg: Any) -> dict[str, Any]:
     return out
 
 
+def _use_shipped_native(cfg: Any) -> None:
+    """On the driver (which calibrates): the compiled kernels shipped with ``--files``
+    (``curate.native.SHIPPED``), where the code comes from the zip and they were shipped."""
+    from curate import native
+    from curate.spark.engine import get_session
+
+    if native.compiled is None and os.environ.get("CORPUSMIX_NATIVE", "1") != "0":
+        get_session(cfg, set_master=False)
+        native.use_shipped()
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     from corpusmix.config import add_config_args
     from curate.spark.engine import SparkConfig
@@ -178,12 +214,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure()
     if args.command == "package":
         print(build_zip(args.out))
+        shipped = ship_native(Path(args.out).parent)
+        print(shipped if shipped else "no compiled kernels in this install: executors run the Python reference",
+              file=None if shipped else sys.stderr)
         return 0
     if not args.input or not args.output:
         raise SystemExit("spark_submit.py: --input and --output are required (see docs/spark.md)")
     params = load_params(args.params)  # read once; everything below gets typed configs
     cfg = config_from(SparkConfig, params=section(params, "spark"), args=args, where="params.yaml section spark")
     params = _with_shipped_models(params, cfg)
+    _use_shipped_native(cfg)
     chain = ChainConfig.from_params(params, params_path=str(args.params))
     if args.chain:
         steps, dedup, after = chain_from_params(args.params, args.chain)

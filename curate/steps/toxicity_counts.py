@@ -5,6 +5,7 @@ word-list match (``BadwordCounter``) and the per-token codes that let most texts
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -119,19 +120,12 @@ class TokenCodes(dict):
                 self._by_low[i] = self[words[i]]
             codes = self._by_low[lows]
         kinds = set(native.unique_counts(codes)[0].tolist())
-        if not kinds or kinds == {0}:
-            return 0
-        pairs = [self.table[c] for c in kinds]
-        n = self.counter.count_runs(low, set().union(*(p[0] for p in pairs)))
-        if self.obfuscated is not None:
-            flags = {p[1] for p in pairs}
-            hit: set[str] = set()
-            if HIT in flags:
-                hit_codes = [c for c in kinds if self.table[c][1] & HIT]
-                hit = {words[i] for i in native.unique_counts(lows[np.isin(codes, hit_codes)])[0].tolist()}
-            # the tokens only matter when some are hits
-            n += self.obfuscated.count_flagged(low, low.split() if hit else [], hit, SPACED in flags)
-        return n
+
+        def hits() -> set[str]:
+            hit_codes = [c for c in kinds if self.table[c][1] & HIT]
+            return {words[i] for i in native.unique_counts(lows[np.isin(codes, hit_codes)])[0].tolist()}
+
+        return self._decide(low, kinds, hits, low.split)
 
     def count(self, text: str, tokens: list[str]) -> int:
         """``counter.count(text)`` plus ``obfuscated.count(text)`` (``text`` lower-cased, ``tokens``
@@ -140,13 +134,23 @@ class TokenCodes(dict):
             self.clear()
         distinct = set(tokens)
         codes = list(map(self.__getitem__, distinct))
-        kinds = set(codes)
+
+        def hits() -> set[str]:
+            return {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & HIT}
+
+        return self._decide(text, set(codes), hits, lambda: tokens)
+
+    def _decide(self, text: str, kinds: set[int], hits: Callable[[], set[str]], tokens: Callable[[], list[str]]
+                ) -> int:
+        """The count from the codes of a text's distinct tokens (``kinds``); ``hits()``: its tokens
+        whose code is flagged HIT, ``tokens()``: its ``split()`` (called only when needed)."""
         if not kinds or kinds == {0}:
             return 0
         pairs = [self.table[c] for c in kinds]
         n = self.counter.count_runs(text, set().union(*(p[0] for p in pairs)))
         if self.obfuscated is not None:
             flags = {p[1] for p in pairs}
-            hit = {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & HIT} if HIT in flags else set()
-            n += self.obfuscated.count_flagged(text, tokens, hit, SPACED in flags)
+            hit = hits() if HIT in flags else set()
+            # the tokens only matter when some are hits
+            n += self.obfuscated.count_flagged(text, tokens() if hit else [], hit, SPACED in flags)
         return n

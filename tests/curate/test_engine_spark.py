@@ -361,6 +361,8 @@ def test_curate_run_engine_spark_command(spark, raw: Path, tmp_path: Path, capsy
     n = pq.read_metadata(raw / "docs" / "part-0.parquet").num_rows
     assert list(stats["steps"]) == ["read", "normalize"] and totals == stats["totals"]
     assert stats["engine"]["name"] == "spark" and totals["docs_in"] >= n
+    # executors started with the driver's Python import the package's own build of the kernels
+    assert set(stats["engine"]["kernels"]) == {"package"}, stats["engine"]["kernels"]
     assert totals["kept"] == stats["steps"]["normalize"]["kept"] == stats["steps"]["read"]["kept"]
 
 

@@ -22,9 +22,10 @@ import yaml
 pytest.importorskip("pyspark")
 
 from corpusmix.procs import pid_alive  # noqa: E402
+from curate import native  # noqa: E402
 from curate.demo.data import DemoDataConfig, build_demo_data  # noqa: E402
 from curate.spark.cluster import standalone_cluster  # noqa: E402
-from curate.spark.submit import build_zip, submit_argv  # noqa: E402
+from curate.spark.submit import build_zip, ship_native, submit_argv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow,
@@ -47,6 +48,9 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
     for k in range(2):
         pq.write_table(table.slice(k * half, half), raw / "docs" / f"part-{k}.parquet", row_group_size=100)
     zip_path = build_zip(tmp_path / "dist" / "corpusmix.zip")
+    # the compiled kernels travel beside the zip (an extension cannot be imported from it)
+    shipped = ship_native(tmp_path / "dist")
+    assert shipped is not None and shipped.name == native.SHIPPED, "the install builds curate._native"
     # the job runs from an empty folder: relative paths in params.yaml (the evaluation sets of
     # decontam) are made absolute, as a user submitting from elsewhere would write them
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -62,7 +66,7 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
         assert len(pids) == 3
         argv = submit_argv(
             master=cluster.master_url, inputs=[str(raw / "docs")], output=str(out), py_files=zip_path,
-            files=[ROOT / "curate/models/lid.176.ftz"], params=params_path,
+            files=[ROOT / "curate/models/lid.176.ftz", shipped], params=params_path,
             conf={"spark.executor.memory": "512m", "spark.driver.memory": "1g", "spark.ui.enabled": "false",
                   "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
         assert argv[1:3] == ["--master", cluster.master_url] and argv[-2:] == ["--params", str(params_path)]
@@ -84,6 +88,9 @@ def test_curation_job_on_standalone_cluster(tmp_path: Path, monkeypatch: pytest.
     drops = pq.read_table(out / "drops.parquet").to_pylist()
     stats = json.loads((out / "stats.json").read_text())
     assert stats["engine"]["master"] == "spark://127.0.0.1:" + cluster.master_url.rsplit(":", 1)[1]
+    # every partition of both stages ran the compiled kernels of the file shipped beside the zip
+    kernels = stats["engine"]["kernels"]
+    assert set(kernels) == {"shipped"} and kernels["shipped"] >= 2, kernels
     assert len(drops) == len({d["id"] for d in drops}), "one (step, reason) per dropped document"
     assert set(kept) | {d["id"] for d in drops} == ids and not set(kept) & {d["id"] for d in drops}
     assert stats["totals"] == {"docs_in": len(ids), "kept": len(kept), "dropped": len(drops)}
