@@ -29,13 +29,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from corpusmix.config import ConfigError, add_config_args, config_from, load_params
 from corpusmix.logging import get_logger
+
+if TYPE_CHECKING:  # torch loads in the handlers: every other corpusmix command starts without it
+    import torch
 
 log = get_logger("proxytrain.train_cli")
 
@@ -77,6 +79,8 @@ class SyntheticSource:
         return {"tokens": toks, "segment_ids": seg, "domain_id": np.int64(d)}
 
     def _batch(self, rows: list[int]) -> dict[str, torch.Tensor]:
+        import torch
+
         made = [self.make_row(i) for i in rows]
         return {"tokens": torch.from_numpy(np.stack([r["tokens"] for r in made])),
                 "segment_ids": torch.from_numpy(np.stack([r["segment_ids"] for r in made])),
@@ -108,6 +112,8 @@ class PoolSource:
 
     def __init__(self, pools_dir: str, *, seq_len: int, seed: int, rank: int, weights: dict[str, float] | None,
                  expect_sha256: str | None, split: str = "train", domain_order: list[str] | None = None) -> None:
+        import torch
+
         from proxytrain.pools import PoolSampler
 
         self.sampler = PoolSampler(pools_dir, seq_len=seq_len, split=split, seed=seed * 1000 + rank,

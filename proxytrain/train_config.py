@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from corpusmix.config import ConfigError
-from proxytrain.model import ModelConfig
+
+if TYPE_CHECKING:  # torch loads with the model, in the training command (not when the CLI is built)
+    import torch
+
+    from proxytrain.model import ModelConfig
 
 
 def _f(default: Any, help: str) -> Any:
@@ -85,6 +87,8 @@ class TrainConfig:
 
 def model_config(cfg: TrainConfig, vocab_size: int) -> ModelConfig:
     """The ModelConfig a TrainConfig describes (preset plus explicit overrides)."""
+    from proxytrain.model import ModelConfig
+
     if cfg.head_dtype not in ("fp32", "bf16"):
         raise ConfigError(f"head_dtype must be fp32 or bf16, got {cfg.head_dtype!r}")
     shape = {k: getattr(cfg, k) for k in ("d_model", "n_layers", "n_heads") if getattr(cfg, k)}

@@ -126,3 +126,13 @@ def test_os_errors_read_as_one_line() -> None:
     assert error_line(FileNotFoundError(2, "No such file or directory", "/x/y")) == "no such file or directory: /x/y"
     assert error_line(FileNotFoundError("/x/y")) == "no such file or directory: /x/y"
     assert error_line(ValueError("two\nlines")) == "two lines"
+
+
+def test_building_the_command_does_not_load_torch() -> None:
+    """Only the training commands need torch: every other command (``curate run`` on each worker
+    included) starts without its ~1.5 s import."""
+    code = ("import sys; from corpusmix.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('torch', 'presidio_analyzer', 'pyspark') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
