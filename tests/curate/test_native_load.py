@@ -87,3 +87,30 @@ def test_the_digest_is_read_from_a_zip_of_the_code(tmp_path: Path, monkeypatch: 
     assert out.returncode == 0, out.stderr[-2000:]
     where, digest = out.stdout.split()
     assert where.startswith(str(z)) and digest == native.source_digest()
+
+
+def test_the_driver_takes_the_shipped_module_once_its_session_exists(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``use_shipped``: imported before any Spark session (no build found, the reference in use), the
+    driver of a spark-submit job switches to the shipped file once ``SparkFiles`` has it."""
+    pytest.importorskip("pyspark")
+    from pyspark import SparkFiles
+
+    from curate.spark.submit import ship_native
+
+    shipped = ship_native(tmp_path)
+    _hide_package_build(monkeypatch)
+    monkeypatch.setattr(native, "compiled", None)
+    monkeypatch.setattr(native, "ORIGIN", "reference")
+    monkeypatch.setattr(native, "ENABLED", False)
+    monkeypatch.setattr(SparkFiles, "_root_directory", str(tmp_path))
+    monkeypatch.setattr(SparkFiles, "_is_running_on_worker", True)
+    assert native.use_shipped()
+    assert native.ORIGIN == "shipped" and native.ENABLED and Path(native.compiled.__file__) == shipped
+    # the statistics then run the shipped kernels: the same result as the reference
+    from curate import textstats
+
+    text = "The quick brown fox jumps over the lazy dog.\nThe quick brown fox, again and again.\n" * 3
+    with_shipped = textstats.doc_stats(text, "en", None, frozenset())
+    monkeypatch.setattr(native, "compiled", None)
+    assert textstats.doc_stats(text, "en", None, frozenset()) == with_shipped
