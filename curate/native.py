@@ -68,8 +68,6 @@ def _shipped() -> ModuleType | None:
         return None
     loader = importlib.machinery.ExtensionFileLoader("curate._native", str(path))
     spec = importlib.util.spec_from_file_location("curate._native", str(path), loader=loader)
-    if spec is None:
-        return None
     try:
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)
@@ -119,17 +117,15 @@ def load(*, shipped: bool = True) -> tuple[ModuleType | None, str]:
 def use_shipped() -> bool:
     """Load the module Spark shipped, where none is in use yet (the driver under spark-submit, once
     its session exists); whether the compiled kernels are in use."""
-    global compiled, ENABLED, ORIGIN
+    global compiled, ORIGIN
     if compiled is None:
         compiled, ORIGIN = load()
-        ENABLED = compiled is not None
     return compiled is not None
 
 
 #: the compiled module, or None: callers with a kernel of their own (junkstats, textstats) test
 #: ``native.compiled`` at each call and otherwise run their Python definition
 compiled, ORIGIN = load()
-ENABLED = compiled is not None
 
 
 def token_ids(tokens: list[str], index: dict[str, int]) -> tuple[np.ndarray, int]:

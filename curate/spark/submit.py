@@ -178,12 +178,12 @@ def _with_shipped_models(params: dict[str, Any], cfg: Any) -> dict[str, Any]:
 
 def _use_shipped_native(cfg: Any) -> None:
     """On the driver (which calibrates): the compiled kernels shipped with ``--files``
-    (``curate.native.SHIPPED``), where the code comes from the zip and they were shipped."""
+    (``curate.native.SHIPPED``), where none could be imported before the session existed."""
     from curate import native
     from curate.spark.engine import get_session
 
-    if native.compiled is None and os.environ.get("CORPUSMIX_NATIVE", "1") != "0":
-        get_session(cfg, set_master=False)
+    if native.compiled is None:
+        get_session(cfg, set_master=False)  # the session run_spark uses: SparkFiles has the file from here
         native.use_shipped()
 
 

@@ -102,11 +102,10 @@ def test_the_driver_takes_the_shipped_module_once_its_session_exists(tmp_path: P
     _hide_package_build(monkeypatch)
     monkeypatch.setattr(native, "compiled", None)
     monkeypatch.setattr(native, "ORIGIN", "reference")
-    monkeypatch.setattr(native, "ENABLED", False)
     monkeypatch.setattr(SparkFiles, "_root_directory", str(tmp_path))
     monkeypatch.setattr(SparkFiles, "_is_running_on_worker", True)
     assert native.use_shipped()
-    assert native.ORIGIN == "shipped" and native.ENABLED and Path(native.compiled.__file__) == shipped
+    assert native.ORIGIN == "shipped" and Path(native.compiled.__file__) == shipped
     # the statistics then run the shipped kernels: the same result as the reference
     from curate import textstats
 
