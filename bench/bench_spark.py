@@ -198,6 +198,7 @@ def derive(rec: dict[str, Any], stats: dict[str, Any]) -> None:
         rec["dedup_docs_s_core"] = round(rec["dedup_docs_in"] / (rec["dedup"] * CORES), 1)
     rec["phases"] = stats.get("engine", {}).get("phases", {})
     rec["kept"] = stats["totals"]["kept"]
+    rec["kernels"] = stats.get("engine", {}).get("kernels", {})  # which implementation of the statistics ran
 
 
 def run_local_engine(inp: Path, out: Path, args: argparse.Namespace, ecfg: Any) -> dict[str, Any]:
@@ -266,6 +267,12 @@ def summarize(recs: list[dict[str, Any]]) -> None:
         print(f"{e}: session start {max(r['session_start'] for r in rs):.1f} s cold, {min(r['session_start'] for r in rs):.1f} s warm; "
               f"dedup docs/s per core vs text-dedup's ~{TEXT_DEDUP_DOCS_S_CORE:.0f}: {per}")
     sizes = sorted({r["mb"] for r in recs})
+    for s in sizes:  # the wall ratio per size, each Spark run against the local run of the same round
+        for r in recs:
+            loc = [q for q in recs if q["engine"] == "local" and q["mb"] == s and q["round"] == r["round"]]
+            if r["engine"] != "local" and r["mb"] == s and loc:
+                print(f"{r['engine']} / local at {s:.0f} MB, round {r['round']}: wall {r['wall'] / loc[0]['wall']:.2f}x, "
+                      f"inside {r['inside'] / loc[0]['inside']:.2f}x; kernels {r.get('kernels', {})}")
     if len(sizes) < 2:
         return
     fits: dict[str, dict[str, tuple[float, float]]] = {}
