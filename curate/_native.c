@@ -9,6 +9,7 @@
  *   word_ids(text, index, other) ids of the matches of [^\W\d_]+(?:'[^\W\d_]+)? in text
  *   unique_counts(values)        np.unique(values, return_counts=True) of an int64 buffer
  *   rep_ngram_cover(ids, n)      tokens covered by an n-gram that occurs twice or more
+ *   word_hashes(text, cache)     cached 64-bit hashes of the matches of \w+ in text (decontamination)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1043,6 +1044,87 @@ static PyObject *split_words(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(found);
 }
 
+/* ------------------------------------------------------------------------------- decontamination words */
+
+/* is_word with a table for ASCII (the common case) */
+static inline int word_char(Py_UCS4 c) {
+    if (c < 128) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    return is_word(c);
+}
+
+/* word_hashes(text, cache) -> (bytearray of uint64, missing): for each match of \w+ in text (re's \w
+ * on str: str.isalnum() or "_"), cache[word] (an int in [0, 2**64)); where the word is not in cache
+ * the slot holds 0 and (position, word) is appended to missing, for the caller to hash and fill in */
+static PyObject *word_hashes(PyObject *self, PyObject *args) {
+    PyObject *text, *cache;
+    if (!PyArg_ParseTuple(args, "UO!:word_hashes", &text, &PyDict_Type, &cache)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t cap = 64, len = 0;
+    uint64_t *hs = PyMem_Malloc(cap * sizeof(uint64_t));
+    PyObject *missing = PyList_New(0);
+    if (!hs || !missing) {
+        PyMem_Free(hs);
+        Py_XDECREF(missing);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (!word_char(READ(i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && word_char(READ(j))) j++;
+        PyObject *w = PyUnicode_Substring(text, i, j);
+        if (!w) goto fail;
+        PyObject *v = PyDict_GetItemWithError(cache, w); /* borrowed */
+        uint64_t h = 0;
+        if (v != NULL) {
+            h = PyLong_AsUnsignedLongLong(v);
+            if (h == (uint64_t)-1 && PyErr_Occurred()) {
+                Py_DECREF(w);
+                goto fail;
+            }
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(w);
+            goto fail;
+        } else {
+            PyObject *item = Py_BuildValue("nN", len, w); /* steals w */
+            w = NULL;
+            if (!item || PyList_Append(missing, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+        }
+        Py_XDECREF(w);
+        if (len == cap) {
+            cap *= 2;
+            uint64_t *grown = PyMem_Realloc(hs, cap * sizeof(uint64_t));
+            if (!grown) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            hs = grown;
+        }
+        hs[len++] = h;
+        i = j;
+    }
+    PyObject *out = PyByteArray_FromStringAndSize((const char *)hs, len * 8);
+    PyMem_Free(hs);
+    if (!out) {
+        Py_DECREF(missing);
+        return NULL;
+    }
+    return Py_BuildValue("NN", out, missing);
+fail:
+    PyMem_Free(hs);
+    Py_DECREF(missing);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------------- module */
 
 static PyMethodDef methods[] = {
@@ -1077,6 +1159,9 @@ static PyMethodDef methods[] = {
      "window_sizes(text, size) -> toxicity.window_sizes of the word counts of text.splitlines()"},
     {"split_words", split_words, METH_VARARGS,
      "split_words(sequence, anchors, words, edge) -> ocrstats.split_words(sequence, anchors, words)"},
+    {"word_hashes", word_hashes, METH_VARARGS,
+     "word_hashes(text, cache) -> (bytearray of uint64: cache[w] for each match w of \\w+ in text, 0 where "
+     "absent; [(position, word)] of the absent ones)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -134,10 +134,10 @@ class Decontaminator(CurationStep):
         if self._hasher is None:
             self._hasher = ngi.WordHasher()
         n = self.cfg.ngram
-        words = self._hasher.words(text)
+        words = self._hasher.array(text)
         if len(words) < n:
             return True, "", 0, None
-        hits = self._lookup(ngi.ngram_hashes(np.asarray(words, np.uint64), n))
+        hits = self._lookup(ngi.ngram_hashes(words, n))
         counts = [int(h.sum()) for h in hits]
         if not any(counts):
             return True, "", 0, None

@@ -35,6 +35,7 @@ import numpy as np
 
 from corpusmix.config import ConfigError
 from corpusmix.procs import pid_alive
+from curate import native
 
 WORD = re.compile(r"\w+")
 EVAL_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".ndjson")
@@ -72,6 +73,19 @@ class WordHasher:
         if None in out:
             word = self.word
             out = [h if h is not None else word(w) for h, w in zip(out, ws, strict=True)]
+        return out
+
+    def array(self, text: str) -> np.ndarray:
+        """``np.asarray(self.words(text), np.uint64)``; with the compiled kernels, the words are found
+        and looked up in the cache in one compiled pass and only unseen words reach Python."""
+        if native.compiled is None:
+            return np.asarray(self.words(text), np.uint64)
+        buf, missing = native.compiled.word_hashes(text.lower(), self.cache)
+        out = np.frombuffer(buf, np.uint64)
+        if missing:
+            word = self.word
+            for i, w in missing:
+                out[i] = word(w)
         return out
 
 

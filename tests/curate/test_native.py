@@ -157,6 +157,61 @@ def test_split_words_kernel(seq: list[str], data) -> None:
     assert native.compiled.split_words(seq, anchors, words, _EDGE) == split_words(seq, anchors, words)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(TEXT, st.text(max_size=300)), st.integers(0, 3))
+def test_word_hashes_are_the_reference_hashes(text: str, warm: int) -> None:
+    """Decontamination's word hashes: the compiled pass over \\w+ and the cache gives the reference's
+    array, whether a word is cached or not."""
+    from curate.steps import ngram_index as ngi
+
+    fast, slow = ngi.WordHasher(), ngi.WordHasher()
+    for w in re.findall(r"\w+", text.lower())[::max(warm, 1)] if warm else []:
+        fast.word(w)  # some words cached before, the rest hashed on first sight
+    got = fast.array(text)
+    with reference():
+        want = slow.array(text)
+    assert got.dtype == want.dtype == np.uint64
+    assert got.tolist() == want.tolist() == slow.words(text)
+    assert fast.array(text).tolist() == want.tolist()  # again, from the cache alone
+
+
+def test_word_hashes_keep_the_cache_bound() -> None:
+    from curate.steps import ngram_index as ngi
+
+    h = ngi.WordHasher(max_cache=5)
+    text = " ".join(f"w{i}" for i in range(50)) + " w1 w2"
+    assert h.array(text).tolist() == ngi.WordHasher().words(text)
+    assert len(h.cache) == 5
+
+
+def test_decontamination_on_the_demo_equals_the_reference(tmp_path) -> None:
+    """Every demo document gets the same decision, benchmark names and n-gram count, the benchmark
+    items themselves planted as contaminated documents."""
+    import pyarrow as pa
+    from datatrove.data import Document
+
+    from curate.steps.decontam import DecontamConfig, Decontaminator
+
+    texts = _demo_texts()
+    items = [" ".join(t.split()[5:40]) for t in texts[::97] if len(t.split()) > 45]
+    pq.write_table(pa.table({"question": items}), tmp_path / "bench.parquet")
+    cfg = DecontamConfig(eval_sets=[str(tmp_path / "bench.parquet")], ngram=13, index_dir=str(tmp_path / "idx"))
+
+    def run() -> list[tuple]:
+        step = Decontaminator(cfg)
+        out = []
+        for i, t in enumerate(texts):
+            d = Document(text=t, id=str(i))
+            out.append((step.filter(d), d.metadata["contam_benchmarks"], d.metadata["contam_ngrams"]))
+        return out
+
+    fast = run()
+    with reference():
+        slow = run()
+    assert fast == slow
+    assert sum(1 for r, _, _ in slow if r is not True) >= len(items) // 2  # the planted ones are found
+
+
 def test_terminal_characters_agree() -> None:
     assert native.TERMINAL == js.TERMINAL
 
