@@ -179,9 +179,13 @@ class TokenTable:
             self.clear()
         got, missing = native.token_ids(tokens, self.index)
         if missing:
-            # new tokens take ids in the order of their first occurrence
-            self._add_many(list(dict.fromkeys(tokens[i] for i in np.flatnonzero(got < 0).tolist())))
-            got, _ = native.token_ids(tokens, self.index)
+            # new tokens take ids in the order of their first occurrence; only the positions that
+            # were absent are looked up again
+            where = np.flatnonzero(got < 0).tolist()
+            self._add_many(list(dict.fromkeys(tokens[i] for i in where)))
+            index = self.index
+            got = got.copy() if not got.flags.writeable else got
+            got[where] = [index[tokens[i]] for i in where]
         return got
 
     def dict_flags(self, lang: str, ids: np.ndarray, d: tuple[frozenset[str], frozenset[str]]) -> np.ndarray:
