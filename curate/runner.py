@@ -11,10 +11,13 @@ on the way. Callers:
   ``toxicity``, ``decontam``), with ``mark_only=True``: every step sees every document and a
   failed document keeps its first ``(step, reason)`` instead of leaving the chain.
 
-It applies each step exactly as datatrove's ``BaseFilter.run`` does (``filter_batch`` on lazily
-pulled chunks of the step's ``batch_size``; a result is ``bool`` or ``(False, reason)``; a drop
-without a reason is ``unspecified``), so batched scorers are batched on every engine and drops come
-out in the order they are decided.
+It applies each step as datatrove's ``BaseFilter.run`` does (``filter_batch`` on lazily pulled
+chunks; a result is ``bool`` or ``(False, reason)``; a drop without a reason is ``unspecified``),
+with chunks of at least :data:`STEP_BATCH` documents: one step runs over a chunk before the next
+step starts on it, so each step's model and tables stay in the CPU's caches while it runs (with
+chunks of one document every step evicts the others'). The outcomes come out in input order,
+whatever the steps' batch sizes: the same kept documents and the same drops, in the same order, for
+any chunking (a datatrove pipeline records drops in decision order, which depends on them).
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ from corpusmix.stats import StepStats
 #: reason of a drop whose step gave none (datatrove's ``filter`` may return a bare ``False``)
 DEFAULT_REASON = "unspecified"
 
+#: documents a step takes per call at least (a step's own ``batch_size`` may be larger); the
+#: documents in flight are bounded by the sum over the steps
+STEP_BATCH = 256
+
 
 class Outcome(NamedTuple):
     """The fate of one document: kept (``step is None``) or dropped by ``step`` for ``reason``."""
@@ -49,7 +56,7 @@ class Outcome(NamedTuple):
 def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
               stats: dict[str, StepStats] | None = None, mark_only: bool = False,
               observer: Any = None) -> Iterator[Outcome]:
-    """Run ``steps`` in order over ``docs``; one :class:`Outcome` per document, in decision order.
+    """Run ``steps`` in order over ``docs``; one :class:`Outcome` per document, in input order.
 
     ``docs`` may hold ready-made outcomes (e.g. records the reader could not use): they pass
     through unchanged, in their place in the stream, and no step counts them. ``stats`` (step
@@ -73,39 +80,59 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
                          "(give each step its own step_name)")
     decided: deque[Outcome] = deque()
     fate: dict[int, tuple[str, str]] = {}  # mark_only: id(doc) -> first (step, reason)
+    seq: dict[int, int] = {}  # id(doc) -> its place in the input, while the document is in flight
+    done: dict[int, Outcome] = {}  # place -> outcome, decided but not yet given out
+    count = 0
 
     def source() -> Iterator[Document]:
+        nonlocal count
         for item in docs:
             if isinstance(item, Outcome):
                 if observer is not None:
                     observer.ready(item)
-                decided.append(item)
+                done[count] = item
             else:
                 if observer is not None:
                     observer.entered(item)
+                seq[id(item)] = count
                 yield item
+            count += 1
 
     stream: Iterator[Document] = source()
     for step in steps:
         stream = _apply(step, stream, stats.setdefault(step.step_name, StepStats()), decided, fate, mark_only,
                         observer)
+    nxt = 0  # every document before this place is given out
+    # A document that leaves the last step was preceded through every step by each earlier one, so
+    # all earlier documents are decided by then: outcomes go out in input order, each as soon as
+    # every earlier one is decided.
     for doc in stream:
         while decided:
-            yield decided.popleft()
+            o = decided.popleft()
+            done[seq.pop(id(o.doc))] = o
         if mark_only:
             step_reason = fate.pop(id(doc), None)
-            yield Outcome(doc, *step_reason) if step_reason else Outcome(doc)
+            done[seq.pop(id(doc))] = Outcome(doc, *step_reason) if step_reason else Outcome(doc)
         else:
-            yield Outcome(doc)
+            done[seq.pop(id(doc))] = Outcome(doc)
+        while nxt in done:
+            yield done.pop(nxt)
+            nxt += 1
     while decided:
-        yield decided.popleft()
+        o = decided.popleft()
+        done[seq.pop(id(o.doc))] = o
+    while nxt in done:
+        yield done.pop(nxt)
+        nxt += 1
+    if done or seq:
+        raise RuntimeError(f"run_steps: {len(done) + len(seq)} documents were not given out (a step lost them)")
 
 
 def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: deque[Outcome],
            fate: dict[int, tuple[str, str]], mark_only: bool, observer: Any = None) -> Iterator[Document]:
     """One step over ``upstream`` (datatrove's ``BaseFilter.run`` semantics), timed and counted."""
     name = step.step_name
-    size = max(int(getattr(step, "batch_size", 1) or 1), 1)
+    size = max(int(getattr(step, "batch_size", 1) or 1), STEP_BATCH)
     while True:
         batch = list(islice(upstream, size))
         if not batch:

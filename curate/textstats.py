@@ -222,7 +222,7 @@ _LOWS: dict[int, tuple[str, np.ndarray, int]] = {}
 
 
 def _remember_lows(text: str, lows: np.ndarray) -> None:
-    if len(_LOWS) >= 256:
+    if len(_LOWS) >= 1024:
         del _LOWS[next(iter(_LOWS))]
     _LOWS[id(text)] = (text, lows, _TABLE.generation)
 
