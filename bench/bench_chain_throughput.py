@@ -25,7 +25,7 @@ before the timed runs, as any earlier run on the machine would have built it.
 
 Decisions must be identical: for every run it hashes the kept output (every row of
 ``curated/*.parquet``, all columns, in file order) and ``drops.parquet`` (id, step, reason,
-domain); all runs of both sides must give the same two hashes, else it says which differ and
+domain; as a set of rows); all runs of both sides must give the same two hashes, else it says which differ and
 exits 1. With ``--decisions-may-differ`` (a tree whose rules decide differently by design) each
 side's runs must agree among themselves, and the kept count of each side is printed. Results go to ``bench/out/bench_chain_throughput.json``.
 """
@@ -73,16 +73,18 @@ def make_slice(src: Path, mb: float, dest: Path) -> Path:
     return out
 
 
-def table_hash(path: Path, columns: list[str] | None = None) -> str:
-    """sha256 over the rows of Parquet files (all columns or ``columns``), in file and row order."""
+def table_hash(path: Path, columns: list[str] | None = None, any_order: bool = False) -> str:
+    """sha256 over the rows of Parquet files (all columns or ``columns``), in file and row order, or
+    with ``any_order`` over the sorted rows (the same set of rows in any order hashes the same)."""
     h = hashlib.sha256()
     files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
     for f in files:
         t = pq.read_table(f, columns=columns)
         h.update(f.name.encode())
         h.update(json.dumps(t.schema.names).encode())
-        for row in t.to_pylist():
-            h.update(json.dumps(row, sort_keys=True, default=str).encode())
+        rows = [json.dumps(row, sort_keys=True, default=str) for row in t.to_pylist()]
+        for row in sorted(rows) if any_order else rows:
+            h.update(row.encode())
     return h.hexdigest()[:16]
 
 
@@ -106,7 +108,9 @@ def run_once(tree: Path, inp: Path, models: Path, out: Path) -> dict:
             steps[name] = {"mb_in": s["bytes_in"] / 1e6, "seconds": secs}
     return {"cpu": m["cpu_s_children"], "wall": m["wall_s"], "load": m["loadavg_start"],
             "steps": steps, "kept_hash": table_hash(out / "curated"),
-            "drops_hash": table_hash(out / "drops.parquet", ["id", "step", "reason", "domain"]),
+            # the drops as a set: trees before curate.runner's input-order outcomes wrote them in
+            # decision order
+            "drops_hash": table_hash(out / "drops.parquet", ["id", "step", "reason", "domain"], any_order=True),
             "kept": stats["totals"].get("kept")}
 
 
