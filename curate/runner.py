@@ -53,6 +53,11 @@ class Outcome(NamedTuple):
         return self.step is None
 
 
+def utf8_len(text: str) -> int:
+    """``len(text.encode("utf-8"))``, without the copy for ASCII text (``isascii`` reads a flag)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
               stats: dict[str, StepStats] | None = None, mark_only: bool = False,
               observer: Any = None) -> Iterator[Outcome]:
@@ -139,7 +144,7 @@ def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: dequ
             return
         t0 = time.perf_counter()
         st.docs_in += len(batch)
-        st.bytes_in += sum(len(d.text.encode("utf-8")) for d in batch)
+        st.bytes_in += sum(map(utf8_len, (d.text for d in batch)))
         results = list(step.filter_batch(batch))
         st.seconds += time.perf_counter() - t0
         if observer is not None:

@@ -170,7 +170,8 @@ class ToxicityFilterProbe(Probe):
 
     def values(self, doc: Document) -> dict[str, float | None]:
         bad = doc.metadata.get("badwords")
-        ratio = None if bad is None else bad / max(len(doc.text.split()), 1)
+        # 0 badwords: a ratio of 0 whatever the length (no split of the text)
+        ratio = None if bad is None else bad / max(len(doc.text.split()), 1) if bad else 0.0
         return {"toxicity": _r(doc.metadata.get("toxicity")), "badword_ratio": _r(ratio)}
 
     def rules(self, domain: str) -> list[Rule]:

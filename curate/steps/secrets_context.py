@@ -273,6 +273,38 @@ _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
 _CLI_HEADS = frozenset(w for gate in _CLI_GATES for w in gate[0])  # every pattern's first literals
 _CLI_ANY = (" -", "\t-", "authorization", "x-")
 _CLI_BY_HEAD = {w: tuple(i for i, gate in enumerate(_CLI_GATES) if w in gate[0]) for w in _CLI_HEADS}
+# where a match of a _CLI pattern starts, relative to an occurrence of one of its heads (its gate's
+# first group) in the lower-cased text: every match of these holds a head that many characters in
+# ("unzip" holds "zip" 2 in); the others start before a head at any distance ("docker login")
+_CLI_STARTS: dict[int, tuple[int, ...]] = {0: (0,), 2: (0,), 3: (0,), 4: (0,), 5: (0,), 6: (0,), 7: (0,), 8: (0,),
+                                           9: (0,), 11: (0, 2), 12: (0,), 13: (0,), 15: (0,), 16: (0,)}
+
+
+def anchored(rx: re.Pattern[str], text: str, low: str, heads: tuple[str, ...], starts: tuple[int, ...] | None
+             ) -> Iterator[re.Match[str]]:
+    """``rx.finditer(text)``, for a pattern each of whose matches holds one of ``heads`` (lower
+    case) one of ``starts`` characters after the match's start; ``low``: ``text`` lower-cased at the
+    same offsets. Only those starts are tried (``rx.match`` at each, in order, from the end of the
+    last match on: what ``finditer`` does at the positions where a match can start). Python's regex
+    engine finds no literal prefix in a pattern that opens with ``\\b``, so ``finditer`` would try
+    every position of the text. ``starts`` None: ``finditer`` itself."""
+    if starts is None:
+        yield from rx.finditer(text)
+        return
+    at: set[int] = set()
+    for h in heads:
+        q = low.find(h)
+        while q >= 0:
+            at.update(q - k for k in starts if q >= k)
+            q = low.find(h, q + 1)
+    end = 0
+    for p in sorted(at):
+        if p < end:
+            continue
+        m = rx.match(text, p)
+        if m is not None:
+            yield m
+            end = max(m.end(), p + 1)
 
 
 def command_lines(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
@@ -287,7 +319,7 @@ def command_lines(text: str, low: str, present: frozenset[str] | None = None) ->
         rx, gate = _CLI[i], _CLI_GATES[i]
         if any(present.isdisjoint(group) for group in gate[1:]):
             continue
-        for m in rx.finditer(text):
+        for m in anchored(rx, text, low, gate[0], _CLI_STARTS.get(i)):
             if i == 14 and m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
                 continue  # "--password" inside a longer word
             s, e = m.span("v")
@@ -344,6 +376,12 @@ _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
     (r"\b(?:pymysql|MySQLdb|mysql\.connector|pg8000|cx_Oracle|oracledb)\.connect\s*\(", 2, ".connect"),
     (r"\bauth\s*=\s*\(", 1, "@authcall"), (r"\bBasicAuth\s*\(", 1, "basicauth"),
 ))
+# where a call pattern's match starts, relative to an occurrence of its literal (``anchored``); the
+# others (``new\s+PDO``, a gate that is no literal of every match) are searched whole
+_CALL_STARTS: dict[str, tuple[int, ...]] = {
+    "mysql_real_connect": (0,), "_connect": (5, 6), "getconnection": (0,), ".login": (0,), "networkcredential": (0,),
+    "usernamepassword": (0,), "passwordauthentication": (0,), "set_password": (0,), "bind_s": (0, 7),
+    "ldap_bind": (0,), ".connect": (6, 7, 8, 9, 15), "basicauth": (0,)}
 # a key literal and a value literal as the first two arguments: define('DB_PASSWORD', 'v'),
 # props.setProperty("password", "v"), Map.of("apiKey", "v"), config.set("token", "v")
 _KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])"
@@ -370,7 +408,7 @@ def call_arguments(text: str, low: str, present: frozenset[str] | None = None) -
     for rx, index, lit in _CALLS:
         if lit not in present:
             continue
-        for m in rx.finditer(text):
+        for m in anchored(rx, text, low, (lit,), _CALL_STARTS.get(lit)):
             pos = m.end()
             for i in range(index + 1):
                 a = _ARG.match(text, pos)
@@ -410,7 +448,8 @@ def pairs(text: str, low: str, present: frozenset[str] | None = None) -> Iterato
                 if any(c.isupper() for c in v) and any(c.islower() for c in v) and not v.isalpha():
                     yield s.start(), s.end(), "SECRET_AWS_KEY"
     if "@namevalue" in present and _VALUE_KEY.search(low):
-        for m in _NAME_VALUE.finditer(text):
+        # a match starts at its name, or at the quote just before it
+        for m in anchored(_NAME_VALUE, text, low, ("name",), (0, 1)):
             kind = key_kind(m.group("key"))
             value = m.group("v")
             if kind is None or is_placeholder(value, m.group("key")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 
 import pytest
 
@@ -237,3 +238,52 @@ def test_threads_scan_at_once_with_their_own_scratch() -> None:
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda t: scan.present(t.lower()), texts * 3))
     assert got == expected * 3
+
+
+_SNIPPETS = ["mysql -u root -pS3cret", "mariadb-dump -p'pw x'", "sshpass -p hunter22 ssh", "redis-cli -a pw1234",
+             "ldapsearch -x -w pw99", "sqlcmd -S h -P Pw1", "mongosh --password=pw", "curl -u bob:pa55 http://h",
+             "wget --user=bob:x http://h", "smbclient //h -U bob%pw", "htpasswd -b f user pw", "unzip -P pw a.zip",
+             "zip -P pw a.zip f", "7z x -pPw a.7z", "7za a -pPw a", "echo pw | sudo -S ls",
+             "keytool -storepass changeit2", "-keypass kp", "Authorization: Bearer abcdefgh123",
+             "authorization=Basic QWxhZGRpbjpvcGVu", "mysql_real_connect(c, h, u, \"pw\")", "mysqli_connect('h','u','pw')",
+             "mysql_connect(h, u, 'pw')", "getConnection(url, u, \"pw\")", "x.login(u, 'pw')",
+             "NetworkCredential(u, \"pw\")", "UsernamePasswordCredentials(u, \"pw\")", "PasswordAuthentication(u, p)",
+             "set_password(a, 'pw')", "simple_bind_s('cn', 'pw')", "bind_s(dn, 'pw')", "ldap_bind(c, dn, 'pw')",
+             "pymysql.connect(h, u, 'pw')", "mysql.connector.connect(h, u, 'pw')", "cx_Oracle.connect(u, 'pw')",
+             "pg8000.connect(u, h, 'pw')", "oracledb.connect(u, 'p', d)", "BasicAuth(\"u\", \"pw\")",
+             "name: DB_PASSWORD\n  value: hunter22", "\"Name\": \"api_token\", \"Value\": \"x9fK2mQ7\"",
+             "- name: SECRET_KEY\n  value: 'k8s'", "NAME=token\nVALUE=abc", "pyMySQL.connect(", "unzip", "echo", "NAME"]
+
+
+def _command_texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            if rng.random() < 0.5:
+                s = rng.choice(_SNIPPETS)
+                parts.append(_mutate(s, rng) if rng.random() < 0.2 else s)
+            else:
+                parts.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12))))
+        out.append(rng.choice(["", " ", "\n", "x", "_"]).join(parts))
+    return out
+
+
+def test_anchored_scans_find_what_finditer_finds() -> None:
+    """The command-line, call and name/value patterns are only tried where a match can start (next
+    to a head in the lower-cased text): the matches are finditer's, in order."""
+    from curate.steps import secrets_context as sc
+
+    checks = [(sc._CLI[i], sc._CLI_GATES[i][0], st) for i, st in sc._CLI_STARTS.items()]
+    checks += [(rx, (lit,), sc._CALL_STARTS[lit]) for rx, _, lit in sc._CALLS if lit in sc._CALL_STARTS]
+    checks += [(sc._NAME_VALUE, ("name",), (0, 1))]
+    hits: Counter[str] = Counter()
+    for text in _command_texts(3000, seed=11) + _random_texts(500, seed=12):
+        low = _low(text)
+        for rx, heads, starts in checks:
+            want = [m.span() for m in rx.finditer(text)]
+            assert [m.span() for m in sc.anchored(rx, text, low, heads, starts)] == want, (rx.pattern, text)
+            hits[rx.pattern] += len(want)
+    # every anchored pattern matched somewhere, so no comparison is vacuous
+    assert all(hits[rx.pattern] > 0 for rx, _, _ in checks), [rx.pattern for rx, _, _ in checks if not hits[rx.pattern]]
