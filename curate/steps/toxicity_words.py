@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import product
 from pathlib import Path
@@ -51,6 +51,12 @@ STRIP = ".,;:?\"'()[]{}<>`“”‘’"
 _SYMBOLIC = re.compile(r"[a-z][^a-z\s]|[^a-z\s][a-z]")  # a letter next to a digit or symbol
 _TRIPLE = re.compile(r"([a-z])\1\1")
 _SPACED = re.compile(r"(?<![^\s(\"'])[a-z](?:([ .])[a-z])(?:\1[a-z]){1,14}(?![^\s.,;:!?)\"'])")
+# where a _SPACED match can start: one character before the separator that follows its first letter.
+# A match's second letter sits between two separators, and its third letter is followed by a
+# separator or by what may end a match (English " a " and " i " mostly are not). One pattern per
+# separator: each opens with a literal, which the regex engine finds fast, where _SPACED, opening
+# with a lookbehind, is tried at every position.
+_SPACED_SEPS = (re.compile(r" (?=[a-z] [a-z](?![^\s.,;:!?)\"']))"), re.compile(r"\.(?=[a-z]\.[a-z](?![^\s.,;:!?)\"']))"))
 _ALPHA = re.compile(r"[a-z]+")
 _DOTTED = re.compile(r"[a-z]\.[a-z]")  # "f.u.c.k": a spaced word written with dots
 HIT, SPACED = 1, 2
@@ -154,6 +160,18 @@ def _roots(words: frozenset[str], vocab: dict[str, float], strong: frozenset[str
     return frozenset(cands - unsafe)
 
 
+def spaced_words(text: str) -> Iterator[re.Match[str]]:
+    """``_SPACED.finditer(text)``: ``_SPACED.match`` tried only where a match can start."""
+    end = 0
+    for p in sorted(m.start() - 1 for rx in _SPACED_SEPS for m in rx.finditer(text)):
+        if p < end:
+            continue
+        m = _SPACED.match(text, p)
+        if m is not None:
+            yield m
+            end = m.end()
+
+
 class ObfuscatedWords:
     """Counts obfuscated, inflected and compound forms of ``words`` (see the module docstring)."""
 
@@ -195,7 +213,7 @@ class ObfuscatedWords:
         """``count`` given the tokens flagged HIT and whether any token is flagged SPACED."""
         hits = sum(map(hit.__contains__, tokens)) if hit else 0
         if spaced:
-            for m in _SPACED.finditer(text):
+            for m in spaced_words(text):
                 joined = m.group().replace(m.group(1), "")
                 # a spaced word after or before the one-letter words "a" / "i" ("such a f u c k")
                 cands = [joined] + [joined[1:]] * (joined[0] in "ai") + [joined[:-1]] * (joined[-1] in "ai")

@@ -116,3 +116,27 @@ def test_english_vocab_equals_wordfreq_zipf_frequency_for_every_word() -> None:
     assert len(vocab) > 150_000
     differ = [w for w, z in vocab.items() if z != wordfreq.zipf_frequency(w, "en")]
     assert differ == []
+
+
+def test_spaced_words_are_finditer_of_the_spaced_pattern() -> None:
+    """``spaced_words`` tries ``_SPACED`` only where a match can start: the same matches, in order,
+    on random text over the characters the pattern reads and on real prose with spaced words."""
+    import random
+
+    from curate.steps.toxicity_words import _SPACED, spaced_words
+
+    rng = random.Random(5)
+    alphabet = list("abcdefiuxyz .,;:!?()\"'\n\t-é")
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 90))) for _ in range(20_000)]
+    for _ in range(10_000):  # runs of single letters between separators, among words and punctuation
+        parts = [rng.choice(["".join(rng.choice("abfiku") for _ in range(rng.randint(1, 5))), rng.choice(alphabet)])
+                 for _ in range(rng.randint(1, 20))]
+        texts.append("".join(p + rng.choice([" ", ".", " ", ""]) for p in parts))
+    texts += ["such a f u c k", "what the f.u.c.k. (s h i t)", "a b c d e f g h i j k l m n o p q r",
+              "is a b c", "x.y.z.w", "i a i a i", "(b i g) \"o k\" 'n o'", "e.g. this, i.e. that", ""]
+    found = 0
+    for text in texts:
+        want = [m.span() for m in _SPACED.finditer(text)]
+        assert [m.span() for m in spaced_words(text)] == want, text
+        found += len(want)
+    assert found > 300
