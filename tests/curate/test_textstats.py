@@ -389,3 +389,14 @@ def test_line_start_variety_and_label_share_equal_their_definitions():
         assert js.label_share(lines, frozenset({"the", "of"})) == want
 
     check()
+
+
+def test_memo_keeps_its_first_entries_when_full() -> None:
+    """The calibration's entries come first; a full memo keeps them and takes no more."""
+    from curate.textstats import Memo
+
+    memo = Memo(max_items=3)
+    for k in range(10):
+        memo.put(k, k * k)
+    assert [memo.get(k) for k in range(5)] == [0, 1, 4, None, None]
+    assert len(memo.items) == 3
