@@ -32,7 +32,7 @@ import numpy as np
 
 from curate import junkstats as js
 from curate import native
-from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, damaged_words, split_words
+from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, _kind, damaged_words, split_words
 from curate.wordorder import _WORD, MAX_ORDER_CHARS, WordOrderModel  # noqa: F401 (re-exported)
 
 _EDGE_PUNCT = js.EDGE_PUNCT
@@ -131,6 +131,7 @@ class TokenTable:
         self.plain = np.zeros(1024, bool)  # stripped of edge punctuation: a lower-case word of 3+ letters
         self.low = np.zeros(1024, np.int64)
         self.low_len = np.zeros(1024, np.int64)
+        self.kinded = np.full(1024, -1, np.int8)  # ocrstats._kind of the token is not (): 1, 0 not, -1 not looked up
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
         self.is_stop: dict[str, np.ndarray] = {}  # lang -> per lower-cased id: 1 stopword, 0 not, -1 unknown
 
@@ -142,6 +143,7 @@ class TokenTable:
         for name in ("size", "alpha", "low", "plain"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(new - cap, arr.dtype)]))
+        self.kinded = np.concatenate([self.kinded, np.full(new - cap, -1, np.int8)])
         for lang, arr in self.in_dict.items():
             self.in_dict[lang] = np.concatenate([arr, np.full(new - cap, -1, np.int8)])
 
@@ -198,6 +200,17 @@ class TokenTable:
             flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
         return flags[ids]
 
+
+    def kind_flags(self, ids: np.ndarray) -> np.ndarray:
+        """Per id of ``ids`` (distinct): 1 where ``ocrstats._kind`` of the token is not empty (a
+        token ``damaged_words`` may count), else 0."""
+        flags = self.kinded[ids]
+        todo = ids[flags < 0]
+        if len(todo):
+            tokens = self.tokens
+            self.kinded[todo] = [1 if _kind(tokens[i]) else 0 for i in todo.tolist()]
+            flags = self.kinded[ids]
+        return flags
 
     def stop_flags(self, lang: str, lows: np.ndarray, stop: frozenset[str]) -> np.ndarray:
         """Per lower-cased id of ``lows``: is it one of ``stop`` (the language's most frequent words)."""
@@ -431,6 +444,9 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     uniq, counts = native.unique_counts(ids)
     # ocrstats._kind's tokens (2+ chars, not plain) that occur once: damaged_words counts no other
     keep = (_TABLE.size[uniq] >= 2) & ~_TABLE.plain[uniq] & (counts == 1)
+    uniq, counts = uniq[keep], counts[keep]
+    # and only those of a kind damaged_words reads (it skips the others)
+    keep = _TABLE.kind_flags(uniq) == 1
     uniq, counts = uniq[keep], counts[keep]
     # in the order of their first occurrence in the document (what the counting depends on), and
     # "rindex", "rindex," and "(rindex)" are one word
