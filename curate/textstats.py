@@ -135,6 +135,31 @@ class TokenTable:
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
         self.is_stop: dict[str, np.ndarray] = {}  # lang -> per lower-cased id: 1 stopword, 0 not, -1 unknown
 
+    def shrink(self) -> None:
+        """Forget every id from ``max_tokens // 2`` on and keep those before it: the tokens seen
+        first, where a corpus's frequent words are. The ids kept keep their properties, so a full
+        table does not make every frequent word new again. Lower-cased and stripped forms get their
+        ids in the order of the tokens that first had them, so those of the tokens kept are again
+        the first ones."""
+        k = self.max_tokens // 2
+        if not 0 < k < len(self.tokens):
+            self.clear()
+            return
+        self.generation += 1
+        n_low = int(self.low[:k].max()) + 1
+        n_core = int(self.low_core[:n_low].max()) + 1
+        del self.tokens[k:]
+        self.index = dict(zip(self.tokens, range(k), strict=True))
+        del self.low_words[n_low:]
+        self.low_index = dict(zip(self.low_words, range(n_low), strict=True))
+        self.core_index = {c: j for c, j in self.core_index.items() if j < n_core}
+        # what is recorded per id on first sight (not on assignment) is unknown again past the kept ids
+        self.kinded[k:] = -1
+        for arr in self.in_dict.values():
+            arr[k:] = -1
+        for arr in self.is_stop.values():
+            arr[n_low:] = -1
+
     def _grow(self, n: int) -> None:
         cap = len(self.size)
         if n <= cap:
@@ -178,7 +203,9 @@ class TokenTable:
 
     def ids(self, tokens: list[str]) -> np.ndarray:
         if len(self.tokens) + len(tokens) > self.max_tokens:  # bounded on huge vocabularies
-            self.clear()
+            self.shrink()
+            if len(self.tokens) + len(tokens) > self.max_tokens:
+                self.clear()
         got, missing = native.token_ids(tokens, self.index)
         if missing:
             # new tokens take ids in the order of their first occurrence; only the positions that

@@ -313,3 +313,28 @@ def test_token_lows_are_the_lower_cased_tokens() -> None:
         for text in (t, "".join(list(t))):  # the remembered object, and an equal new one
             lows, words, _ = ts.token_lows(text)
             assert [words[i] for i in lows.tolist()] == t.lower().split()
+
+
+def test_a_full_token_table_keeps_its_first_ids_and_the_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full token table forgets the ids past half of it and keeps the first ones: the statistics
+    are those of a fresh table, and the lower-cased tokens are still named right."""
+    texts = _demo_texts()[:300]
+    fresh = []
+    for t in texts:
+        ts._TABLE.clear()
+        fresh.append(ts.doc_stats(t, "en"))
+    ts._TABLE.clear()
+    monkeypatch.setattr(ts._TABLE, "max_tokens", 4000)
+    generation = ts._TABLE.generation
+    for t, want in zip(texts, fresh, strict=True):
+        assert ts.doc_stats(t, "en") == want
+        lows, words, _ = ts.token_lows("".join(list(t)))
+        assert [words[i] for i in lows.tolist()] == t.lower().split()
+        assert len(ts._TABLE.tokens) <= 4000 or len(t.split()) > 2000
+    assert ts._TABLE.generation > generation + 3  # it did fill, more than once
+    # what the kept ids name is what they named before
+    table = ts._TABLE
+    assert all(table.index[w] == i for i, w in enumerate(table.tokens))
+    assert all(table.low_words[table.low[i]] == w.lower() for i, w in enumerate(table.tokens))
+    assert all(table.core_index[table.low_words[j].strip(ts._EDGE_PUNCT)] == table.low_core[j]
+               for j in range(len(table.low_words)))
