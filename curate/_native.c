@@ -10,6 +10,8 @@
  *   unique_counts(values)        np.unique(values, return_counts=True) of an int64 buffer
  *   rep_ngram_cover(ids, n)      tokens covered by an n-gram that occurs twice or more
  *   word_hashes(text, cache)     cached 64-bit hashes of the matches of \w+ in text (decontamination)
+ *   str_table(index)             a dict of str -> int as a read-only hash table in a bytes object, which
+ *                                word_ids reads in place of the dict (no str object made per word)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -72,6 +74,125 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------------- str_table */
+
+/* A table of str -> int64 in a bytes object: a header (number of slots, a power of two; number of
+ * code points in the arena), open-addressed slots (hash, id, arena offset, length; hash 0 = empty)
+ * and the keys' code points. Hashes are of code points, so a key matches text of any kind. */
+typedef struct {
+    uint64_t h;
+    int64_t id;
+    uint32_t off;
+    uint32_t len;
+} st_slot;
+
+static inline uint64_t cp_hash(int kind, const void *data, Py_ssize_t i, Py_ssize_t j) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the code points, then a final mix */
+    for (Py_ssize_t k = i; k < j; k++) {
+        h ^= (uint64_t)PyUnicode_READ(kind, data, k);
+        h *= 1099511628211ULL;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+static PyObject *str_table(PyObject *self, PyObject *index) {
+    if (!PyDict_Check(index)) {
+        PyErr_SetString(PyExc_TypeError, "str_table: expected a dict of str -> int");
+        return NULL;
+    }
+    Py_ssize_t n = PyDict_GET_SIZE(index), pos = 0;
+    PyObject *k, *v;
+    uint64_t nslots = 8, arena = 0;
+    while (nslots < 2 * (uint64_t)n + 8) nslots <<= 1;
+    while (PyDict_Next(index, &pos, &k, &v)) {
+        if (!PyUnicode_Check(k) || !PyLong_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "str_table: expected a dict of str -> int");
+            return NULL;
+        }
+        arena += (uint64_t)PyUnicode_GET_LENGTH(k);
+    }
+    if (arena > UINT32_MAX || nslots > ((uint64_t)PY_SSIZE_T_MAX - 16 - 4 * arena) / sizeof(st_slot)) {
+        PyErr_SetString(PyExc_OverflowError, "str_table: the index is too large");
+        return NULL;
+    }
+    Py_ssize_t size = (Py_ssize_t)(16 + nslots * sizeof(st_slot) + 4 * arena);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (!out) return NULL;
+    char *base = PyBytes_AS_STRING(out);
+    memset(base, 0, (size_t)size);
+    uint64_t hdr[2] = {nslots, arena};
+    memcpy(base, hdr, 16);
+    st_slot *slots = (st_slot *)(base + 16);
+    uint32_t *cps = (uint32_t *)(base + 16 + nslots * sizeof(st_slot));
+    uint32_t used = 0;
+    pos = 0;
+    while (PyDict_Next(index, &pos, &k, &v)) {
+        long long id = PyLong_AsLongLong(v);
+        if (id == -1 && PyErr_Occurred()) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        int kind = PyUnicode_KIND(k);
+        const void *d = PyUnicode_DATA(k);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(k);
+        if ((uint64_t)used + (uint64_t)len > arena) { /* the dict changed size while read */
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_RuntimeError, "str_table: the index changed while read");
+            return NULL;
+        }
+        uint64_t h = cp_hash(kind, d, 0, len), s = h & (nslots - 1);
+        while (slots[s].h) s = (s + 1) & (nslots - 1); /* a dict's keys are distinct */
+        slots[s].h = h;
+        slots[s].id = id;
+        slots[s].off = used;
+        slots[s].len = (uint32_t)len;
+        for (Py_ssize_t t = 0; t < len; t++) cps[used++] = (uint32_t)PyUnicode_READ(kind, d, t);
+    }
+    return out;
+}
+
+typedef struct {
+    uint64_t nslots, arena;
+    const st_slot *slots;
+    const uint32_t *cps;
+} st_view;
+
+/* A view of a table made by str_table; -1 with an exception when the buffer is not one. */
+static int st_open(const Py_buffer *buf, st_view *t) {
+    uint64_t hdr[2];
+    if (buf->len < 16) goto bad;
+    memcpy(hdr, buf->buf, 16);
+    t->nslots = hdr[0];
+    t->arena = hdr[1];
+    if (t->nslots == 0 || (t->nslots & (t->nslots - 1)) || t->nslots > (uint64_t)buf->len / sizeof(st_slot)
+        || t->arena > (uint64_t)buf->len / 4
+        || (uint64_t)buf->len != 16 + t->nslots * sizeof(st_slot) + 4 * t->arena)
+        goto bad;
+    t->slots = (const st_slot *)((const char *)buf->buf + 16);
+    t->cps = (const uint32_t *)((const char *)buf->buf + 16 + t->nslots * sizeof(st_slot));
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "not a table made by str_table");
+    return -1;
+}
+
+static inline int64_t st_find(const st_view *t, int kind, const void *data, Py_ssize_t i, Py_ssize_t j,
+                              int64_t other) {
+    uint64_t h = cp_hash(kind, data, i, j), s = h & (t->nslots - 1), len = (uint64_t)(j - i);
+    for (uint64_t probes = 0; probes < t->nslots && t->slots[s].h; probes++, s = (s + 1) & (t->nslots - 1)) {
+        const st_slot *e = &t->slots[s];
+        if (e->h != h || e->len != len || (uint64_t)e->off + len > t->arena) continue;
+        const uint32_t *key = t->cps + e->off;
+        Py_ssize_t q = 0;
+        while (q < (Py_ssize_t)len && key[q] == (uint32_t)PyUnicode_READ(kind, data, i + q)) q++;
+        if (q == (Py_ssize_t)len) return e->id;
+    }
+    return other;
+}
+
 /* ------------------------------------------------------------------------------- word_ids */
 
 /* A character of the class [^\W\d_] of Python's re on str patterns: \w is str.isalnum() or "_",
@@ -83,13 +204,27 @@ static inline int is_letter(Py_UCS4 c) {
 static PyObject *word_ids(PyObject *self, PyObject *args) {
     PyObject *text, *index;
     long long other;
-    if (!PyArg_ParseTuple(args, "UO!L:word_ids", &text, &PyDict_Type, &index, &other)) return NULL;
+    if (!PyArg_ParseTuple(args, "UOL:word_ids", &text, &index, &other)) return NULL;
+    /* index: a dict, or a table of str_table read in place (no str object per word) */
+    Py_buffer buf = {0};
+    st_view table;
+    int use_table = !PyDict_Check(index);
+    if (use_table) {
+        if (PyObject_GetBuffer(index, &buf, PyBUF_SIMPLE) < 0) return NULL;
+        if (st_open(&buf, &table) < 0) {
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
+    }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t cap = 64, len = 0;
     int64_t *ids = PyMem_Malloc(cap * sizeof(int64_t));
-    if (!ids) return PyErr_NoMemory();
+    if (!ids) {
+        if (use_table) PyBuffer_Release(&buf);
+        return PyErr_NoMemory();
+    }
     Py_ssize_t i = 0;
     while (i < n) {
         if (!is_letter(PyUnicode_READ(kind, data, i))) {
@@ -103,16 +238,20 @@ static PyObject *word_ids(PyObject *self, PyObject *args) {
             j += 2;
             while (j < n && is_letter(PyUnicode_READ(kind, data, j))) j++;
         }
-        PyObject *w = PyUnicode_Substring(text, i, j);
-        if (!w) goto fail;
-        PyObject *v = PyDict_GetItemWithError(index, w);
-        Py_DECREF(w);
         long long x = other;
-        if (v != NULL) {
-            x = PyLong_AsLongLong(v);
-            if (x == -1 && PyErr_Occurred()) goto fail;
-        } else if (PyErr_Occurred()) {
-            goto fail;
+        if (use_table) {
+            x = st_find(&table, kind, data, i, j, other);
+        } else {
+            PyObject *w = PyUnicode_Substring(text, i, j);
+            if (!w) goto fail;
+            PyObject *v = PyDict_GetItemWithError(index, w);
+            Py_DECREF(w);
+            if (v != NULL) {
+                x = PyLong_AsLongLong(v);
+                if (x == -1 && PyErr_Occurred()) goto fail;
+            } else if (PyErr_Occurred()) {
+                goto fail;
+            }
         }
         if (len == cap) {
             cap *= 2;
@@ -128,9 +267,11 @@ static PyObject *word_ids(PyObject *self, PyObject *args) {
     }
     PyObject *out = PyByteArray_FromStringAndSize((const char *)ids, len * 8);
     PyMem_Free(ids);
+    if (use_table) PyBuffer_Release(&buf);
     return out;
 fail:
     PyMem_Free(ids);
+    if (use_table) PyBuffer_Release(&buf);
     return NULL;
 }
 
@@ -1132,7 +1273,9 @@ static PyMethodDef methods[] = {
      "token_ids(tokens, index) -> (bytearray of int64 ids, -1 where a token is not in index; missing count)"},
     {"word_ids", word_ids, METH_VARARGS,
      "word_ids(text, index, other) -> bytearray of int64: index's id of each match of "
-     "[^\\W\\d_]+(?:'[^\\W\\d_]+)? in text, other where absent"},
+     "[^\\W\\d_]+(?:'[^\\W\\d_]+)? in text, other where absent (index: a dict or a str_table)"},
+    {"str_table", str_table, METH_O,
+     "str_table(dict of str -> int) -> bytes: the dict as a read-only table that word_ids reads"},
     {"unique_counts", unique_counts, METH_O,
      "unique_counts(int64 buffer) -> (bytearray of sorted distinct values, bytearray of their counts)"},
     {"rep_ngram_cover", rep_ngram_cover, METH_VARARGS,

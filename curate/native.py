@@ -136,11 +136,18 @@ def token_ids(tokens: list[str], index: dict[str, int]) -> tuple[np.ndarray, int
     return ref_token_ids(tokens, index)
 
 
-def word_ids(text: str, index: dict[str, int], other: int) -> np.ndarray:
-    """``index``'s id of each word of ``text`` (``_WORD``'s matches), ``other`` where absent, int64."""
+def word_ids(text: str, index: dict[str, int], other: int, table: bytes | None = None) -> np.ndarray:
+    """``index``'s id of each word of ``text`` (``_WORD``'s matches), ``other`` where absent, int64;
+    ``table``: ``str_table(index)``, read by the compiled kernel in place of the dict."""
     if compiled is not None:
-        return np.frombuffer(compiled.word_ids(text, index, other), np.int64)
+        return np.frombuffer(compiled.word_ids(text, index if table is None else table, other), np.int64)
     return ref_word_ids(text, index, other)
+
+
+def str_table(index: dict[str, int]) -> bytes | None:
+    """``index`` as the compiled kernels' read-only table (None without the compiled module): a
+    fixed dict looked up without a str object per word."""
+    return compiled.str_table(index) if compiled is not None else None
 
 
 def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

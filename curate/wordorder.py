@@ -32,6 +32,7 @@ class WordOrderModel:
         self.other = len(self.vocab)
         self.pmi = pmi
         self._pmi = np.asarray(pmi, dtype=np.float64)
+        self._table: bytes | None = None  # native.str_table(self.index), made on first use
 
     @classmethod
     def fit(cls, texts: list[str], *, k: int = 300, smoothing: float = 0.5) -> WordOrderModel:
@@ -70,7 +71,10 @@ class WordOrderModel:
         """(mean PMI or None under ``min_pairs``, number of scored pairs)."""
         idx = self.index
         o = self.other
-        ids = native.word_ids(text[:MAX_ORDER_CHARS].lower(), idx, o)  # _WORD's matches
+        table = self._table
+        if table is None and native.compiled is not None:
+            table = self._table = native.str_table(idx)
+        ids = native.word_ids(text[:MAX_ORDER_CHARS].lower(), idx, o, table)  # _WORD's matches
         a, b = ids[:-1], ids[1:]
         scored = (a != o) | (b != o)
         n = int(scored.sum())

@@ -74,6 +74,26 @@ def test_word_ids_are_the_regex_matches(text: str) -> None:
     index = {w: i for i, w in enumerate(dict.fromkeys(words[::2]))}
     assert native.word_ids(text.lower(), index, -7).tolist() == [index.get(w, -7) for w in words]
     assert native.word_ids(text, index, 3).tolist() == native.ref_word_ids(text, index, 3).tolist()
+    # the same dict as a str_table, read in place of the dict
+    table = native.str_table(index)
+    for t in (text, text.lower()):
+        assert native.word_ids(t, index, 3, table).tolist() == native.ref_word_ids(t, index, 3).tolist()
+
+
+def test_str_table_finds_every_key_of_any_kind_and_no_other() -> None:
+    """Keys of every string kind (Latin-1, BMP, astral), the empty key, many keys in probe chains."""
+    keys = ["the", "of", "ß", "é", "中文", "\U0001d400x", "ab", "ba", "a", "b", ""] + [f"w{i}" for i in range(3000)]
+    index = {k: i * 7 - 3 for i, k in enumerate(keys)}
+    table = native.str_table(index)
+    text = " ".join(keys[:-1] + ["abc", "th", "thee", "中", "w3000", "W1"])
+    assert native.word_ids(text, index, -1, table).tolist() == native.ref_word_ids(text, index, -1).tolist()
+    assert native.str_table({}) and native.word_ids("a b", {}, 5, native.str_table({})).tolist() == [5, 5]
+
+
+@pytest.mark.parametrize("bad", [b"", b"\x00" * 16, b"\x08" + b"\x00" * 15, bytes(17 + 8 * 24)])
+def test_word_ids_refuse_a_buffer_that_is_not_a_table(bad: bytes) -> None:
+    with pytest.raises(ValueError, match="not a table made by str_table"):
+        native.compiled.word_ids("some words", bad, 0)
 
 
 @settings(max_examples=200, deadline=None)
