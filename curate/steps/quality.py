@@ -157,7 +157,8 @@ def perplexity(model: Any, text: str, max_chars: int = 20000) -> float | None:
     if not lines:
         return None
     logp = sum(model.score(line, bos=True, eos=True) for line in lines)
-    n = sum(len(line.split()) + 1 for line in lines)
+    # a line is its tokens (no whitespace in any) joined by single spaces: len(line.split()) + 1
+    n = sum(line.count(" ") + 2 for line in lines)
     return round(10.0 ** (-logp / n), 1)
 
 

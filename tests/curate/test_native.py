@@ -156,6 +156,9 @@ def test_quality_model_inputs_equal_their_definitions(text: str) -> None:
     for fn in (quality.ft_text, quality.lm_lines):
         fast, slow = both(fn, text)
         assert fast == slow, fn.__name__
+    # perplexity counts a line's tokens by its spaces: single spaces between tokens, none at the ends
+    for line in quality.lm_lines(text):
+        assert line.count(" ") + 1 == len(line.split()), line
 
 
 @settings(max_examples=300, deadline=None)
