@@ -10,6 +10,7 @@
  *   unique_counts(values)        np.unique(values, return_counts=True) of an int64 buffer
  *   rep_ngram_cover(ids, n)      tokens covered by an n-gram that occurs twice or more
  *   word_hashes(text, cache)     cached 64-bit hashes of the matches of \w+ in text (decontamination)
+ *   utf8_len(text)               len(text.encode("utf-8", "surrogatepass")), without encoding
  *   str_table(index)             a dict of str -> int as a read-only hash table in a bytes object, which
  *                                word_ids reads in place of the dict (no str object made per word)
  */
@@ -72,6 +73,30 @@ static PyObject *token_ids(PyObject *self, PyObject *args) {
 fail:
     Py_DECREF(out);
     return NULL;
+}
+
+/* ------------------------------------------------------------------------------- utf8_len */
+
+static PyObject *utf8_len(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "utf8_len: expected a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (PyUnicode_IS_ASCII(text)) return PyLong_FromSsize_t(n);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t bytes = n; /* one byte per character, plus the continuation bytes */
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = data;
+        for (Py_ssize_t i = 0; i < n; i++) bytes += d[i] >> 7;
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            bytes += (c >= 0x80) + (c >= 0x800) + (c >= 0x10000); /* a lone surrogate: 3 bytes */
+        }
+    }
+    return PyLong_FromSsize_t(bytes);
 }
 
 /* ------------------------------------------------------------------------------- str_table */
@@ -1274,6 +1299,7 @@ static PyMethodDef methods[] = {
     {"word_ids", word_ids, METH_VARARGS,
      "word_ids(text, index, other) -> bytearray of int64: index's id of each match of "
      "[^\\W\\d_]+(?:'[^\\W\\d_]+)? in text, other where absent (index: a dict or a str_table)"},
+    {"utf8_len", utf8_len, METH_O, "utf8_len(text) -> len(text.encode('utf-8', 'surrogatepass'))"},
     {"str_table", str_table, METH_O,
      "str_table(dict of str -> int) -> bytes: the dict as a read-only table that word_ids reads"},
     {"unique_counts", unique_counts, METH_O,

@@ -144,6 +144,15 @@ def word_ids(text: str, index: dict[str, int], other: int, table: bytes | None =
     return ref_word_ids(text, index, other)
 
 
+def utf8_len(text: str) -> int:
+    """``len(text.encode("utf-8", "surrogatepass"))``, counted without encoding."""
+    if text.isascii():
+        return len(text)
+    if compiled is not None:
+        return compiled.utf8_len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def str_table(index: dict[str, int]) -> bytes | None:
     """``index`` as the compiled kernels' read-only table (None without the compiled module): a
     fixed dict looked up without a str object per word."""

@@ -32,6 +32,7 @@ from datatrove.data import Document
 from datatrove.pipeline.filters.base_filter import get_filter_result
 
 from corpusmix.stats import StepStats
+from curate import native
 
 #: reason of a drop whose step gave none (datatrove's ``filter`` may return a bare ``False``)
 DEFAULT_REASON = "unspecified"
@@ -51,11 +52,6 @@ class Outcome(NamedTuple):
     @property
     def kept(self) -> bool:
         return self.step is None
-
-
-def utf8_len(text: str) -> int:
-    """``len(text.encode("utf-8"))``, without the copy for ASCII text (``isascii`` reads a flag)."""
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
@@ -144,7 +140,7 @@ def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: dequ
             return
         t0 = time.perf_counter()
         st.docs_in += len(batch)
-        st.bytes_in += sum(map(utf8_len, (d.text for d in batch)))
+        st.bytes_in += sum(map(native.utf8_len, (d.text for d in batch)))
         results = list(step.filter_batch(batch))
         st.seconds += time.perf_counter() - t0
         if observer is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datatrove.data import Document
 
 from corpusmix.stats import StepStats, merge_stats, read_stats, stats_document, write_stats
+from curate import native
 from curate.docio import READ_STEP, Drop
 from curate.runner import Outcome
 
@@ -29,7 +30,7 @@ def count_read(st: StepStats, rec: Document | Drop) -> Document | Outcome:
         st.dropped[rec.reason] += 1
         return Outcome(Document(text="", id=rec.id, metadata={"domain": rec.domain}), READ_STEP, rec.reason)
     st.kept += 1
-    st.bytes_in += len(rec.text.encode("utf-8"))
+    st.bytes_in += native.utf8_len(rec.text)
     return rec
 
 

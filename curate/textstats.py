@@ -279,10 +279,22 @@ def token_lows(text: str) -> tuple[np.ndarray, list[str], int]:
     return _TABLE.low[ids], _TABLE.low_words, _TABLE.generation
 
 
+#: id(text) -> (text, text_key(text)) of the last texts keyed: several steps key the same text object
+#: in turn (the text is held, so its id is not reused)
+_KEYS: dict[int, tuple[str, bytes]] = {}
+
+
 def text_key(text: str) -> bytes:
     """A 128-bit digest of ``text``: the key of per-text memos (a document measured by the
     calibration is measured again, unchanged, by the run)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    got = _KEYS.get(id(text))
+    if got is not None and got[0] is text:
+        return got[1]
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if len(_KEYS) >= 1024:
+        del _KEYS[next(iter(_KEYS))]
+    _KEYS[id(text)] = (text, key)
+    return key
 
 
 class Memo:

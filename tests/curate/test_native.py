@@ -361,3 +361,14 @@ def test_a_full_token_table_keeps_its_first_ids_and_the_statistics(monkeypatch: 
     assert all(table.low_words[table.low[i]] == w.lower() for i, w in enumerate(table.tokens))
     assert all(table.core_index[table.low_words[j].strip(ts._EDGE_PUNCT)] == table.low_core[j]
                for j in range(len(table.low_words)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters()), max_size=200))
+def test_utf8_len_is_the_length_of_the_encoding(text: str) -> None:
+    """Every kind of string, lone surrogates included (counted as ``surrogatepass`` writes them)."""
+    want = len(text.encode("utf-8", "surrogatepass"))
+    assert native.compiled.utf8_len(text) == want
+    assert native.utf8_len(text) == want
+    with reference():
+        assert native.utf8_len(text) == want

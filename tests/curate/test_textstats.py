@@ -400,3 +400,13 @@ def test_memo_keeps_its_first_entries_when_full() -> None:
         memo.put(k, k * k)
     assert [memo.get(k) for k in range(5)] == [0, 1, 4, None, None]
     assert len(memo.items) == 3
+
+
+def test_text_key_is_the_digest_of_the_text_whichever_object_holds_it() -> None:
+    import hashlib
+
+    from curate.textstats import text_key
+
+    texts = [f"text {i} é" for i in range(3000)]
+    for t in texts + texts[::-1] + ["".join(list(t)) for t in texts[:50]]:
+        assert text_key(t) == hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
