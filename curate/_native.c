@@ -302,20 +302,83 @@ fail:
 
 /* ------------------------------------------------------------------------------- sorting */
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* An in-place ascending sort of int64 values (qsort's order, without a call per comparison):
+ * quicksort on the median of three, the smaller side first (stack depth below 64), insertion sort
+ * under 24 values, heapsort where a partition goes badly (introsort), so never quadratic. */
+static void sift_i64(int64_t *a, Py_ssize_t root, Py_ssize_t n) {
+    int64_t x = a[root];
+    for (Py_ssize_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && a[child + 1] > a[child]) child++;
+        if (a[child] <= x) break;
+        a[root] = a[child];
+    }
+    a[root] = x;
 }
 
-typedef struct {
-    uint64_t h;
-    int64_t i;
-} pair_t;
-
-static int cmp_pair(const void *a, const void *b) {
-    const pair_t *x = a, *y = b;
-    if (x->h != y->h) return (x->h > y->h) - (x->h < y->h);
-    return (x->i > y->i) - (x->i < y->i);
+static void sort_i64(int64_t *a, Py_ssize_t n) {
+    Py_ssize_t lo_stack[64], hi_stack[64];
+    int depth_stack[64], top = 0, limit = 1;
+    for (Py_ssize_t m = n; m > 1; m >>= 1) limit += 2;
+    lo_stack[0] = 0;
+    hi_stack[0] = n;
+    depth_stack[0] = limit;
+    top = 1;
+    while (top > 0) {
+        top--;
+        Py_ssize_t lo = lo_stack[top], hi = hi_stack[top];
+        int depth = depth_stack[top];
+        while (hi - lo > 24) {
+            if (depth-- <= 0 || top >= 63) { /* heapsort of a[lo:hi] (and never past the stack) */
+                int64_t *b = a + lo;
+                Py_ssize_t m = hi - lo;
+                for (Py_ssize_t r = m / 2 - 1; r >= 0; r--) sift_i64(b, r, m);
+                for (Py_ssize_t e = m - 1; e > 0; e--) {
+                    int64_t t = b[0];
+                    b[0] = b[e];
+                    b[e] = t;
+                    sift_i64(b, 0, e);
+                }
+                lo = hi;
+                break;
+            }
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            int64_t x = a[lo], y = a[mid], z = a[hi - 1];
+            int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+            Py_ssize_t i = lo, j = hi - 1;
+            while (i <= j) { /* Hoare partition: a[lo:i] <= pivot <= a[j+1:hi] */
+                while (a[i] < pivot) i++;
+                while (a[j] > pivot) j--;
+                if (i <= j) {
+                    int64_t t = a[i];
+                    a[i] = a[j];
+                    a[j] = t;
+                    i++;
+                    j--;
+                }
+            }
+            /* a[lo:j+1] and a[i:hi]: push the larger, go on with the smaller */
+            if (j + 1 - lo < hi - i) {
+                lo_stack[top] = i;
+                hi_stack[top] = hi;
+                depth_stack[top++] = depth;
+                hi = j + 1;
+            } else {
+                lo_stack[top] = lo;
+                hi_stack[top] = j + 1;
+                depth_stack[top++] = depth;
+                lo = i;
+            }
+        }
+        for (Py_ssize_t i = lo + 1; i < hi; i++) { /* insertion sort of the short rest */
+            int64_t t = a[i];
+            Py_ssize_t j = i;
+            while (j > lo && a[j - 1] > t) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = t;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------------------- unique_counts */
@@ -362,7 +425,7 @@ static PyObject *unique_counts(PyObject *self, PyObject *arg) {
         memcpy(tmp, v, n * 8);
         k = n;
     }
-    qsort(tmp, k, sizeof(int64_t), cmp_i64);
+    sort_i64(tmp, k);
     Py_ssize_t d = 0;
     for (Py_ssize_t i = 0; i < k; i++)
         if (i == 0 || tmp[i] != tmp[i - 1]) d++;
@@ -411,31 +474,45 @@ static PyObject *rep_ngram_cover(PyObject *self, PyObject *args) {
         return PyLong_FromLong(0);
     }
     const uint64_t MIX = 0x9E3779B97F4A7C15ULL;
-    pair_t *p = PyMem_Malloc(m * sizeof(pair_t));
+    /* the hashes, and a sorted copy (as int64: only equal values need to meet) from which the
+     * repeated ones are taken; a position is repeated when its hash is one of them */
+    int64_t *h = PyMem_Malloc(m * sizeof(int64_t)), *sorted = PyMem_Malloc(m * sizeof(int64_t));
     unsigned char *rep = PyMem_Calloc(m, 1);
     Py_ssize_t *diff = PyMem_Calloc(len + 1, sizeof(Py_ssize_t));
-    if (!p || !rep || !diff) {
-        PyMem_Free(p);
+    if (!h || !sorted || !rep || !diff) {
+        PyMem_Free(h);
+        PyMem_Free(sorted);
         PyMem_Free(rep);
         PyMem_Free(diff);
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        uint64_t h = 0;
-        for (Py_ssize_t k = 0; k < n; k++) h = h * MIX + x[k + i] + (uint64_t)(k + 1);
-        p[i].h = h;
-        p[i].i = i;
+        uint64_t v = 0;
+        for (Py_ssize_t k = 0; k < n; k++) v = v * MIX + x[k + i] + (uint64_t)(k + 1);
+        h[i] = (int64_t)v;
     }
     PyBuffer_Release(&view);
-    qsort(p, m, sizeof(pair_t), cmp_pair);
+    memcpy(sorted, h, m * sizeof(int64_t));
+    sort_i64(sorted, m);
+    Py_ssize_t r = 0; /* the repeated hashes, distinct and sorted, to the front of sorted */
     for (Py_ssize_t a = 0; a < m;) {
         Py_ssize_t b = a + 1;
-        while (b < m && p[b].h == p[a].h) b++;
-        if (b - a >= 2)
-            for (Py_ssize_t k = a; k < b; k++) rep[p[k].i] = 1;
+        while (b < m && sorted[b] == sorted[a]) b++;
+        if (b - a >= 2) sorted[r++] = sorted[a];
         a = b;
     }
+    for (Py_ssize_t i = 0; r && i < m; i++) {
+        Py_ssize_t lo = 0, hi = r; /* is h[i] among them */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (sorted[mid] < h[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        rep[i] = lo < r && sorted[lo] == h[i];
+    }
+    PyMem_Free(h);
+    PyMem_Free(sorted);
     for (Py_ssize_t i = 0; i < m; i++)
         if (rep[i]) {
             diff[i]++;
@@ -446,7 +523,6 @@ static PyObject *rep_ngram_cover(PyObject *self, PyObject *args) {
         run += diff[i];
         covered += run > 0;
     }
-    PyMem_Free(p);
     PyMem_Free(rep);
     PyMem_Free(diff);
     return PyLong_FromSsize_t(covered);

@@ -372,3 +372,21 @@ def test_utf8_len_is_the_length_of_the_encoding(text: str) -> None:
     assert native.utf8_len(text) == want
     with reference():
         assert native.utf8_len(text) == want
+
+
+@pytest.mark.parametrize("shape", ["sorted", "reversed", "equal", "organ_pipe", "two_values", "random_wide",
+                                   "sawtooth", "random_small"])
+@pytest.mark.parametrize("n", [0, 1, 23, 24, 25, 1000, 100_000])
+def test_unique_counts_on_orders_that_trouble_a_quicksort(shape: str, n: int) -> None:
+    """The sort under unique_counts: inputs that make a naive quicksort quadratic or deep, on both
+    paths (values past the scratch array's range are sorted whole)."""
+    rng = np.random.default_rng(n)
+    base = {"sorted": np.arange(n), "reversed": np.arange(n)[::-1], "equal": np.full(n, 7),
+            "organ_pipe": np.concatenate([np.arange(n // 2), np.arange(n - n // 2)[::-1]]),
+            "two_values": np.arange(n) % 2, "random_wide": rng.integers(-2**62, 2**62, n),
+            "sawtooth": np.arange(n) % 97, "random_small": rng.integers(0, 50, n)}[shape]
+    for arr in (np.ascontiguousarray(base, np.int64), np.ascontiguousarray(base, np.int64) + (1 << 40)):
+        u, c = native.compiled.unique_counts(arr)
+        want_u, want_c = np.unique(arr, return_counts=True)
+        assert np.frombuffer(u, np.int64).tolist() == want_u.tolist()
+        assert np.frombuffer(c, np.int64).tolist() == want_c.tolist()
