@@ -5,7 +5,8 @@
  * requires equal results). Integer arithmetic only, no floating point and no CPU-specific code,
  * so the results are the same on every x86-64 machine.
  *
- *   token_ids(tokens, index)     ids of whitespace tokens in a dict, -1 where absent
+ *   token_ids(tokens, index)     ids of whitespace tokens in a dict or a token table, -1 where absent
+ *   tok_add(table, arena, ...)   new tokens into a token table (a hash table of str -> id in bytearrays)
  *   word_ids(text, index, other) ids of the matches of [^\W\d_]+(?:'[^\W\d_]+)? in text
  *   unique_counts(values)        np.unique(values, return_counts=True) of an int64 buffer
  *   rep_ngram_cover(ids, n)      tokens covered by an n-gram that occurs twice or more
@@ -43,12 +44,200 @@ static PyObject *new_int64(Py_ssize_t n, int64_t **data) {
     return out;
 }
 
+/* ------------------------------------------------------------------------------- string hashing */
+
+/* A slot of a hash table of strings: the key's hash (0: an empty slot), its id, where its code
+ * points start in the table's arena and how many there are. */
+typedef struct {
+    uint64_t h;
+    int64_t id;
+    uint32_t off;
+    uint32_t len;
+} st_slot;
+
+static inline uint64_t cp_hash(int kind, const void *data, Py_ssize_t i, Py_ssize_t j) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the code points, then a final mix */
+    for (Py_ssize_t k = i; k < j; k++) {
+        h ^= (uint64_t)PyUnicode_READ(kind, data, k);
+        h *= 1099511628211ULL;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+/* The slot of text[i:j] among nslots (a power of two), or -1; cps: the arena of arena code points. */
+static inline Py_ssize_t slot_of(const st_slot *slots, uint64_t nslots, const uint32_t *cps, uint64_t arena,
+                                 uint64_t h, int kind, const void *data, Py_ssize_t i, Py_ssize_t j) {
+    uint64_t s = h & (nslots - 1), len = (uint64_t)(j - i);
+    for (uint64_t probes = 0; probes < nslots && slots[s].h; probes++, s = (s + 1) & (nslots - 1)) {
+        const st_slot *e = &slots[s];
+        if (e->h != h || e->len != len || (uint64_t)e->off + len > arena) continue;
+        const uint32_t *key = cps + e->off;
+        Py_ssize_t q = 0;
+        while (q < (Py_ssize_t)len && key[q] == (uint32_t)PyUnicode_READ(kind, data, i + q)) q++;
+        if (q == (Py_ssize_t)len) return (Py_ssize_t)s;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------- token tables */
+
+/* A growing table of str -> id for the token table of curate.textstats: the slots in one bytearray
+ * (a header of the slot count, a power of two, and the key count; then the slots), the keys' code
+ * points in another. Read by token_ids in place of a dict; tok_add inserts new keys. */
+typedef struct {
+    uint64_t nslots, count;
+} tok_header;
+
+static int tok_view(PyObject *table, PyObject *arena, tok_header **hdr, st_slot **slots, uint32_t **cps,
+                    uint64_t *n_cps) {
+    if (!PyByteArray_Check(table) || !PyByteArray_Check(arena)) {
+        PyErr_SetString(PyExc_TypeError, "token table: expected two bytearrays");
+        return -1;
+    }
+    Py_ssize_t tl = PyByteArray_GET_SIZE(table), al = PyByteArray_GET_SIZE(arena);
+    if (tl < (Py_ssize_t)sizeof(tok_header) || al % 4) goto bad;
+    *hdr = (tok_header *)PyByteArray_AS_STRING(table);
+    uint64_t ns = (*hdr)->nslots;
+    if (ns == 0 || (ns & (ns - 1)) || (uint64_t)(tl - sizeof(tok_header)) / sizeof(st_slot) != ns
+        || (uint64_t)tl != sizeof(tok_header) + ns * sizeof(st_slot) || (*hdr)->count >= ns)
+        goto bad;
+    *slots = (st_slot *)(PyByteArray_AS_STRING(table) + sizeof(tok_header));
+    *cps = (uint32_t *)PyByteArray_AS_STRING(arena);
+    *n_cps = (uint64_t)al / 4;
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "not a token table made by tok_add");
+    return -1;
+}
+
+/* tok_add(table, arena, tokens, first_id): every token of the list (distinct, none in the table)
+ * gets the id first_id + its position; an empty table bytearray is made a table first. */
+static PyObject *tok_add(PyObject *self, PyObject *args) {
+    PyObject *table, *arena, *tokens;
+    long long first;
+    if (!PyArg_ParseTuple(args, "O!O!O!L:tok_add", &PyByteArray_Type, &table, &PyByteArray_Type, &arena,
+                          &PyList_Type, &tokens, &first))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    if (PyByteArray_GET_SIZE(table) == 0) {
+        if (PyByteArray_Resize(table, sizeof(tok_header) + 1024 * sizeof(st_slot)) < 0) return NULL;
+        memset(PyByteArray_AS_STRING(table), 0, PyByteArray_GET_SIZE(table));
+        ((tok_header *)PyByteArray_AS_STRING(table))->nslots = 1024;
+    }
+    tok_header *hdr;
+    st_slot *slots;
+    uint32_t *cps;
+    uint64_t n_cps, need_cps = 0;
+    if (tok_view(table, arena, &hdr, &slots, &cps, &n_cps) < 0) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *tok = PyList_GET_ITEM(tokens, i);
+        if (!PyUnicode_Check(tok)) {
+            PyErr_SetString(PyExc_TypeError, "tok_add: expected a list of str");
+            return NULL;
+        }
+        need_cps += (uint64_t)PyUnicode_GET_LENGTH(tok);
+    }
+    if (n_cps + need_cps > UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "tok_add: the token table's keys are too long");
+        return NULL;
+    }
+    uint64_t count = hdr->count, ns = hdr->nslots;
+    if (2 * (count + (uint64_t)n) + 2 > ns) { /* at most half full: grow and rehash */
+        uint64_t grown = ns;
+        while (2 * (count + (uint64_t)n) + 2 > grown) grown <<= 1;
+        st_slot *old = PyMem_Malloc(ns * sizeof(st_slot));
+        if (!old) return PyErr_NoMemory();
+        memcpy(old, slots, ns * sizeof(st_slot));
+        if (PyByteArray_Resize(table, sizeof(tok_header) + grown * sizeof(st_slot)) < 0) {
+            PyMem_Free(old);
+            return NULL;
+        }
+        hdr = (tok_header *)PyByteArray_AS_STRING(table);
+        slots = (st_slot *)(PyByteArray_AS_STRING(table) + sizeof(tok_header));
+        memset(slots, 0, grown * sizeof(st_slot));
+        hdr->nslots = grown;
+        for (uint64_t k = 0; k < ns; k++) {
+            if (!old[k].h) continue;
+            uint64_t s = old[k].h & (grown - 1);
+            while (slots[s].h) s = (s + 1) & (grown - 1);
+            slots[s] = old[k];
+        }
+        PyMem_Free(old);
+        ns = grown;
+    }
+    if (PyByteArray_Resize(arena, (Py_ssize_t)(4 * (n_cps + need_cps))) < 0) return NULL;
+    cps = (uint32_t *)PyByteArray_AS_STRING(arena);
+    uint64_t used = n_cps;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *tok = PyList_GET_ITEM(tokens, i);
+        int kind = PyUnicode_KIND(tok);
+        const void *d = PyUnicode_DATA(tok);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(tok);
+        uint64_t h = cp_hash(kind, d, 0, len);
+        if (slot_of(slots, ns, cps, used, h, kind, d, 0, len) >= 0) {
+            PyErr_SetString(PyExc_ValueError, "tok_add: a token is in the table already");
+            return NULL; /* the keys added before it stay, with their ids */
+        }
+        uint64_t s = h & (ns - 1);
+        while (slots[s].h) s = (s + 1) & (ns - 1);
+        slots[s].h = h;
+        slots[s].id = first + i;
+        slots[s].off = (uint32_t)used;
+        slots[s].len = (uint32_t)len;
+        for (Py_ssize_t t = 0; t < len; t++) cps[used++] = (uint32_t)PyUnicode_READ(kind, d, t);
+        hdr->count++;
+    }
+    if (used != n_cps + need_cps && PyByteArray_Resize(arena, (Py_ssize_t)(4 * used)) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------------------- token_ids */
 
 static PyObject *token_ids(PyObject *self, PyObject *args) {
-    PyObject *tokens, *index;
-    if (!PyArg_ParseTuple(args, "O!O!:token_ids", &PyList_Type, &tokens, &PyDict_Type, &index)) return NULL;
+    PyObject *tokens, *index, *arena = NULL;
+    if (!PyArg_ParseTuple(args, "O!O|O:token_ids", &PyList_Type, &tokens, &index, &arena)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(tokens), missing = 0;
+    if (!PyDict_Check(index)) { /* a token table of tok_add */
+        tok_header *hdr;
+        st_slot *slots;
+        uint32_t *cps;
+        uint64_t n_cps;
+        if (arena == NULL) {
+            PyErr_SetString(PyExc_TypeError, "token_ids: a token table needs its arena");
+            return NULL;
+        }
+        int empty = PyByteArray_Check(index) && PyByteArray_GET_SIZE(index) == 0; /* no key yet */
+        if (!empty && tok_view(index, arena, &hdr, &slots, &cps, &n_cps) < 0) return NULL;
+        int64_t *ids;
+        PyObject *out = new_int64(n, &ids);
+        if (!out) return NULL;
+        if (empty) {
+            for (Py_ssize_t i = 0; i < n; i++) ids[i] = -1;
+            return Py_BuildValue("Nn", out, n);
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *tok = PyList_GET_ITEM(tokens, i);
+            if (!PyUnicode_Check(tok)) {
+                Py_DECREF(out);
+                PyErr_SetString(PyExc_TypeError, "token_ids: expected a list of str");
+                return NULL;
+            }
+            int kind = PyUnicode_KIND(tok);
+            const void *d = PyUnicode_DATA(tok);
+            Py_ssize_t len = PyUnicode_GET_LENGTH(tok);
+            Py_ssize_t s = slot_of(slots, hdr->nslots, cps, n_cps, cp_hash(kind, d, 0, len), kind, d, 0, len);
+            if (s < 0) {
+                ids[i] = -1;
+                missing++;
+            } else {
+                ids[i] = slots[s].id;
+            }
+        }
+        return Py_BuildValue("Nn", out, missing);
+    }
     int64_t *ids;
     PyObject *out = new_int64(n, &ids);
     if (!out) return NULL;
@@ -102,27 +291,8 @@ static PyObject *utf8_len(PyObject *self, PyObject *text) {
 /* ------------------------------------------------------------------------------- str_table */
 
 /* A table of str -> int64 in a bytes object: a header (number of slots, a power of two; number of
- * code points in the arena), open-addressed slots (hash, id, arena offset, length; hash 0 = empty)
- * and the keys' code points. Hashes are of code points, so a key matches text of any kind. */
-typedef struct {
-    uint64_t h;
-    int64_t id;
-    uint32_t off;
-    uint32_t len;
-} st_slot;
-
-static inline uint64_t cp_hash(int kind, const void *data, Py_ssize_t i, Py_ssize_t j) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the code points, then a final mix */
-    for (Py_ssize_t k = i; k < j; k++) {
-        h ^= (uint64_t)PyUnicode_READ(kind, data, k);
-        h *= 1099511628211ULL;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h ? h : 1;
-}
-
+ * code points in the arena), open-addressed slots (st_slot) and the keys' code points. Hashes are
+ * of code points, so a key matches text of any kind. */
 static PyObject *str_table(PyObject *self, PyObject *index) {
     if (!PyDict_Check(index)) {
         PyErr_SetString(PyExc_TypeError, "str_table: expected a dict of str -> int");
@@ -206,16 +376,8 @@ bad:
 
 static inline int64_t st_find(const st_view *t, int kind, const void *data, Py_ssize_t i, Py_ssize_t j,
                               int64_t other) {
-    uint64_t h = cp_hash(kind, data, i, j), s = h & (t->nslots - 1), len = (uint64_t)(j - i);
-    for (uint64_t probes = 0; probes < t->nslots && t->slots[s].h; probes++, s = (s + 1) & (t->nslots - 1)) {
-        const st_slot *e = &t->slots[s];
-        if (e->h != h || e->len != len || (uint64_t)e->off + len > t->arena) continue;
-        const uint32_t *key = t->cps + e->off;
-        Py_ssize_t q = 0;
-        while (q < (Py_ssize_t)len && key[q] == (uint32_t)PyUnicode_READ(kind, data, i + q)) q++;
-        if (q == (Py_ssize_t)len) return e->id;
-    }
-    return other;
+    Py_ssize_t s = slot_of(t->slots, t->nslots, t->cps, t->arena, cp_hash(kind, data, i, j), kind, data, i, j);
+    return s < 0 ? other : t->slots[s].id;
 }
 
 /* ------------------------------------------------------------------------------- word_ids */
@@ -1371,11 +1533,15 @@ fail:
 
 static PyMethodDef methods[] = {
     {"token_ids", token_ids, METH_VARARGS,
-     "token_ids(tokens, index) -> (bytearray of int64 ids, -1 where a token is not in index; missing count)"},
+     "token_ids(tokens, index[, arena]) -> (bytearray of int64 ids, -1 where a token is not in index; missing "
+     "count); index: a dict, or a token table of tok_add with its arena"},
     {"word_ids", word_ids, METH_VARARGS,
      "word_ids(text, index, other) -> bytearray of int64: index's id of each match of "
      "[^\\W\\d_]+(?:'[^\\W\\d_]+)? in text, other where absent (index: a dict or a str_table)"},
     {"utf8_len", utf8_len, METH_O, "utf8_len(text) -> len(text.encode('utf-8', 'surrogatepass'))"},
+    {"tok_add", tok_add, METH_VARARGS,
+     "tok_add(table, arena, tokens, first_id): new distinct tokens into a token table (two bytearrays), "
+     "with ids first_id, first_id + 1, ..."},
     {"str_table", str_table, METH_O,
      "str_table(dict of str -> int) -> bytes: the dict as a read-only table that word_ids reads"},
     {"unique_counts", unique_counts, METH_O,

@@ -128,11 +128,15 @@ def use_shipped() -> bool:
 compiled, ORIGIN = load()
 
 
-def token_ids(tokens: list[str], index: dict[str, int]) -> tuple[np.ndarray, int]:
-    """(``index``'s id of each token, -1 where absent, as int64; how many are absent)."""
+def token_ids(tokens: list[str], index: dict[str, int] | bytearray, arena: bytearray | None = None
+              ) -> tuple[np.ndarray, int]:
+    """(``index``'s id of each token, -1 where absent, as int64; how many are absent). ``index``: a
+    dict, or (compiled module only) a token table of ``compiled.tok_add`` with its ``arena``."""
     if compiled is not None:
-        buf, missing = compiled.token_ids(tokens, index)
+        buf, missing = compiled.token_ids(tokens, index) if arena is None else compiled.token_ids(tokens, index, arena)
         return np.frombuffer(buf, np.int64), missing
+    if not isinstance(index, dict):
+        raise TypeError("token_ids: a token table needs the compiled module")
     return ref_token_ids(tokens, index)
 
 

@@ -120,7 +120,11 @@ class TokenTable:
 
     def clear(self) -> None:
         self.generation += 1
+        # token -> id: with the compiled module a hash table of its own in two bytearrays (no str
+        # key compared through the dict), else a dict; the table is cleared when that changes
+        self.compiled = native.compiled is not None
         self.index: dict[str, int] = {}
+        self.ctable, self.carena = bytearray(), bytearray()
         self.tokens: list[str] = []
         self.low_index: dict[str, int] = {}
         self.low_words: list[str] = []
@@ -149,7 +153,11 @@ class TokenTable:
         n_low = int(self.low[:k].max()) + 1
         n_core = int(self.low_core[:n_low].max()) + 1
         del self.tokens[k:]
-        self.index = dict(zip(self.tokens, range(k), strict=True))
+        if self.compiled:
+            self.ctable, self.carena = bytearray(), bytearray()
+            native.compiled.tok_add(self.ctable, self.carena, self.tokens, 0)
+        else:
+            self.index = dict(zip(self.tokens, range(k), strict=True))
         del self.low_words[n_low:]
         self.low_index = dict(zip(self.low_words, range(n_low), strict=True))
         self.core_index = {c: j for c, j in self.core_index.items() if j < n_core}
@@ -178,7 +186,10 @@ class TokenTable:
         n = len(new)
         self._grow(i0 + n)
         self.tokens.extend(new)
-        self.index.update(zip(new, range(i0, i0 + n), strict=True))
+        if self.compiled:
+            native.compiled.tok_add(self.ctable, self.carena, new, i0)
+        else:
+            self.index.update(zip(new, range(i0, i0 + n), strict=True))
         lows = list(map(str.lower, new))
         low_index = self.low_index
         li = list(map(low_index.get, lows))
@@ -202,19 +213,26 @@ class TokenTable:
         self.low[i0:i0 + n] = li
 
     def ids(self, tokens: list[str]) -> np.ndarray:
+        if self.compiled != (native.compiled is not None):
+            self.clear()  # the compiled module came or went (the tests' reference runs)
         if len(self.tokens) + len(tokens) > self.max_tokens:  # bounded on huge vocabularies
             self.shrink()
             if len(self.tokens) + len(tokens) > self.max_tokens:
                 self.clear()
-        got, missing = native.token_ids(tokens, self.index)
+        if self.compiled:
+            got, missing = native.token_ids(tokens, self.ctable, self.carena)
+        else:
+            got, missing = native.token_ids(tokens, self.index)
         if missing:
             # new tokens take ids in the order of their first occurrence; only the positions that
-            # were absent are looked up again
+            # were absent are looked up again, among the new tokens
             where = np.flatnonzero(got < 0).tolist()
-            self._add_many(list(dict.fromkeys(tokens[i] for i in where)))
-            index = self.index
+            new = list(dict.fromkeys(tokens[i] for i in where))
+            i0 = len(self.tokens)
+            self._add_many(new)
+            fresh = dict(zip(new, range(i0, i0 + len(new)), strict=True))
             got = got.copy() if not got.flags.writeable else got
-            got[where] = [index[tokens[i]] for i in where]
+            got[where] = [fresh[tokens[i]] for i in where]
         return got
 
     def dict_flags(self, lang: str, ids: np.ndarray, d: tuple[frozenset[str], frozenset[str]]) -> np.ndarray:

@@ -357,7 +357,9 @@ def test_a_full_token_table_keeps_its_first_ids_and_the_statistics(monkeypatch: 
     assert ts._TABLE.generation > generation + 3  # it did fill, more than once
     # what the kept ids name is what they named before
     table = ts._TABLE
-    assert all(table.index[w] == i for i, w in enumerate(table.tokens))
+    got, missing = (native.token_ids(table.tokens, table.ctable, table.carena) if table.compiled
+                    else native.token_ids(table.tokens, table.index))
+    assert missing == 0 and got.tolist() == list(range(len(table.tokens)))
     assert all(table.low_words[table.low[i]] == w.lower() for i, w in enumerate(table.tokens))
     assert all(table.core_index[table.low_words[j].strip(ts._EDGE_PUNCT)] == table.low_core[j]
                for j in range(len(table.low_words)))
@@ -390,3 +392,29 @@ def test_unique_counts_on_orders_that_trouble_a_quicksort(shape: str, n: int) ->
         want_u, want_c = np.unique(arr, return_counts=True)
         assert np.frombuffer(u, np.int64).tolist() == want_u.tolist()
         assert np.frombuffer(c, np.int64).tolist() == want_c.tolist()
+
+
+def test_token_table_answers_as_a_dict_through_growth() -> None:
+    """tok_add/token_ids against a dict: tokens of every string kind, added in batches (the table
+    grows and rehashes many times), looked up with absent ones among them."""
+    rng = np.random.default_rng(3)
+    alphabet = ["a", "b", "é", "ß", "中", "\U0001d400", "-", "'", "\u0301", "0", "x" * 30]
+    pool = list(dict.fromkeys("".join(rng.choice(alphabet, size=rng.integers(1, 6))) for _ in range(40_000)))
+    pool += ["", "\ud800", "a\x00b"]  # empty, a lone surrogate, a NUL
+    table, arena, index = bytearray(), bytearray(), {}
+    c = native.compiled
+    for lo in range(0, len(pool), 3000):
+        new = pool[lo:lo + 3000]
+        c.tok_add(table, arena, new, len(index))
+        index.update((t, len(index)) for t in new)
+        probe = list(rng.choice(pool, size=2000)) + ["absent", "ab\u0301c", "中中中中中中"]
+        got, missing = native.token_ids(probe, table, arena)
+        want, want_missing = native.ref_token_ids(probe, index)
+        assert got.tolist() == want.tolist() and missing == want_missing
+    with pytest.raises(ValueError, match="in the table already"):
+        c.tok_add(table, arena, [pool[5]], len(index))
+    with pytest.raises(ValueError, match="not a token table"):
+        c.token_ids(["a"], bytearray(b"\x00" * 40), bytearray())
+    with pytest.raises(TypeError):
+        c.token_ids(["a"], table)  # a table without its arena
+    assert c.token_ids(["a", "b"], bytearray(), bytearray())[1] == 2  # an empty table holds nothing
