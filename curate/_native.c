@@ -7,10 +7,12 @@
  *
  *   token_ids(tokens, index)     ids of whitespace tokens in a dict or a token table, -1 where absent
  *   tok_add(table, arena, ...)   new tokens into a token table (a hash table of str -> id in bytearrays)
+ *   tok_put(table, arena, ...)   new tokens into a token table with the values given
  *   word_ids(text, index, other) ids of the matches of [^\W\d_]+(?:'[^\W\d_]+)? in text
  *   unique_counts(values)        np.unique(values, return_counts=True) of an int64 buffer
  *   rep_ngram_cover(ids, n)      tokens covered by an n-gram that occurs twice or more
- *   word_hashes(text, cache)     cached 64-bit hashes of the matches of \w+ in text (decontamination)
+ *   word_hashes(text, cache)     cached 64-bit hashes of the matches of \w+ in text (decontamination); the
+ *                                cache a dict or a token table (tok_put)
  *   utf8_len(text)               len(text.encode("utf-8", "surrogatepass")), without encoding
  *   str_table(index)             a dict of str -> int as a read-only hash table in a bytes object, which
  *                                word_ids reads in place of the dict (no str object made per word)
@@ -113,14 +115,10 @@ bad:
     return -1;
 }
 
-/* tok_add(table, arena, tokens, first_id): every token of the list (distinct, none in the table)
- * gets the id first_id + its position; an empty table bytearray is made a table first. */
-static PyObject *tok_add(PyObject *self, PyObject *args) {
-    PyObject *table, *arena, *tokens;
-    long long first;
-    if (!PyArg_ParseTuple(args, "O!O!O!L:tok_add", &PyByteArray_Type, &table, &PyByteArray_Type, &arena,
-                          &PyList_Type, &tokens, &first))
-        return NULL;
+/* Every token of the list (distinct, none in the table) into the table, with the id first + its
+ * position, or values[position] where values is given; an empty table bytearray is made a table. */
+static PyObject *tok_insert(PyObject *table, PyObject *arena, PyObject *tokens, long long first,
+                            const int64_t *values) {
     Py_ssize_t n = PyList_GET_SIZE(tokens);
     if (PyByteArray_GET_SIZE(table) == 0) {
         if (PyByteArray_Resize(table, sizeof(tok_header) + 1024 * sizeof(st_slot)) < 0) return NULL;
@@ -184,7 +182,7 @@ static PyObject *tok_add(PyObject *self, PyObject *args) {
         uint64_t s = h & (ns - 1);
         while (slots[s].h) s = (s + 1) & (ns - 1);
         slots[s].h = h;
-        slots[s].id = first + i;
+        slots[s].id = values ? values[i] : first + i;
         slots[s].off = (uint32_t)used;
         slots[s].len = (uint32_t)len;
         for (Py_ssize_t t = 0; t < len; t++) cps[used++] = (uint32_t)PyUnicode_READ(kind, d, t);
@@ -192,6 +190,34 @@ static PyObject *tok_add(PyObject *self, PyObject *args) {
     }
     if (used != n_cps + need_cps && PyByteArray_Resize(arena, (Py_ssize_t)(4 * used)) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* tok_add(table, arena, tokens, first_id): ids first_id, first_id + 1, ... */
+static PyObject *tok_add(PyObject *self, PyObject *args) {
+    PyObject *table, *arena, *tokens;
+    long long first;
+    if (!PyArg_ParseTuple(args, "O!O!O!L:tok_add", &PyByteArray_Type, &table, &PyByteArray_Type, &arena,
+                          &PyList_Type, &tokens, &first))
+        return NULL;
+    return tok_insert(table, arena, tokens, first, NULL);
+}
+
+/* tok_put(table, arena, tokens, values): the values of an int64 buffer, one per token. */
+static PyObject *tok_put(PyObject *self, PyObject *args) {
+    PyObject *table, *arena, *tokens, *vals;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:tok_put", &PyByteArray_Type, &table, &PyByteArray_Type, &arena,
+                          &PyList_Type, &tokens, &vals))
+        return NULL;
+    Py_buffer view;
+    if (get_int64(vals, &view, "tok_put") < 0) return NULL;
+    if (view.len / 8 != PyList_GET_SIZE(tokens)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "tok_put: one value per token");
+        return NULL;
+    }
+    PyObject *out = tok_insert(table, arena, tokens, 0, (const int64_t *)view.buf);
+    PyBuffer_Release(&view);
+    return out;
 }
 
 /* ------------------------------------------------------------------------------- token_ids */
@@ -1460,8 +1486,22 @@ static inline int word_char(Py_UCS4 c) {
  * on str: str.isalnum() or "_"), cache[word] (an int in [0, 2**64)); where the word is not in cache
  * the slot holds 0 and (position, word) is appended to missing, for the caller to hash and fill in */
 static PyObject *word_hashes(PyObject *self, PyObject *args) {
-    PyObject *text, *cache;
-    if (!PyArg_ParseTuple(args, "UO!:word_hashes", &text, &PyDict_Type, &cache)) return NULL;
+    PyObject *text, *cache, *arena = NULL;
+    if (!PyArg_ParseTuple(args, "UO|O:word_hashes", &text, &cache, &arena)) return NULL;
+    /* cache: a dict of word -> hash, or a token table of tok_put (hash bits as its values) */
+    int use_table = !PyDict_Check(cache), empty = 0;
+    tok_header *hdr = NULL;
+    st_slot *slots = NULL;
+    uint32_t *cps = NULL;
+    uint64_t n_cps = 0;
+    if (use_table) {
+        if (arena == NULL) {
+            PyErr_SetString(PyExc_TypeError, "word_hashes: a token table needs its arena");
+            return NULL;
+        }
+        empty = PyByteArray_Check(cache) && PyByteArray_GET_SIZE(cache) == 0;
+        if (!empty && tok_view(cache, arena, &hdr, &slots, &cps, &n_cps) < 0) return NULL;
+    }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -1481,10 +1521,24 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
         }
         Py_ssize_t j = i + 1;
         while (j < n && word_char(READ(j))) j++;
+        uint64_t h = 0;
+        if (use_table) {
+            Py_ssize_t s = empty ? -1 : slot_of(slots, hdr->nslots, cps, n_cps, cp_hash(kind, data, i, j), kind, data, i, j);
+            if (s >= 0) {
+                h = (uint64_t)slots[s].id;
+            } else {
+                PyObject *item = Py_BuildValue("nN", len, PyUnicode_Substring(text, i, j));
+                if (!item || PyList_Append(missing, item) < 0) {
+                    Py_XDECREF(item);
+                    goto fail;
+                }
+                Py_DECREF(item);
+            }
+            goto store;
+        }
         PyObject *w = PyUnicode_Substring(text, i, j);
         if (!w) goto fail;
         PyObject *v = PyDict_GetItemWithError(cache, w); /* borrowed */
-        uint64_t h = 0;
         if (v != NULL) {
             h = PyLong_AsUnsignedLongLong(v);
             if (h == (uint64_t)-1 && PyErr_Occurred()) {
@@ -1504,6 +1558,7 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
             Py_DECREF(item);
         }
         Py_XDECREF(w);
+    store:
         if (len == cap) {
             cap *= 2;
             uint64_t *grown = PyMem_Realloc(hs, cap * sizeof(uint64_t));
@@ -1542,6 +1597,8 @@ static PyMethodDef methods[] = {
     {"tok_add", tok_add, METH_VARARGS,
      "tok_add(table, arena, tokens, first_id): new distinct tokens into a token table (two bytearrays), "
      "with ids first_id, first_id + 1, ..."},
+    {"tok_put", tok_put, METH_VARARGS,
+     "tok_put(table, arena, tokens, values): new distinct tokens into a token table with the int64 values given"},
     {"str_table", str_table, METH_O,
      "str_table(dict of str -> int) -> bytes: the dict as a read-only table that word_ids reads"},
     {"unique_counts", unique_counts, METH_O,

@@ -58,11 +58,18 @@ class WordHasher:
     def __init__(self, max_cache: int = 1_000_000) -> None:
         self.cache: dict[str, int] = {}
         self.max_cache = max_cache
+        # with the compiled module, ``array`` keeps its cache in a token table of its own (two
+        # bytearrays: words looked up without a str object per word), ``ccount`` words in it
+        self.ctable, self.carena, self.ccount = bytearray(), bytearray(), 0
+
+    @staticmethod
+    def hash(w: str) -> int:
+        return int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8).digest(), "little")
 
     def word(self, w: str) -> int:
         h = self.cache.get(w)
         if h is None:
-            h = int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8).digest(), "little")
+            h = self.hash(w)
             if len(self.cache) < self.max_cache:
                 self.cache[w] = h
         return h
@@ -80,12 +87,21 @@ class WordHasher:
         and looked up in the cache in one compiled pass and only unseen words reach Python."""
         if native.compiled is None:
             return np.asarray(self.words(text), np.uint64)
-        buf, missing = native.compiled.word_hashes(text.lower(), self.cache)
+        buf, missing = native.compiled.word_hashes(text.lower(), self.ctable, self.carena)
         out = np.frombuffer(buf, np.uint64)
         if missing:
-            word = self.word
+            new: dict[str, int] = {}
             for i, w in missing:
-                out[i] = word(w)
+                h = new.get(w)
+                if h is None:
+                    h = new[w] = self.hash(w)
+                out[i] = h
+            room = self.max_cache - self.ccount  # bounded as the dict: full, it takes nothing more
+            if room > 0:
+                keep = list(new)[:room]
+                vals = np.array([new[w] for w in keep], np.uint64).view(np.int64)
+                native.compiled.tok_put(self.ctable, self.carena, keep, vals)
+                self.ccount += len(keep)
         return out
 
 

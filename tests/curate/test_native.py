@@ -204,6 +204,10 @@ def test_word_hashes_keep_the_cache_bound() -> None:
     h = ngi.WordHasher(max_cache=5)
     text = " ".join(f"w{i}" for i in range(50)) + " w1 w2"
     assert h.array(text).tolist() == ngi.WordHasher().words(text)
+    assert h.ccount == 5 and len(h.cache) == 0  # the compiled path's table, bounded; the dict unused
+    assert h.array(text + " w49 w0").tolist() == ngi.WordHasher().words(text + " w49 w0")
+    with reference():
+        assert h.array(text).tolist() == ngi.WordHasher().words(text)
     assert len(h.cache) == 5
 
 
