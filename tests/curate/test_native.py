@@ -422,3 +422,10 @@ def test_token_table_answers_as_a_dict_through_growth() -> None:
     with pytest.raises(TypeError):
         c.token_ids(["a"], table)  # a table without its arena
     assert c.token_ids(["a", "b"], bytearray(), bytearray())[1] == 2  # an empty table holds nothing
+
+
+@pytest.mark.parametrize("n", [7, 8, 9, 2039, 2040, 2041, 2048, 4080, 4095, 100_003])
+def test_utf8_len_of_long_latin1_text(n: int) -> None:
+    """The 8-characters-at-a-time count of Latin-1 text, past its lanes' refill points."""
+    for text in ("é" * n, "aé" * n, "\x80\xff" + "a" * n + "é"):
+        assert native.compiled.utf8_len(text) == len(text.encode("utf-8"))
