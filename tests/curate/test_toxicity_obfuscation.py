@@ -140,3 +140,25 @@ def test_spaced_words_are_finditer_of_the_spaced_pattern() -> None:
         assert [m.span() for m in spaced_words(text)] == want, text
         found += len(want)
     assert found > 300
+
+
+def test_badword_counts_at_word_positions_are_finditer_counts() -> None:
+    """``count_at_words`` tries the screened pattern only where a listed word occurs: the count of
+    ``finditer`` on random text over listed words, their parts and word characters around them."""
+    import random
+
+    from curate.steps.toxicity_counts import badword_pattern, count_at_words
+
+    rng = random.Random(9)
+    words = ["ass", "asshole", "hell", "he'll", "s.o.b", "f*ck", "2 girls", "a$$", "中文", "b"]
+    pieces = words + ["as", "sh", "ole", "x", "_", " ", "\n", "-", ".", "'", "é", "0", "hellhole", "shell"]
+    total = 0
+    for lang in ("en", "zh"):
+        for _ in range(3000):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+            subset = rng.sample(words, rng.randint(1, len(words)))
+            pat = badword_pattern(subset, lang)
+            want = sum(1 for _ in pat.finditer(text))
+            assert count_at_words(pat, text, subset) == want, (text, subset, lang)
+            total += want
+    assert total > 1000
