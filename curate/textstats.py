@@ -316,21 +316,28 @@ def text_key(text: str) -> bytes:
 
 
 class Memo:
-    """A bounded memo of a pure function's results: once full it takes nothing more (no unbounded
-    growth), and keeps what it holds. Its first entries are the calibration sample's, which the run
-    measures again wherever the sample's documents sit in the input; clearing when full would drop
-    them for the run's own documents, which are rarely seen twice."""
+    """A bounded memo of a pure function's results, in two halves: the first entries, kept for the
+    whole run (the calibration sample's, which the run measures again wherever the sample's
+    documents sit in the input), and the recent ones, cleared when full (a step's results, which
+    the inspection reads again right after the step)."""
 
     def __init__(self, max_items: int = 50_000) -> None:
         self.max_items = max_items
-        self.items: dict[Any, Any] = {}
+        self.items: dict[Any, Any] = {}  # the first max_items // 2 entries
+        self.recent: dict[Any, Any] = {}
 
     def get(self, key: Any) -> Any:
-        return self.items.get(key)
+        got = self.items.get(key)
+        return got if got is not None else self.recent.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        if len(self.items) < self.max_items:
+        half = max(1, self.max_items // 2)
+        if len(self.items) < half:
             self.items[key] = value
+            return
+        if len(self.recent) >= half:
+            self.recent.clear()
+        self.recent[key] = value
 
 
 def dict_share(tokens: list[str], lang: str) -> float | None:

@@ -391,15 +391,18 @@ def test_line_start_variety_and_label_share_equal_their_definitions():
     check()
 
 
-def test_memo_keeps_its_first_entries_when_full() -> None:
-    """The calibration's entries come first; a full memo keeps them and takes no more."""
+def test_memo_keeps_its_first_entries_and_the_recent_ones() -> None:
+    """The calibration's entries come first and stay; the recent ones are there to be read again
+    right after they were put (the inspection re-reads a step's results)."""
     from curate.textstats import Memo
 
-    memo = Memo(max_items=3)
-    for k in range(10):
+    memo = Memo(max_items=6)
+    for k in range(100):
         memo.put(k, k * k)
-    assert [memo.get(k) for k in range(5)] == [0, 1, 4, None, None]
-    assert len(memo.items) == 3
+        assert memo.get(k) == k * k  # just put: there
+    assert [memo.get(k) for k in range(3)] == [0, 1, 4]  # the first half, kept
+    assert memo.get(50) is None  # an old recent one, gone
+    assert len(memo.items) == 3 and len(memo.recent) <= 3
 
 
 def test_text_key_is_the_digest_of_the_text_whichever_object_holds_it() -> None:
