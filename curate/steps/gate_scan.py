@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 _BUILD_LOCK = threading.Lock()
@@ -141,3 +141,30 @@ def folded(word: str) -> str:
     as they are when lower-cased (U+212A K lower-cases to ``k``, U+0130 changes the text's length)."""
     extra = {"s": r"\xc5\xbf", "i": r"\xc4\xb1"}
     return "".join(f"(?:{c}|{extra[c]})" if c in extra else literal(c) for c in word)
+
+
+def anchored(rx: re.Pattern[str], text: str, low: str, heads: tuple[str, ...], starts: tuple[int, ...] | None
+             ) -> Iterator[re.Match[str]]:
+    """``rx.finditer(text)``, for a pattern each of whose matches holds one of ``heads`` (lower
+    case) one of ``starts`` characters after the match's start; ``low``: ``text`` lower-cased at the
+    same offsets. Only those starts are tried (``rx.match`` at each, in order, from the end of the
+    last match on: what ``finditer`` does at the positions where a match can start). Python's regex
+    engine finds no literal prefix in a pattern that opens with ``\\b``, so ``finditer`` would try
+    every position of the text. ``starts`` None: ``finditer`` itself."""
+    if starts is None:
+        yield from rx.finditer(text)
+        return
+    at: set[int] = set()
+    for h in heads:
+        q = low.find(h)
+        while q >= 0:
+            at.update(q - k for k in starts if q >= k)
+            q = low.find(h, q + 1)
+    end = 0
+    for p in sorted(at):
+        if p < end:
+            continue
+        m = rx.match(text, p)
+        if m is not None:
+            yield m
+            end = max(m.end(), p + 1)

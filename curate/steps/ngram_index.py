@@ -58,9 +58,7 @@ class WordHasher:
     def __init__(self, max_cache: int = 1_000_000) -> None:
         self.cache: dict[str, int] = {}
         self.max_cache = max_cache
-        # with the compiled module, ``array`` keeps its cache in a token table of its own (two
-        # bytearrays: words looked up without a str object per word), ``ccount`` words in it
-        self.ctable, self.carena, self.ccount = bytearray(), bytearray(), 0
+        self.ctable, self.carena, self.ccount = bytearray(), bytearray(), 0  # array's cache, compiled
 
     @staticmethod
     def hash(w: str) -> int:
@@ -83,22 +81,16 @@ class WordHasher:
         return out
 
     def array(self, text: str) -> np.ndarray:
-        """``np.asarray(self.words(text), np.uint64)``; with the compiled kernels, the words are found
-        and looked up in the cache in one compiled pass and only unseen words reach Python."""
+        """``np.asarray(self.words(text), np.uint64)``: compiled, only unseen words reach Python."""
         if native.compiled is None:
             return np.asarray(self.words(text), np.uint64)
         buf, missing = native.compiled.word_hashes(text.lower(), self.ctable, self.carena)
         out = np.frombuffer(buf, np.uint64)
-        if missing:
-            new: dict[str, int] = {}
-            for i, w in missing:
-                h = new.get(w)
-                if h is None:
-                    h = new[w] = self.hash(w)
-                out[i] = h
-            room = self.max_cache - self.ccount  # bounded as the dict: full, it takes nothing more
-            if room > 0:
-                keep = list(new)[:room]
+        if missing:  # the cache: a token table of its own, bounded as the dict (full, it takes no more)
+            new = {w: self.hash(w) for w in dict.fromkeys(w for _, w in missing)}
+            out[[i for i, _ in missing]] = [new[w] for _, w in missing]
+            keep = list(new)[:max(0, self.max_cache - self.ccount)]
+            if keep:
                 vals = np.array([new[w] for w in keep], np.uint64).view(np.int64)
                 native.compiled.tok_put(self.ctable, self.carena, keep, vals)
                 self.ccount += len(keep)

@@ -18,7 +18,8 @@ from detect_secrets.filters import heuristic
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
 from curate.steps import secrets_gates
-from curate.steps.gate_scan import GateScan
+from curate.steps.gate_scan import GateScan, anchored
+from curate.steps.secrets_starts import _CALL_STARTS, _CLI_STARTS
 
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
@@ -273,38 +274,7 @@ _CLI_GATES: tuple[tuple[tuple[str, ...], ...], ...] = (
 _CLI_HEADS = frozenset(w for gate in _CLI_GATES for w in gate[0])  # every pattern's first literals
 _CLI_ANY = (" -", "\t-", "authorization", "x-")
 _CLI_BY_HEAD = {w: tuple(i for i, gate in enumerate(_CLI_GATES) if w in gate[0]) for w in _CLI_HEADS}
-# where a match of a _CLI pattern starts, relative to an occurrence of one of its heads (its gate's
-# first group) in the lower-cased text: every match of these holds a head that many characters in
-# ("unzip" holds "zip" 2 in); the others start before a head at any distance ("docker login")
-_CLI_STARTS: dict[int, tuple[int, ...]] = {0: (0,), 2: (0,), 3: (0,), 4: (0,), 5: (0,), 6: (0,), 7: (0,), 8: (0,),
-                                           9: (0,), 11: (0, 2), 12: (0,), 13: (0,), 15: (0,), 16: (0,)}
 
-
-def anchored(rx: re.Pattern[str], text: str, low: str, heads: tuple[str, ...], starts: tuple[int, ...] | None
-             ) -> Iterator[re.Match[str]]:
-    """``rx.finditer(text)``, for a pattern each of whose matches holds one of ``heads`` (lower
-    case) one of ``starts`` characters after the match's start; ``low``: ``text`` lower-cased at the
-    same offsets. Only those starts are tried (``rx.match`` at each, in order, from the end of the
-    last match on: what ``finditer`` does at the positions where a match can start). Python's regex
-    engine finds no literal prefix in a pattern that opens with ``\\b``, so ``finditer`` would try
-    every position of the text. ``starts`` None: ``finditer`` itself."""
-    if starts is None:
-        yield from rx.finditer(text)
-        return
-    at: set[int] = set()
-    for h in heads:
-        q = low.find(h)
-        while q >= 0:
-            at.update(q - k for k in starts if q >= k)
-            q = low.find(h, q + 1)
-    end = 0
-    for p in sorted(at):
-        if p < end:
-            continue
-        m = rx.match(text, p)
-        if m is not None:
-            yield m
-            end = max(m.end(), p + 1)
 
 
 def command_lines(text: str, low: str, present: frozenset[str] | None = None) -> Iterator[tuple[int, int, str]]:
@@ -376,12 +346,6 @@ _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
     (r"\b(?:pymysql|MySQLdb|mysql\.connector|pg8000|cx_Oracle|oracledb)\.connect\s*\(", 2, ".connect"),
     (r"\bauth\s*=\s*\(", 1, "@authcall"), (r"\bBasicAuth\s*\(", 1, "basicauth"),
 ))
-# where a call pattern's match starts, relative to an occurrence of its literal (``anchored``); the
-# others (``new\s+PDO``, a gate that is no literal of every match) are searched whole
-_CALL_STARTS: dict[str, tuple[int, ...]] = {
-    "mysql_real_connect": (0,), "_connect": (5, 6), "getconnection": (0,), ".login": (0,), "networkcredential": (0,),
-    "usernamepassword": (0,), "passwordauthentication": (0,), "set_password": (0,), "bind_s": (0, 7),
-    "ldap_bind": (0,), ".connect": (6, 7, 8, 9, 15), "basicauth": (0,)}
 # a key literal and a value literal as the first two arguments: define('DB_PASSWORD', 'v'),
 # props.setProperty("password", "v"), Map.of("apiKey", "v"), config.set("token", "v")
 _KEY_VALUE_CALL = re.compile(r"[(\[{,]\s*(?P<kq>[\"'])(?P<key>[\w.\-]{2,64})(?P=kq)\s*,\s*(?P<q>[\"'])"
@@ -462,8 +426,6 @@ def pairs(text: str, low: str, present: frozenset[str] | None = None) -> Iterato
 _MAX_LINE = 4000  # a longer line is read in windows around each hint
 _DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:pass|pwd|secret|token|key|auth|cred)"
                         r"[\w.\-]*[ \t]+\S")
-
-
 
 
 def context_patterns() -> dict[str, str]:
