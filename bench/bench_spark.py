@@ -7,8 +7,9 @@ Input: the first ``--per-domain`` documents of each English domain of ``/work/sh
 (``$CORPUSMIX_CORPORA``), or, with ``--gen-dir`` (repeatable: one size each, run in the order
 given), the ``docs/`` of a ``bench/gen_corpus.py`` corpus. Every engine runs the chain of
 ``params.yaml`` (normalize, decontam, langid, filters, toxicity, dedup, pii; quality when its
-models are configured). Per size and round the engines alternate: local engine (2 workers), Spark
-``local[2]``, and with ``--standalone`` Spark on a standalone master + 2 workers of 1 core each
+models are configured). Per size and round the engines alternate: local engine (``--cores`` workers,
+default 2), Spark ``--master`` (default ``local[CORES]``), and with ``--standalone`` Spark on a
+standalone master + ``--cores`` workers of 1 core each
 (``curate.spark.cluster``, started once, always torn down). Each Spark run gets a fresh session
 (its start is timed apart from the run's wall time: it is paid once per ``spark-submit``), so the
 driver UI's REST API (``/api/v1/applications/<id>/stages``, ``/allexecutors``) describes that run
@@ -18,7 +19,7 @@ Printed per run: wall seconds; ``engine.phases`` of ``stats.json``; the step sec
 
 * ``inside`` = (sum of ``stats.json`` step seconds of every step but dedup, summed over the
   worker processes) / cores: the wall time the per-document steps would take spread perfectly
-  over the 2 cores;
+  over the engine's cores (``--cores``);
 * ``dedup`` = ``stats.json`` dedup seconds (global stage or shuffles wall + verdict application);
 * ``overhead`` = wall - inside (the brief's definition: dedup, being global, is outside the
   per-document steps), and ``overhead_x`` = wall - inside - dedup (what is neither);
@@ -321,7 +322,9 @@ def main() -> int:
     ap.add_argument("--gen-dir", action="append", default=[], help="a bench/gen_corpus.py corpus (repeatable)")
     ap.add_argument("--max-docs", type=int, default=0, help="only the first N documents of each --gen-dir")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--cores", type=int, default=2,
+                    help="cores of each engine: local engine workers, local[N], standalone workers of 1 core")
+    ap.add_argument("--master", default="", help="Spark master of the non-cluster run (default local[CORES])")
     ap.add_argument("--standalone", action="store_true", help="also run on a standalone master + 2 workers")
     ap.add_argument("--no-spark-local", action="store_true", help="leave the --master run out")
     ap.add_argument("--no-local", action="store_true",
@@ -337,6 +340,9 @@ def main() -> int:
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--no-dedup", action="store_true", help="leave global dedup out of both chains")
     args = ap.parse_args()
+    global CORES
+    CORES = args.cores
+    args.master = args.master or f"local[{CORES}]"
     if args.from_json:
         summarize([json.loads(line) for f in args.from_json for line in Path(f).read_text().splitlines() if line])
         return 0
@@ -372,7 +378,7 @@ def main() -> int:
     steps, dedup, after = chain
     print(f"chain: {[s.step_name for s in steps]}{' + dedup' if dedup else ''} + {[s.step_name for s in after]}; "
           f"local engine: {CORES} workers; Spark: {'' if args.no_spark_local else args.master}"
-          f"{' + standalone (2 workers x 1 core)' if args.standalone else ''}", flush=True)
+          f"{f' + standalone ({CORES} workers x 1 core)' if args.standalone else ''}", flush=True)
 
     recs: list[dict[str, Any]] = []
     same = True
@@ -401,7 +407,7 @@ def main() -> int:
                     else:
                         roots = worker_pids if master.startswith("spark://") else [os.getpid()]
                         rec = run_spark_engine(name, master, inp, out, args, chain, tmp, roots)
-                    rec.update({"input": src, "docs": n_docs, "mb": round(mb, 2), "round": r})
+                    rec.update({"input": src, "docs": n_docs, "mb": round(mb, 2), "round": r, "cores": CORES})
                     ids[name] = kept_ids(out)
                     shutil.rmtree(out, ignore_errors=True)
                     recs.append(rec)
