@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -33,19 +34,29 @@ WORDS = ["pass", "password", "token", "key", "secret", "api_key", "access_token"
          "cloudant", "cloudant.com", "clou_apikey", "sig", "user_", "signature", "AKC", "APB", "auth", "cred", "pwd"]
 
 
-def _random_texts(n: int, seed: int) -> list[str]:
+def _pieced_texts(n: int, seed: int, *, parts: int, p_pool: float, pick: Callable[[random.Random], str],
+                  chars: tuple[int, int], sep: Callable[[random.Random], str]) -> list[str]:
+    """``n`` texts of 1..``parts`` pieces: with probability ``p_pool`` ``pick(rng)``, else a run of
+    random ``ALPHABET`` characters of a length in ``chars``; joined by ``sep(rng)``."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        parts = []
-        for _ in range(rng.randint(1, 12)):
-            if rng.random() < 0.35:
-                w = rng.choice(WORDS)
-                parts.append(w.upper() if rng.random() < 0.2 else w)
+        pieces = []
+        for _ in range(rng.randint(1, parts)):
+            if rng.random() < p_pool:
+                pieces.append(pick(rng))
             else:
-                parts.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 70))))
-        out.append("".join(parts))
+                pieces.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(*chars))))
+        out.append(sep(rng).join(pieces))
     return out
+
+
+def _random_texts(n: int, seed: int) -> list[str]:
+    def pick(rng: random.Random) -> str:
+        w = rng.choice(WORDS)
+        return w.upper() if rng.random() < 0.2 else w
+
+    return _pieced_texts(n, seed, parts=12, p_pool=0.35, pick=pick, chars=(1, 70), sep=lambda rng: "")
 
 
 def _mutate(word: str, rng: random.Random) -> str:
@@ -256,18 +267,12 @@ _SNIPPETS = ["mysql -u root -pS3cret", "mariadb-dump -p'pw x'", "sshpass -p hunt
 
 
 def _command_texts(n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        parts = []
-        for _ in range(rng.randint(1, 8)):
-            if rng.random() < 0.5:
-                s = rng.choice(_SNIPPETS)
-                parts.append(_mutate(s, rng) if rng.random() < 0.2 else s)
-            else:
-                parts.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 12))))
-        out.append(rng.choice(["", " ", "\n", "x", "_"]).join(parts))
-    return out
+    def pick(rng: random.Random) -> str:
+        s = rng.choice(_SNIPPETS)
+        return _mutate(s, rng) if rng.random() < 0.2 else s
+
+    return _pieced_texts(n, seed, parts=8, p_pool=0.5, pick=pick, chars=(0, 12),
+                         sep=lambda rng: rng.choice(["", " ", "\n", "x", "_"]))
 
 
 def test_anchored_scans_find_what_finditer_finds() -> None:
