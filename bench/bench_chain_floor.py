@@ -136,6 +136,7 @@ def main() -> None:
 
     if args.chain:
         ch = json.loads(args.chain.read_text())
+        ch = ch.get("result", ch)  # harness.write_record's record: {"bench", "env", "result"}
         base = 1.0 / ch["chain_mb_per_s_per_core"]["base"]
         ours = 1.0 / ch["chain_mb_per_s_per_core"]["ours"]
         budget_s = base / args.ratio
