@@ -340,6 +340,8 @@ def main() -> int:
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--no-dedup", action="store_true", help="leave global dedup out of both chains")
     args = ap.parse_args()
+    if args.cores < 1:
+        ap.error(f"--cores must be >= 1 (got {args.cores})")
     global CORES
     CORES = args.cores
     args.master = args.master or f"local[{CORES}]"
