@@ -2,8 +2,10 @@
  *
  * Each function computes exactly what a Python definition in curate/ computes (that definition
  * stays the reference: curate/native.py selects between them, tests/curate/test_native.py
- * requires equal results). Integer arithmetic only, no floating point and no CPU-specific code,
- * so the results are the same on every x86-64 machine.
+ * requires equal results). Integer arithmetic only, no CPU-specific code, so the results are the
+ * same on every x86-64 machine; the one exception, lid_predict, does fastText's own float
+ * operations in fastText's order (IEEE single precision, no FMA) and gives fastText's bits
+ * (tests/curate/test_fastlid.py).
  *
  *   token_ids(tokens, index)     ids of whitespace tokens in a dict or a token table, -1 where absent
  *   tok_add(table, arena, ...)   new tokens into a token table (a hash table of str -> id in bytearrays)
@@ -16,6 +18,8 @@
  *   utf8_len(text)               len(text.encode("utf-8", "surrogatepass")), without encoding
  *   str_table(index)             a dict of str -> int as a read-only hash table in a bytes object, which
  *                                word_ids reads in place of the dict (no str object made per word)
+ *   lid_model(...), lid_predict(model, text)
+ *                                fastText's supervised predict (k = 1) for lid.176.ftz (curate/fastlid.py)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1594,6 +1598,333 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------ fastText supervised prediction */
+
+/* The prediction of a supervised fastText model with hierarchical softmax (lid.176.ftz): the same
+ * float operations in the same order as fastText's Dictionary::getLine, Model::computeHidden and
+ * HierarchicalSoftmaxLoss::dfs (k = 1, threshold 0), so the label and the probability are the
+ * bits fastText gives. Floats are IEEE single precision on SSE2, no contraction into FMA (the
+ * x86-64 baseline has none) and expf/log of the C library, as fastText's build calls them.
+ * The input rows arrive decoded (norm * centroid, one float product each, as ProductQuantizer::
+ * addcode forms them). A token's row ids are cached: the cache changes no result. */
+
+#include <math.h>
+
+typedef struct {
+    int dim, minn, maxn, nwords, nlabels, eos;
+    uint32_t bucket;
+    Py_ssize_t nrows;
+    float *rows;             /* nrows x dim */
+    float *out;              /* (nlabels - 1) x dim: the tree's inner nodes */
+    int32_t *left, *right;   /* 2 * nlabels - 1 nodes */
+    int32_t *prune;          /* bucket -> pruned id, -1: dropped; NULL: no pruning */
+    int prune_none;          /* pruneidx_size_ == 0: every n-gram dropped */
+    /* the vocabulary: open addressing over fastText's hash of the word */
+    uint32_t vmask; int32_t *vslot; char *varena; Py_ssize_t *voff; int32_t *vlen; int8_t *vtype;
+    int32_t *sub_off, *sub_len, *subs;   /* each word's row ids: itself, then its n-grams */
+    /* the token cache: token bytes -> row ids */
+    uint32_t cmask, cused; int32_t *cslot; char *carena; Py_ssize_t carena_len, carena_cap;
+    Py_ssize_t *coff; int32_t *clen; int32_t *cids_off, *cids_len; uint32_t *chash;
+    int32_t *cids; Py_ssize_t cids_len_total, cids_cap;
+} LidModel;
+
+#define LID_CACHE_SLOTS (1u << 18)        /* cleared when half full */
+#define LID_CACHE_IDS (16 << 20)
+
+static uint32_t ft_hash(const unsigned char *s, Py_ssize_t n) {
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < n; i++) { h ^= (uint32_t)(int8_t)s[i]; h *= 16777619u; }
+    return h;
+}
+
+static int lid_push(int32_t **buf, Py_ssize_t *len, Py_ssize_t *cap, int32_t v) {
+    if (*len == *cap) {
+        Py_ssize_t nc = *cap ? *cap * 2 : 64;
+        int32_t *nb = PyMem_Realloc(*buf, nc * sizeof(int32_t));
+        if (!nb) { PyErr_NoMemory(); return -1; }
+        *buf = nb; *cap = nc;
+    }
+    (*buf)[(*len)++] = v;
+    return 0;
+}
+
+/* Dictionary::computeSubwords over w (BOW + token + EOW) with pushHash, appended to buf. */
+static int lid_subwords(const LidModel *M, const unsigned char *w, Py_ssize_t n, int32_t **buf,
+                        Py_ssize_t *len, Py_ssize_t *cap) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((w[i] & 0xC0) == 0x80) continue;
+        uint32_t h = 2166136261u;
+        Py_ssize_t j = i;
+        for (int k = 1; j < n && k <= M->maxn; k++) {
+            h ^= (uint32_t)(int8_t)w[j]; h *= 16777619u; j++;
+            while (j < n && (w[j] & 0xC0) == 0x80) { h ^= (uint32_t)(int8_t)w[j]; h *= 16777619u; j++; }
+            if (k >= M->minn && !(k == 1 && (i == 0 || j == n))) {
+                int32_t id = (int32_t)(h % M->bucket);
+                if (M->prune_none) continue;
+                if (M->prune) { id = M->prune[id]; if (id < 0) continue; }
+                if (lid_push(buf, len, cap, M->nwords + id) < 0) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int32_t lid_word(const LidModel *M, const unsigned char *s, Py_ssize_t n, uint32_t h) {
+    for (uint32_t i = h & M->vmask;; i = (i + 1) & M->vmask) {
+        int32_t w = M->vslot[i];
+        if (w < 0) return -1;
+        if (M->vlen[w] == n && memcmp(M->varena + M->voff[w], s, n) == 0) return w;
+    }
+}
+
+static void lid_free(PyObject *cap) {
+    LidModel *M = PyCapsule_GetPointer(cap, "corpusmix.lid");
+    if (!M) return;
+    PyMem_Free(M->rows); PyMem_Free(M->out); PyMem_Free(M->left); PyMem_Free(M->right); PyMem_Free(M->prune);
+    PyMem_Free(M->vslot); PyMem_Free(M->varena); PyMem_Free(M->voff); PyMem_Free(M->vlen); PyMem_Free(M->vtype);
+    PyMem_Free(M->sub_off); PyMem_Free(M->sub_len); PyMem_Free(M->subs);
+    PyMem_Free(M->cslot); PyMem_Free(M->carena); PyMem_Free(M->coff); PyMem_Free(M->clen);
+    PyMem_Free(M->cids_off); PyMem_Free(M->cids_len); PyMem_Free(M->chash); PyMem_Free(M->cids);
+    PyMem_Free(M);
+}
+
+static void *lid_copy(PyObject *obj, Py_ssize_t want, Py_ssize_t itemsize, const char *what) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (v.len != want * itemsize) {
+        PyErr_Format(PyExc_ValueError, "lid_model: %s holds %zd bytes, expected %zd", what, v.len, want * itemsize);
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    void *p = PyMem_Malloc(v.len ? v.len : 1);
+    if (!p) { PyBuffer_Release(&v); PyErr_NoMemory(); return NULL; }
+    memcpy(p, v.buf, v.len);
+    PyBuffer_Release(&v);
+    return p;
+}
+
+/* lid_model(dims, rows, out, left, right, prune, words, types) -> capsule.
+ * dims: (dim, minn, maxn, nwords, nlabels, bucket, nrows, prune_mode: 1 table, 0 none dropped, -1 all) */
+static PyObject *lid_model(PyObject *self, PyObject *args) {
+    PyObject *rows, *out, *left, *right, *prune, *words, *types;
+    int dim, minn, maxn, nwords, nlabels, prune_mode; long long bucket; Py_ssize_t nrows;
+    if (!PyArg_ParseTuple(args, "(iiiiiLni)OOOOOOO", &dim, &minn, &maxn, &nwords, &nlabels, &bucket, &nrows,
+                          &prune_mode, &rows, &out, &left, &right, &prune, &words, &types))
+        return NULL;
+    if (!PyList_Check(words) || dim <= 0 || nlabels < 2 || bucket <= 0 || bucket > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "lid_model: bad dimensions");
+        return NULL;
+    }
+    LidModel *M = PyMem_Calloc(1, sizeof(LidModel));
+    if (!M) return PyErr_NoMemory();
+    PyObject *cap = PyCapsule_New(M, "corpusmix.lid", lid_free);
+    if (!cap) { PyMem_Free(M); return NULL; }
+    M->dim = dim; M->minn = minn; M->maxn = maxn; M->nwords = nwords; M->nlabels = nlabels;
+    M->bucket = (uint32_t)bucket; M->nrows = nrows; M->prune_none = prune_mode < 0; M->eos = -1;
+    Py_ssize_t size = PyList_GET_SIZE(words);
+    if (!(M->rows = lid_copy(rows, nrows * dim, 4, "rows")) || !(M->out = lid_copy(out, (Py_ssize_t)(nlabels - 1) * dim, 4, "out"))
+        || !(M->left = lid_copy(left, 2 * nlabels - 1, 4, "left")) || !(M->right = lid_copy(right, 2 * nlabels - 1, 4, "right"))
+        || !(M->vtype = lid_copy(types, size, 1, "types"))
+        || (prune_mode > 0 && !(M->prune = lid_copy(prune, (Py_ssize_t)bucket, 4, "prune"))))
+        goto fail;
+    uint32_t slots = 1;
+    while (slots < 2 * (uint32_t)size + 2) slots <<= 1;
+    M->vmask = slots - 1;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *w = PyList_GET_ITEM(words, i);
+        if (!PyBytes_Check(w)) { PyErr_SetString(PyExc_TypeError, "lid_model: words must be bytes"); goto fail; }
+        total += PyBytes_GET_SIZE(w);
+    }
+    M->vslot = PyMem_Malloc(slots * sizeof(int32_t)); M->varena = PyMem_Malloc(total + 1);
+    M->voff = PyMem_Malloc((size + 1) * sizeof(Py_ssize_t)); M->vlen = PyMem_Malloc((size + 1) * sizeof(int32_t));
+    M->sub_off = PyMem_Malloc((size + 1) * sizeof(int32_t)); M->sub_len = PyMem_Malloc((size + 1) * sizeof(int32_t));
+    if (!M->vslot || !M->varena || !M->voff || !M->vlen || !M->sub_off || !M->sub_len) { PyErr_NoMemory(); goto fail; }
+    memset(M->vslot, 0xff, slots * sizeof(int32_t));
+    Py_ssize_t pos = 0, slen = 0, scap = 0;
+    unsigned char *tmp = NULL; Py_ssize_t tcap = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *w = PyList_GET_ITEM(words, i);
+        const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(w);
+        Py_ssize_t n = PyBytes_GET_SIZE(w);
+        memcpy(M->varena + pos, s, n);
+        M->voff[i] = pos; M->vlen[i] = (int32_t)n; pos += n;
+        /* Dictionary::load: word2int_[find(word)] = i, the last of equal words wins */
+        uint32_t k = ft_hash(s, n) & M->vmask;
+        while (M->vslot[k] >= 0 && !(M->vlen[M->vslot[k]] == n && memcmp(M->varena + M->voff[M->vslot[k]], s, n) == 0))
+            k = (k + 1) & M->vmask;
+        M->vslot[k] = (int32_t)i;
+        int is_eos = n == 4 && memcmp(s, "</s>", 4) == 0;
+        if (is_eos && M->eos < 0) M->eos = (int32_t)i;
+        M->sub_off[i] = (int32_t)slen;
+        if (lid_push(&M->subs, &slen, &scap, (int32_t)i) < 0) goto fail;
+        if (!is_eos) {  /* Dictionary::initNgrams: the word, then the n-grams of BOW + word + EOW */
+            if (n + 2 > tcap) {
+                tcap = n + 2;
+                unsigned char *nt = PyMem_Realloc(tmp, tcap);
+                if (!nt) { PyMem_Free(tmp); PyErr_NoMemory(); goto fail; }
+                tmp = nt;
+            }
+            tmp[0] = '<'; memcpy(tmp + 1, s, n); tmp[n + 1] = '>';
+            if (lid_subwords(M, tmp, n + 2, &M->subs, &slen, &scap) < 0) { PyMem_Free(tmp); goto fail; }
+        }
+        M->sub_len[i] = (int32_t)(slen - M->sub_off[i]);
+    }
+    PyMem_Free(tmp);
+    return cap;
+fail:
+    Py_DECREF(cap);
+    return NULL;
+}
+
+static void lid_cache_clear(LidModel *M) {
+    if (M->cslot) memset(M->cslot, 0xff, (M->cmask + 1) * sizeof(int32_t));
+    M->cused = 0; M->carena_len = 0; M->cids_len_total = 0;
+}
+
+static int lid_cache_init(LidModel *M) {
+    M->cmask = LID_CACHE_SLOTS - 1;
+    Py_ssize_t entries = LID_CACHE_SLOTS / 2;
+    M->cslot = PyMem_Malloc(LID_CACHE_SLOTS * sizeof(int32_t));
+    M->coff = PyMem_Malloc(entries * sizeof(Py_ssize_t)); M->clen = PyMem_Malloc(entries * sizeof(int32_t));
+    M->cids_off = PyMem_Malloc(entries * sizeof(int32_t)); M->cids_len = PyMem_Malloc(entries * sizeof(int32_t));
+    M->chash = PyMem_Malloc(entries * sizeof(uint32_t));
+    if (!M->cslot || !M->coff || !M->clen || !M->cids_off || !M->cids_len || !M->chash) { PyErr_NoMemory(); return -1; }
+    lid_cache_clear(M);
+    return 0;
+}
+
+/* The row ids of an out-of-vocabulary token (the n-grams of BOW + token + EOW), cached; NULL on
+ * error. *n receives their count. */
+static const int32_t lid_none[1] = {0};  /* the ids of a token without any: none to read */
+
+static const int32_t *lid_oov(LidModel *M, const unsigned char *s, Py_ssize_t n, uint32_t h, int32_t *count) {
+    if (!M->cslot && lid_cache_init(M) < 0) return NULL;
+    uint32_t k = h & M->cmask;
+    for (;; k = (k + 1) & M->cmask) {
+        int32_t e = M->cslot[k];
+        if (e < 0) break;
+        if (M->chash[e] == h && M->clen[e] == n && memcmp(M->carena + M->coff[e], s, n) == 0) {
+            *count = M->cids_len[e];
+            return *count ? M->cids + M->cids_off[e] : lid_none;
+        }
+    }
+    if (M->cused >= (M->cmask + 1) / 2 || M->cids_len_total > LID_CACHE_IDS || M->carena_len > (64 << 20)) {
+        lid_cache_clear(M);
+        for (k = h & M->cmask; M->cslot[k] >= 0; k = (k + 1) & M->cmask) {}
+    }
+    if (M->carena_len + n + 2 > M->carena_cap) {
+        Py_ssize_t nc = (M->carena_len + n + 2) * 2;
+        char *na = PyMem_Realloc(M->carena, nc);
+        if (!na) { PyErr_NoMemory(); return NULL; }
+        M->carena = na; M->carena_cap = nc;
+    }
+    /* the token, then BOW + token + EOW right after it (the n-grams' input) */
+    char *t = M->carena + M->carena_len;
+    memcpy(t, s, n);
+    Py_ssize_t start = M->cids_len_total;
+    unsigned char *w = (unsigned char *)PyMem_Malloc(n + 2);
+    if (!w) { PyErr_NoMemory(); return NULL; }
+    w[0] = '<'; memcpy(w + 1, s, n); w[n + 1] = '>';
+    int rc = lid_subwords(M, w, n + 2, &M->cids, &M->cids_len_total, &M->cids_cap);
+    PyMem_Free(w);
+    if (rc < 0) return NULL;
+    int32_t e = (int32_t)M->cused++;
+    M->coff[e] = M->carena_len; M->clen[e] = (int32_t)n; M->chash[e] = h;
+    M->cids_off[e] = (int32_t)start; M->cids_len[e] = (int32_t)(M->cids_len_total - start);
+    M->carena_len += n;
+    M->cslot[k] = e;
+    *count = M->cids_len[e];
+    return *count ? M->cids + start : lid_none;
+}
+
+static inline void lid_add_rows(const LidModel *M, float *hidden, const int32_t *ids, int32_t n) {
+    const int dim = M->dim;
+    for (int32_t i = 0; i < n; i++) {
+        const float *r = M->rows + (Py_ssize_t)ids[i] * dim;
+        for (int d = 0; d < dim; d++) hidden[d] += r[d];
+    }
+}
+
+/* HierarchicalSoftmaxLoss::dfs with k = 1: the last leaf reached replaces the best one. */
+static void lid_dfs(const LidModel *M, int32_t node, float score, const float *hidden, float floor_,
+                    int *have, float *best, int32_t *best_node) {
+    if (score < floor_) return;
+    if (*have && score < *best) return;
+    if (M->left[node] == -1 && M->right[node] == -1) {
+        *have = 1; *best = score; *best_node = node;
+        return;
+    }
+    const float *w = M->out + (Py_ssize_t)(node - M->nlabels) * M->dim;
+    float f = 0.0f;
+    for (int j = 0; j < M->dim; j++) f += w[j] * hidden[j];
+    f = (float)(1. / (double)(1.0f + expf(-f)));
+    float l0 = (float)log((double)(float)(1.0 - (double)f) + 1e-5);
+    float l1 = (float)log((double)f + 1e-5);
+    lid_dfs(M, M->left[node], score + l0, hidden, floor_, have, best, best_node);
+    lid_dfs(M, M->right[node], score + l1, hidden, floor_, have, best, best_node);
+}
+
+/* lid_predict(model, text) -> (label index, probability) or None where fastText would predict
+ * nothing; text: str, read as fastText reads text.replace("\n", " ") + "\n" */
+static PyObject *lid_predict(PyObject *self, PyObject *args) {
+    PyObject *cap, *text;
+    if (!PyArg_ParseTuple(args, "OU", &cap, &text)) return NULL;
+    LidModel *M = PyCapsule_GetPointer(cap, "corpusmix.lid");
+    if (!M) return NULL;
+    Py_ssize_t len;
+    const unsigned char *s = (const unsigned char *)PyUnicode_AsUTF8AndSize(text, &len);
+    if (!s) return NULL;
+    float hidden[512];
+    if (M->dim > 512) { PyErr_SetString(PyExc_ValueError, "lid_predict: dim over 512"); return NULL; }
+    memset(hidden, 0, sizeof(float) * M->dim);
+    int64_t n_ids = 0;
+    int ended = 0;
+    Py_ssize_t i = 0;
+    while (i < len && !ended) {
+        unsigned char c = s[i];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0') { i++; continue; }
+        Py_ssize_t a = i;
+        while (i < len) {
+            c = s[i];
+            if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0') break;
+            i++;
+        }
+        const unsigned char *tok = s + a;
+        Py_ssize_t n = i - a;
+        uint32_t h = ft_hash(tok, n);
+        int32_t wid = lid_word(M, tok, n, h);
+        int is_eos = n == 4 && memcmp(tok, "</s>", 4) == 0;
+        if (wid >= 0) {
+            if (M->vtype[wid] == 0) {
+                lid_add_rows(M, hidden, M->subs + M->sub_off[wid], M->sub_len[wid]);
+                n_ids += M->sub_len[wid];
+            }
+        } else if (!(n >= 9 && memcmp(tok, "__label__", 9) == 0) && !is_eos) {
+            int32_t cnt;
+            const int32_t *ids = lid_oov(M, tok, n, h, &cnt);
+            if (!ids) return NULL;
+            lid_add_rows(M, hidden, ids, cnt);
+            n_ids += cnt;
+        }
+        if (is_eos) ended = 1;
+    }
+    if (!ended && M->eos >= 0) {  /* the line's end: EOS */
+        if (M->vtype[M->eos] == 0) {
+            lid_add_rows(M, hidden, M->subs + M->sub_off[M->eos], M->sub_len[M->eos]);
+            n_ids += M->sub_len[M->eos];
+        }
+    }
+    if (n_ids == 0) Py_RETURN_NONE;
+    float scale = (float)(1.0 / (double)n_ids);
+    for (int d = 0; d < M->dim; d++) hidden[d] *= scale;
+    int have = 0; float best = 0.0f; int32_t best_node = -1;
+    float floor_ = (float)log((double)0.0f + 1e-5);
+    lid_dfs(M, 2 * M->nlabels - 2, 0.0f, hidden, floor_, &have, &best, &best_node);
+    if (!have) Py_RETURN_NONE;
+    return Py_BuildValue("(id)", (int)best_node, (double)expf(best));
+}
+
 /* ------------------------------------------------------------------------------- module */
 
 static PyMethodDef methods[] = {
@@ -1640,6 +1971,11 @@ static PyMethodDef methods[] = {
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(text, cache) -> (bytearray of uint64: cache[w] for each match w of \\w+ in text, 0 where "
      "absent; [(position, word)] of the absent ones)"},
+    {"lid_model", lid_model, METH_VARARGS,
+     "lid_model(dims, rows, out, left, right, prune, words, types) -> a supervised fastText model (curate.fastlid)"},
+    {"lid_predict", lid_predict, METH_VARARGS,
+     "lid_predict(model, text) -> (label index, probability) of fastText's predict(text.replace('\\n', ' '), k=1), "
+     "or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,7 +15,9 @@ language is not kept, and with ``per_domain: false``, the per-document rule appl
 ``skip_domains`` and ``domain_thresholds`` remain as optional overrides. Config: ``params.yaml``
 ``curate.langid``. Alone: ``corpusmix curate langid --input F --output F`` (annotates only).
 
-fastText's ``predict`` refuses newlines, so they are replaced by spaces (as datatrove does).
+fastText's ``predict`` refuses newlines, so they are replaced by spaces (as datatrove does). With
+the compiled module built, the prediction is ``curate.fastlid``'s: the same label and probability,
+bit for bit, computed without fastText's per-character stream reading.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from datatrove.data import Document
 
@@ -30,6 +33,9 @@ from corpusmix.config import ConfigError
 from curate.steps.base import Annotator, CurationStep
 from curate.steps.registry import StepSpec, register
 from curate.textstats import Memo, text_key
+
+if TYPE_CHECKING:
+    from curate.fastlid import CompiledLID
 
 PACKAGED_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
@@ -70,6 +76,8 @@ class LanguageID(Annotator):
         self.cfg = cfg or LangIdConfig()
         self.model_file = str(self.cfg.resolved_model())
         self._model = None
+        self._compiled: CompiledLID | None = None
+        self._compiled_tried = False  # fastlid.load runs once, in the process that predicts
         self._memo = Memo(50_000)
 
     @property
@@ -80,8 +88,27 @@ class LanguageID(Annotator):
             self._model = fasttext.load_model(self.model_file)
         return self._model
 
+    @property
+    def compiled(self) -> CompiledLID | None:
+        """The model for the compiled kernel (``curate.fastlid``: the bits of fastText's own
+        predict, faster), or None where it cannot take this model or is not built."""
+        if not self._compiled_tried:
+            from curate import fastlid
+
+            self._compiled, self._compiled_tried = fastlid.load(self.model_file), True
+        return self._compiled
+
     def predict(self, text: str) -> tuple[str, float]:
-        labels, probs = self.model.predict(text[: self.cfg.max_chars].replace("\n", " "), k=1)
+        text = text[: self.cfg.max_chars]
+        fast = self.compiled
+        if fast is not None:
+            try:
+                got = fast.predict(text)
+            except UnicodeEncodeError:  # lone surrogates: fastText's own call decides (it refuses them)
+                pass
+            else:
+                return ("unknown", 0.0) if got is None else (got[0], min(got[1], 1.0))
+        labels, probs = self.model.predict(text.replace("\n", " "), k=1)
         if not labels:
             return "unknown", 0.0
         return labels[0].removeprefix("__label__"), min(float(probs[0]), 1.0)
@@ -99,6 +126,7 @@ class LanguageID(Annotator):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_model"] = None
+        state["_compiled"], state["_compiled_tried"] = None, False
         return state
 
 
