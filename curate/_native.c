@@ -3,9 +3,9 @@
  * Each function computes exactly what a Python definition in curate/ computes (that definition
  * stays the reference: curate/native.py selects between them, tests/curate/test_native.py
  * requires equal results). Integer arithmetic only, no CPU-specific code, so the results are the
- * same on every x86-64 machine; the one exception, lid_predict, does fastText's own float
+ * same on every x86-64 machine; the one exception, ft_predict, does fastText's own float
  * operations in fastText's order (IEEE single precision, no FMA) and gives fastText's bits
- * (tests/curate/test_fastlid.py).
+ * (tests/curate/test_ftpredict.py).
  *
  *   token_ids(tokens, index)     ids of whitespace tokens in a dict or a token table, -1 where absent
  *   tok_add(table, arena, ...)   new tokens into a token table (a hash table of str -> id in bytearrays)
@@ -18,8 +18,9 @@
  *   utf8_len(text)               len(text.encode("utf-8", "surrogatepass")), without encoding
  *   str_table(index)             a dict of str -> int as a read-only hash table in a bytes object, which
  *                                word_ids reads in place of the dict (no str object made per word)
- *   lid_model(...), lid_predict(model, text)
- *                                fastText's supervised predict (k = 1) for lid.176.ftz (curate/fastlid.py)
+ *   ft_model(...), ft_predict(model, text)
+ *                                fastText's supervised predict (curate/ftpredict.py): lid.176.ftz, the
+ *                                quality classifier
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1611,7 +1612,9 @@ fail:
 #include <math.h>
 
 typedef struct {
-    int dim, minn, maxn, nwords, nlabels, eos;
+    int dim, minn, maxn, nwords, nlabels, eos, softmax, word_ngrams, copy_first;
+    Py_buffer rows_view;     /* rows borrowed from a Python buffer (a dense matrix mapped from the file) */
+    int rows_borrowed;
     uint32_t bucket;
     Py_ssize_t nrows;
     float *rows;             /* nrows x dim */
@@ -1680,7 +1683,8 @@ static int32_t lid_word(const LidModel *M, const unsigned char *s, Py_ssize_t n,
 static void lid_free(PyObject *cap) {
     LidModel *M = PyCapsule_GetPointer(cap, "corpusmix.lid");
     if (!M) return;
-    PyMem_Free(M->rows); PyMem_Free(M->out); PyMem_Free(M->left); PyMem_Free(M->right); PyMem_Free(M->prune);
+    if (M->rows_borrowed) PyBuffer_Release(&M->rows_view); else PyMem_Free(M->rows);
+    PyMem_Free(M->out); PyMem_Free(M->left); PyMem_Free(M->right); PyMem_Free(M->prune);
     PyMem_Free(M->vslot); PyMem_Free(M->varena); PyMem_Free(M->voff); PyMem_Free(M->vlen); PyMem_Free(M->vtype);
     PyMem_Free(M->sub_off); PyMem_Free(M->sub_len); PyMem_Free(M->subs);
     PyMem_Free(M->cslot); PyMem_Free(M->carena); PyMem_Free(M->coff); PyMem_Free(M->clen);
@@ -1703,15 +1707,20 @@ static void *lid_copy(PyObject *obj, Py_ssize_t want, Py_ssize_t itemsize, const
     return p;
 }
 
-/* lid_model(dims, rows, out, left, right, prune, words, types) -> capsule.
- * dims: (dim, minn, maxn, nwords, nlabels, bucket, nrows, prune_mode: 1 table, 0 none dropped, -1 all) */
-static PyObject *lid_model(PyObject *self, PyObject *args) {
+/* ft_model(dims, rows, out, left, right, prune, words, types) -> capsule.
+ * dims: (dim, minn, maxn, nwords, nlabels, bucket, nrows, prune_mode: 1 table, 0 none dropped, -1 all,
+ *        softmax: 0 hierarchical softmax, 1 softmax, word_ngrams, copy_first: the dense average's first
+ *        row copied, borrow: rows read in place from their buffer, held until the model is freed) */
+static PyObject *ft_model(PyObject *self, PyObject *args) {
     PyObject *rows, *out, *left, *right, *prune, *words, *types;
-    int dim, minn, maxn, nwords, nlabels, prune_mode; long long bucket; Py_ssize_t nrows;
-    if (!PyArg_ParseTuple(args, "(iiiiiLni)OOOOOOO", &dim, &minn, &maxn, &nwords, &nlabels, &bucket, &nrows,
-                          &prune_mode, &rows, &out, &left, &right, &prune, &words, &types))
+    int dim, minn, maxn, nwords, nlabels, prune_mode, softmax, word_ngrams, copy_first, borrow;
+    long long bucket; Py_ssize_t nrows;
+    if (!PyArg_ParseTuple(args, "(iiiiiLniiiii)OOOOOOO", &dim, &minn, &maxn, &nwords, &nlabels, &bucket, &nrows,
+                          &prune_mode, &softmax, &word_ngrams, &copy_first, &borrow, &rows, &out, &left, &right,
+                          &prune, &words, &types))
         return NULL;
-    if (!PyList_Check(words) || dim <= 0 || nlabels < 2 || bucket <= 0 || bucket > 0xFFFFFFFFLL) {
+    if (!PyList_Check(words) || dim <= 0 || dim > 512 || nlabels < 2 || (softmax && nlabels > 64) || bucket <= 0
+        || bucket > 0x7FFFFFFFLL || nrows < nwords) {
         PyErr_SetString(PyExc_ValueError, "lid_model: bad dimensions");
         return NULL;
     }
@@ -1721,8 +1730,20 @@ static PyObject *lid_model(PyObject *self, PyObject *args) {
     if (!cap) { PyMem_Free(M); return NULL; }
     M->dim = dim; M->minn = minn; M->maxn = maxn; M->nwords = nwords; M->nlabels = nlabels;
     M->bucket = (uint32_t)bucket; M->nrows = nrows; M->prune_none = prune_mode < 0; M->eos = -1;
+    M->softmax = softmax; M->word_ngrams = word_ngrams; M->copy_first = copy_first;
     Py_ssize_t size = PyList_GET_SIZE(words);
-    if (!(M->rows = lid_copy(rows, nrows * dim, 4, "rows")) || !(M->out = lid_copy(out, (Py_ssize_t)(nlabels - 1) * dim, 4, "out"))
+    if (borrow) {
+        if (PyObject_GetBuffer(rows, &M->rows_view, PyBUF_C_CONTIGUOUS) < 0) goto fail;
+        M->rows_borrowed = 1;
+        if (M->rows_view.len != nrows * dim * 4) {
+            PyErr_SetString(PyExc_ValueError, "ft_model: rows of the wrong size");
+            goto fail;
+        }
+        M->rows = M->rows_view.buf;
+    } else if (!(M->rows = lid_copy(rows, nrows * dim, 4, "rows"))) {
+        goto fail;
+    }
+    if (!(M->out = lid_copy(out, (Py_ssize_t)(softmax ? nlabels : nlabels - 1) * dim, 4, "out"))
         || !(M->left = lid_copy(left, 2 * nlabels - 1, 4, "left")) || !(M->right = lid_copy(right, 2 * nlabels - 1, 4, "right"))
         || !(M->vtype = lid_copy(types, size, 1, "types"))
         || (prune_mode > 0 && !(M->prune = lid_copy(prune, (Py_ssize_t)bucket, 4, "prune"))))
@@ -1838,14 +1859,6 @@ static const int32_t *lid_oov(LidModel *M, const unsigned char *s, Py_ssize_t n,
     return *count ? M->cids + start : lid_none;
 }
 
-static inline void lid_add_rows(const LidModel *M, float *hidden, const int32_t *ids, int32_t n) {
-    const int dim = M->dim;
-    for (int32_t i = 0; i < n; i++) {
-        const float *r = M->rows + (Py_ssize_t)ids[i] * dim;
-        for (int d = 0; d < dim; d++) hidden[d] += r[d];
-    }
-}
-
 /* HierarchicalSoftmaxLoss::dfs with k = 1: the last leaf reached replaces the best one. */
 static void lid_dfs(const LidModel *M, int32_t node, float score, const float *hidden, float floor_,
                     int *have, float *best, int32_t *best_node) {
@@ -1865,21 +1878,86 @@ static void lid_dfs(const LidModel *M, int32_t node, float score, const float *h
     lid_dfs(M, M->right[node], score + l1, hidden, floor_, have, best, best_node);
 }
 
-/* lid_predict(model, text) -> (label index, probability) or None where fastText would predict
- * nothing; text: str, read as fastText reads text.replace("\n", " ") + "\n" */
-static PyObject *lid_predict(PyObject *self, PyObject *args) {
-    PyObject *cap, *text;
-    if (!PyArg_ParseTuple(args, "OU", &cap, &text)) return NULL;
-    LidModel *M = PyCapsule_GetPointer(cap, "corpusmix.lid");
-    if (!M) return NULL;
-    Py_ssize_t len;
-    const unsigned char *s = (const unsigned char *)PyUnicode_AsUTF8AndSize(text, &len);
-    if (!s) return NULL;
-    float hidden[512];
-    if (M->dim > 512) { PyErr_SetString(PyExc_ValueError, "lid_predict: dim over 512"); return NULL; }
+typedef struct { int32_t *buf; Py_ssize_t len, cap; } IntVec;
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* hidden[0:D] += each row, the D / 4 sums held in registers (element by element, as the scalar loop) */
+#define LID_ADD_FIXED(D)                                                                              \
+    static void lid_add_##D(const float *rows, float *hidden, const int32_t *ids, int32_t n) {       \
+        __m128 acc[D / 4];                                                                            \
+        for (int q = 0; q < D / 4; q++) acc[q] = _mm_loadu_ps(hidden + 4 * q);                        \
+        for (int32_t i = 0; i < n; i++) {                                                             \
+            if (i + 8 < n) {  /* the row 8 ahead on its way from memory (no effect on the sums) */    \
+                const char *ahead = (const char *)(rows + (Py_ssize_t)ids[i + 8] * D);               \
+                for (int b = 0; b < D * 4; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);            \
+            }                                                                                         \
+            const float *r = rows + (Py_ssize_t)ids[i] * D;                                           \
+            for (int q = 0; q < D / 4; q++) acc[q] = _mm_add_ps(acc[q], _mm_loadu_ps(r + 4 * q));     \
+        }                                                                                             \
+        for (int q = 0; q < D / 4; q++) _mm_storeu_ps(hidden + 4 * q, acc[q]);                        \
+    }
+LID_ADD_FIXED(16)
+LID_ADD_FIXED(64)
+#endif
+
+static inline void lid_add_rows(const LidModel *M, float *hidden, const int32_t *ids, int32_t n, int64_t *n_ids) {
+    const int dim = M->dim;
+    int32_t i = 0;
+    *n_ids += n;
+    if (n > 0 && *n_ids == n && M->copy_first) {  /* DenseMatrix::averageRowsToVector: the first row copied */
+        memcpy(hidden, M->rows + (Py_ssize_t)ids[0] * dim, sizeof(float) * dim);
+        i = 1;
+    }
+#if defined(__SSE2__)
+    if (dim == 16) { lid_add_16(M->rows, hidden, ids + i, n - i); return; }
+    if (dim == 64) { lid_add_64(M->rows, hidden, ids + i, n - i); return; }
+#endif
+    for (; i < n; i++) {
+        const float *r = M->rows + (Py_ssize_t)ids[i] * dim;
+        for (int d = 0; d < dim; d++) hidden[d] += r[d];
+    }
+}
+
+/* One token of Dictionary::getLine: its rows added, its hash kept for the word n-grams; 1 when the
+ * token is EOS (the line ends), 0, or -1 on error. */
+static int ft_extend(IntVec *v, const int32_t *ids, int32_t n) {
+    if (v->len + n > v->cap) {
+        Py_ssize_t nc = (v->len + n) * 2 + 64;
+        int32_t *nb = PyMem_Realloc(v->buf, nc * sizeof(int32_t));
+        if (!nb) { PyErr_NoMemory(); return -1; }
+        v->buf = nb; v->cap = nc;
+    }
+    memcpy(v->buf + v->len, ids, n * sizeof(int32_t));
+    v->len += n;
+    return 0;
+}
+
+static int ft_token(LidModel *M, const unsigned char *tok, Py_ssize_t n, IntVec *line, IntVec *hashes) {
+    uint32_t h = ft_hash(tok, n);
+    int32_t wid = lid_word(M, tok, n, h);
+    int is_eos = n == 4 && memcmp(tok, "</s>", 4) == 0;
+    int is_word = wid >= 0 ? M->vtype[wid] == 0 : !(n >= 9 && memcmp(tok, "__label__", 9) == 0);
+    if (is_word) {
+        if (wid >= 0) {
+            if (ft_extend(line, M->subs + M->sub_off[wid], M->sub_len[wid]) < 0) return -1;
+        } else if (!is_eos) {
+            int32_t cnt;
+            const int32_t *ids = lid_oov(M, tok, n, h, &cnt);
+            if (!ids || ft_extend(line, ids, cnt) < 0) return -1;
+        }
+        if (M->word_ngrams > 1 && lid_push(&hashes->buf, &hashes->len, &hashes->cap, (int32_t)h) < 0) return -1;
+    }
+    return is_eos;
+}
+
+/* Model::computeHidden of fastText's reading of text.replace("\n", " ") + "\n": the row ids in
+ * Dictionary::getLine's order (every token's, then the word n-grams'), summed in that order and
+ * scaled; the number of rows (0: none, fastText predicts nothing), -1 on error. */
+static int64_t ft_hidden(LidModel *M, const unsigned char *s, Py_ssize_t len, float *hidden) {
     memset(hidden, 0, sizeof(float) * M->dim);
-    int64_t n_ids = 0;
     int ended = 0;
+    IntVec line = {NULL, 0, 0}, hashes = {NULL, 0, 0};
     Py_ssize_t i = 0;
     while (i < len && !ended) {
         unsigned char c = s[i];
@@ -1890,39 +1968,83 @@ static PyObject *lid_predict(PyObject *self, PyObject *args) {
             if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0') break;
             i++;
         }
-        const unsigned char *tok = s + a;
-        Py_ssize_t n = i - a;
-        uint32_t h = ft_hash(tok, n);
-        int32_t wid = lid_word(M, tok, n, h);
-        int is_eos = n == 4 && memcmp(tok, "</s>", 4) == 0;
-        if (wid >= 0) {
-            if (M->vtype[wid] == 0) {
-                lid_add_rows(M, hidden, M->subs + M->sub_off[wid], M->sub_len[wid]);
-                n_ids += M->sub_len[wid];
-            }
-        } else if (!(n >= 9 && memcmp(tok, "__label__", 9) == 0) && !is_eos) {
-            int32_t cnt;
-            const int32_t *ids = lid_oov(M, tok, n, h, &cnt);
-            if (!ids) return NULL;
-            lid_add_rows(M, hidden, ids, cnt);
-            n_ids += cnt;
-        }
-        if (is_eos) ended = 1;
+        ended = ft_token(M, s + a, i - a, &line, &hashes);
+        if (ended < 0) goto fail;
     }
-    if (!ended && M->eos >= 0) {  /* the line's end: EOS */
-        if (M->vtype[M->eos] == 0) {
-            lid_add_rows(M, hidden, M->subs + M->sub_off[M->eos], M->sub_len[M->eos]);
-            n_ids += M->sub_len[M->eos];
+    if (!ended && ft_token(M, (const unsigned char *)"</s>", 4, &line, &hashes) < 0) goto fail;
+    /* Dictionary::addWordNgrams */
+    for (Py_ssize_t a = 0; a < hashes.len; a++) {
+        uint64_t h = (uint64_t)(int64_t)hashes.buf[a];
+        for (Py_ssize_t b = a + 1; b < hashes.len && b < a + M->word_ngrams; b++) {
+            h = h * 116049371u + (uint64_t)(int64_t)hashes.buf[b];
+            int32_t id = (int32_t)(h % (uint64_t)M->bucket);
+            if (M->prune_none) continue;
+            if (M->prune) { id = M->prune[id]; if (id < 0) continue; }
+            id += M->nwords;
+            if (ft_extend(&line, &id, 1) < 0) goto fail;
         }
     }
-    if (n_ids == 0) Py_RETURN_NONE;
-    float scale = (float)(1.0 / (double)n_ids);
-    for (int d = 0; d < M->dim; d++) hidden[d] *= scale;
-    int have = 0; float best = 0.0f; int32_t best_node = -1;
-    float floor_ = (float)log((double)0.0f + 1e-5);
-    lid_dfs(M, 2 * M->nlabels - 2, 0.0f, hidden, floor_, &have, &best, &best_node);
-    if (!have) Py_RETURN_NONE;
-    return Py_BuildValue("(id)", (int)best_node, (double)expf(best));
+    int64_t n_ids = 0;
+    lid_add_rows(M, hidden, line.buf, (int32_t)line.len, &n_ids);
+    PyMem_Free(line.buf);
+    PyMem_Free(hashes.buf);
+    if (n_ids > 0) {
+        float scale = (float)(1.0 / (double)n_ids);
+        for (int d = 0; d < M->dim; d++) hidden[d] *= scale;
+    }
+    return n_ids;
+fail:
+    PyMem_Free(line.buf);
+    PyMem_Free(hashes.buf);
+    return -1;
+}
+
+/* ft_predict(model, text): fastText's predict(text.replace("\n", " ")) of a supervised model:
+ * hierarchical softmax: (label index, probability) of k = 1, or None where fastText predicts
+ * nothing; softmax: the probability fastText gives each label when k covers them all (threshold
+ * 0), a tuple in label order, or None. */
+static PyObject *ft_predict(PyObject *self, PyObject *args) {
+    PyObject *cap, *text;
+    if (!PyArg_ParseTuple(args, "OU", &cap, &text)) return NULL;
+    LidModel *M = PyCapsule_GetPointer(cap, "corpusmix.lid");
+    if (!M) return NULL;
+    Py_ssize_t len;
+    const unsigned char *s = (const unsigned char *)PyUnicode_AsUTF8AndSize(text, &len);
+    if (!s) return NULL;
+    float hidden[512];
+    int64_t n = ft_hidden(M, s, len, hidden);
+    if (n < 0) return NULL;
+    if (n == 0) Py_RETURN_NONE;
+    if (!M->softmax) {
+        int have = 0; float best = 0.0f; int32_t best_node = -1;
+        float floor_ = (float)log((double)0.0f + 1e-5);
+        lid_dfs(M, 2 * M->nlabels - 2, 0.0f, hidden, floor_, &have, &best, &best_node);
+        if (!have) Py_RETURN_NONE;
+        return Py_BuildValue("(id)", (int)best_node, (double)expf(best));
+    }
+    /* SoftmaxLoss::computeOutput, then Loss::findKBest's std_log and predictLine's exp */
+    float outv[64];
+    int L = M->nlabels;
+    for (int i = 0; i < L; i++) {
+        const float *w = M->out + (Py_ssize_t)i * M->dim;
+        float d = 0.0f;
+        for (int j = 0; j < M->dim; j++) d += w[j] * hidden[j];
+        if (isnan(d)) { PyErr_SetString(PyExc_RuntimeError, "Encountered NaN."); return NULL; }
+        outv[i] = d;
+    }
+    float mx = outv[0], z = 0.0f;
+    for (int i = 0; i < L; i++) mx = outv[i] < mx ? mx : outv[i];  /* std::max(output[i], max) */
+    for (int i = 0; i < L; i++) { outv[i] = (float)exp((double)(outv[i] - mx)); z += outv[i]; }
+    PyObject *res = PyTuple_New(L);
+    if (!res) return NULL;
+    for (int i = 0; i < L; i++) {
+        float o = outv[i] / z;
+        float sc = (float)log((double)o + 1e-5);
+        PyObject *v = PyFloat_FromDouble((double)expf(sc));
+        if (!v) { Py_DECREF(res); return NULL; }
+        PyTuple_SET_ITEM(res, i, v);
+    }
+    return res;
 }
 
 /* ------------------------------------------------------------------------------- module */
@@ -1971,11 +2093,11 @@ static PyMethodDef methods[] = {
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(text, cache) -> (bytearray of uint64: cache[w] for each match w of \\w+ in text, 0 where "
      "absent; [(position, word)] of the absent ones)"},
-    {"lid_model", lid_model, METH_VARARGS,
-     "lid_model(dims, rows, out, left, right, prune, words, types) -> a supervised fastText model (curate.fastlid)"},
-    {"lid_predict", lid_predict, METH_VARARGS,
-     "lid_predict(model, text) -> (label index, probability) of fastText's predict(text.replace('\\n', ' '), k=1), "
-     "or None"},
+    {"ft_model", ft_model, METH_VARARGS,
+     "ft_model(dims, rows, out, left, right, prune, words, types) -> a supervised fastText model (curate.ftpredict)"},
+    {"ft_predict", ft_predict, METH_VARARGS,
+     "ft_predict(model, text) -> fastText's predict(text.replace('\\n', ' ')): (label index, probability) of k=1 "
+     "(hierarchical softmax), every label's probability (softmax), or None"},
     {NULL, NULL, 0, NULL},
 };
 

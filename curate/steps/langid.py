@@ -16,7 +16,7 @@ language is not kept, and with ``per_domain: false``, the per-document rule appl
 ``curate.langid``. Alone: ``corpusmix curate langid --input F --output F`` (annotates only).
 
 fastText's ``predict`` refuses newlines, so they are replaced by spaces (as datatrove does). With
-the compiled module built, the prediction is ``curate.fastlid``'s: the same label and probability,
+the compiled module built, the prediction is ``curate.ftpredict``'s: the same label and probability,
 bit for bit, computed without fastText's per-character stream reading.
 """
 
@@ -35,7 +35,7 @@ from curate.steps.registry import StepSpec, register
 from curate.textstats import Memo, text_key
 
 if TYPE_CHECKING:
-    from curate.fastlid import CompiledLID
+    from curate.ftpredict import CompiledFastText
 
 PACKAGED_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
@@ -76,8 +76,8 @@ class LanguageID(Annotator):
         self.cfg = cfg or LangIdConfig()
         self.model_file = str(self.cfg.resolved_model())
         self._model = None
-        self._compiled: CompiledLID | None = None
-        self._compiled_tried = False  # fastlid.load runs once, in the process that predicts
+        self._compiled: CompiledFastText | None = None
+        self._compiled_tried = False  # ftpredict.load runs once, in the process that predicts
         self._memo = Memo(50_000)
 
     @property
@@ -89,13 +89,13 @@ class LanguageID(Annotator):
         return self._model
 
     @property
-    def compiled(self) -> CompiledLID | None:
-        """The model for the compiled kernel (``curate.fastlid``: the bits of fastText's own
+    def compiled(self) -> CompiledFastText | None:
+        """The model for the compiled kernel (``curate.ftpredict``: the bits of fastText's own
         predict, faster), or None where it cannot take this model or is not built."""
         if not self._compiled_tried:
-            from curate import fastlid
+            from curate import ftpredict
 
-            self._compiled, self._compiled_tried = fastlid.load(self.model_file), True
+            self._compiled, self._compiled_tried = ftpredict.load(self.model_file), True
         return self._compiled
 
     def predict(self, text: str) -> tuple[str, float]:

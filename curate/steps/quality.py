@@ -188,12 +188,25 @@ class FastTextQualityScorer(_TextAnnotator):
                               "`corpusmix curate train-quality --reference ... --raw ... --output DIR`")
         self.max_chars = max_chars
         self._model: Any = None
+        self._compiled: Any = None
+        self._compiled_tried = False
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_model": None}
+        return {**self.__dict__, "_model": None, "_compiled": None, "_compiled_tried": False}
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """P(reference-like) for each text."""
+        """P(reference-like) for each text (the compiled kernel's, ``curate.ftpredict``, where it takes
+        the model: fastText's bits without loading fastText's copy of the matrix)."""
+        if not self._compiled_tried:
+            from curate import ftpredict
+
+            fast = ftpredict.load(self.model_path)
+            self._compiled = fast if fast is not None and fast.softmax and len(fast.labels) <= 2 else None
+            self._compiled_tried = True
+        if self._compiled is not None:
+            pos = POS.removeprefix("__label__")
+            return np.array([self._compiled.probabilities(ft_text(t, self.max_chars)).get(pos, 0.0) for t in texts],
+                            dtype=np.float64).clip(0.0, 1.0)
         if self._model is None:
             import fasttext
 

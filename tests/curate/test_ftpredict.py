@@ -1,4 +1,4 @@
-"""The compiled fastText prediction (curate.fastlid) against fastText's own predict: the same label
+"""The compiled fastText prediction (curate.ftpredict) against fastText's own predict: the same label
 and the same probability, bit for bit, on the repository's real text in five languages, on random
 text full of the tokenizer's edge cases, and inside the language-ID step."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 import random
+from pathlib import Path
 
 import fasttext
 import pyarrow.parquet as pq
@@ -13,7 +14,7 @@ import pytest
 from datatrove.data import Document
 
 from corpusmix.paths import DEMO
-from curate import fastlid, native
+from curate import ftpredict, native
 from curate.steps.langid import PACKAGED_MODEL, LangIdConfig, LanguageID
 
 pytestmark = pytest.mark.skipif(native.compiled is None, reason="the compiled module is not built")
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.skipif(native.compiled is None, reason="the compiled mo
 
 @pytest.fixture(scope="module")
 def models():
-    return fasttext.load_model(str(PACKAGED_MODEL)), fastlid.load(PACKAGED_MODEL)
+    return fasttext.load_model(str(PACKAGED_MODEL)), ftpredict.load(PACKAGED_MODEL)
 
 
 def reference(model, text: str) -> tuple[str, float] | None:
@@ -91,46 +92,39 @@ def test_lone_surrogates_are_left_to_fasttext(models):
         step.predict("abc \ud800 def")
 
 
-def _train(tmp_path, **kw):
-    rnd = random.Random(3)
-    words = {"a": "alpha beta gamma delta epsilon".split(), "b": "uno dos tres cuatro cinco".split(),
-             "c": "eins zwei drei vier fünf".split()}
-    lines = [f"__label__{k} " + " ".join(rnd.choice(v) for _ in range(8)) for _ in range(300) for k, v in words.items()]
-    data = tmp_path / "train.txt"
-    data.write_text("\n".join(lines) + "\n")
-    for _ in range(20):  # fastText's trainer stops at random on so small a set ("Encountered NaN")
-        try:
-            return fasttext.train_supervised(str(data), dim=8, epoch=3, minn=2, maxn=4, bucket=5000, thread=1,
-                                             verbose=0, **kw)
-        except RuntimeError:
-            continue
-    raise AssertionError("fastText could not train the test model")
+FIXTURES = Path(__file__).parent / "data" / "ftmodels"  # written by fastText 0.9.2: see its PROVENANCE.md
 
 
 def test_other_model_kinds_are_refused(tmp_path):
     bad = tmp_path / "not_fasttext.bin"
     bad.write_bytes(b"\x00" * 64)
-    assert fastlid.load(bad) is None
-    other_loss = _train(tmp_path, loss="ova")
-    other_loss.quantize(qnorm=True, retrain=False)
-    other_loss.save_model(str(tmp_path / "other_loss.ftz"))
-    assert fastlid.load(tmp_path / "other_loss.ftz") is None
-    dense = _train(tmp_path, loss="hs")
-    dense.save_model(str(tmp_path / "dense.bin"))  # not quantized: fastText's own predict
-    assert fastlid.load(tmp_path / "dense.bin") is None
+    assert ftpredict.load(bad) is None
+    assert ftpredict.load(FIXTURES / "ova.ftz") is None  # one-vs-all: fastText's own predict
 
 
-def test_same_bits_on_a_model_trained_here(tmp_path):
-    """Another quantized hierarchical-softmax model (8 dimensions, norms quantized, n-grams pruned
-    by the cutoff), trained and quantized by fastText in the test."""
-    model = _train(tmp_path, loss="hs")
-    model.quantize(qnorm=True, retrain=False, cutoff=300, dsub=2)
-    path = tmp_path / "small.ftz"
-    model.save_model(str(path))
-    ft, compiled = fasttext.load_model(str(path)), fastlid.load(path)
+def _same(path, texts) -> None:
+    ft, compiled = fasttext.load_model(str(path)), ftpredict.load(path)
     assert compiled is not None
-    texts = EDGE + random_texts(500, seed=5) + ["alpha beta", "uno dos tres", "zwei drei fünfzig", "gammadelta"]
-    assert [compiled.predict(t) for t in texts] == [reference(ft, t) for t in texts]
+    if compiled.softmax:
+        k = len(compiled.labels)
+        want = []
+        for t in texts:
+            labels, probs = ft.predict(t.replace("\n", " "), k=k)
+            want.append({lab.removeprefix("__label__"): float(p) for lab, p in zip(labels, probs, strict=True)})
+        assert [compiled.probabilities(t) for t in texts] == want
+    else:
+        assert [compiled.predict(t) for t in texts] == [reference(ft, t) for t in texts]
+
+
+MODEL_TEXTS = EDGE + random_texts(400, seed=5) + ["alpha beta", "uno dos tres", "zwei drei fünfzig", "gammadelta"]
+
+
+@pytest.mark.parametrize("name", ["hs.bin", "hs.ftz", "softmax.bin", "softmax.ftz"])
+def test_same_bits_on_other_models(name):
+    """Models of other shapes than lid.176 (32 dimensions; hierarchical softmax dense, and quantized
+    with quantized norms and pruned n-grams; softmax over word bigrams, the quality classifier's
+    kind, dense and quantized)."""
+    _same(FIXTURES / name, MODEL_TEXTS)
 
 
 def test_step_annotations_equal_with_and_without_the_kernel():
