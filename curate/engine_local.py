@@ -57,7 +57,7 @@ from curate.chain import ChainConfig, DedupApply, EngineConfig, build_steps
 from curate.inspection.collect import Collector, InspectConfig
 from curate.inspection.finish import write_local as write_inspection
 from curate.inspection.finish import write_state
-from curate.runner import Outcome, collector_thresholds, run_steps
+from curate.runner import Outcome, run_steps
 from curate.stats import count_read, drop_row
 from curate.steps.base import CurationStep
 
@@ -266,15 +266,8 @@ def run_local(*, inputs: str | Path, output: str | Path, params_path: str | Path
     """Run the whole chain; returns the stats document. Safe to re-run after a kill.
 
     ``chain`` holds the params read once by the command; without it ``params_path`` is read here
-    (``cfg``/``read_cfg`` override its ``curate.engine``/``curate.read`` sections). The garbage
-    collector runs with the chain's thresholds throughout (``runner.collector_thresholds``).
+    (``cfg``/``read_cfg`` override its ``curate.engine``/``curate.read`` sections).
     """
-    with collector_thresholds():
-        return _run_local(inputs, output, params_path, cfg, read_cfg, chain)
-
-
-def _run_local(inputs: str | Path, output: str | Path, params_path: str | Path, cfg: EngineConfig | None,
-               read_cfg: cio.ReadConfig | None, chain: ChainConfig | None) -> dict[str, Any]:
     from datatrove.executor import LocalPipelineExecutor
 
     chain = chain or ChainConfig.load(params_path, engine=cfg, read=read_cfg)

@@ -22,11 +22,9 @@ any chunking (a datatrove pipeline records drops in decision order, which depend
 
 from __future__ import annotations
 
-import gc
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from itertools import islice
 from typing import Any, NamedTuple
 
@@ -42,33 +40,6 @@ DEFAULT_REASON = "unspecified"
 #: documents a step takes per call at least (a step's own ``batch_size`` may be larger); the
 #: documents in flight are bounded by the sum over the steps
 STEP_BATCH = 256
-
-
-#: the cyclic garbage collector's thresholds while steps run (``gc.set_threshold``; Python's are
-#: 700, 10, 10). A chain allocates and frees a few hundred objects per document and holds big
-#: long-lived tables (token tables, memos, models); with Python's thresholds the collector runs
-#: every 700 allocations and now and then walks every one of those tables. Collecting less often
-#: changes no result, only when unreachable cycles are freed.
-CHAIN_GC_THRESHOLDS = (50_000, 20, 10)
-_gc_depth = 0
-_gc_saved: tuple[int, int, int] | None = None
-
-
-@contextmanager
-def collector_thresholds() -> Iterator[None]:
-    """:data:`CHAIN_GC_THRESHOLDS` inside the block (nested blocks: the outermost restores the
-    thresholds it found)."""
-    global _gc_depth, _gc_saved
-    if _gc_depth == 0:
-        _gc_saved = gc.get_threshold()
-        gc.set_threshold(*CHAIN_GC_THRESHOLDS)
-    _gc_depth += 1
-    try:
-        yield
-    finally:
-        _gc_depth -= 1
-        if _gc_depth == 0 and _gc_saved is not None:
-            gc.set_threshold(*_gc_saved)
 
 
 class Outcome(NamedTuple):
@@ -102,12 +73,7 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
     batch with its results (``observe(step, batch, results)``, before any document of the batch
     moves on); it only reads.
     """
-    with collector_thresholds():
-        yield from _run_steps(steps, docs, {} if stats is None else stats, mark_only, observer)
-
-
-def _run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], stats: dict[str, StepStats],
-               mark_only: bool, observer: Any) -> Iterator[Outcome]:
+    stats = {} if stats is None else stats
     names = [s.step_name for s in steps]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

@@ -187,31 +187,3 @@ def test_merge_stats_sums_units_in_order_and_checks_conservation(tmp_path) -> No
     json.dumps(doc)
     with pytest.raises(StatsError, match="short"):
         merge_stats([{"short": StepStats(docs_in=2, kept=2, dropped=Counter(x=1))}])
-
-
-def test_collector_thresholds_inside_the_runner_and_restored_after():
-    import gc
-
-    from curate.runner import CHAIN_GC_THRESHOLDS, collector_thresholds
-
-    before = gc.get_threshold()
-    seen = []
-
-    class Probe:
-        step_name = "probe"
-
-        def filter_batch(self, batch):
-            seen.append(gc.get_threshold())
-            return [True] * len(batch)
-
-    docs = [Document(text=f"text {i}", id=str(i)) for i in range(3)]
-    assert [o.kept for o in run_steps([Probe()], docs)] == [True] * 3
-    assert seen == [CHAIN_GC_THRESHOLDS] and gc.get_threshold() == before
-    with collector_thresholds():
-        list(run_steps([Probe()], docs))  # nested: the outer block keeps the chain's thresholds
-        assert gc.get_threshold() == CHAIN_GC_THRESHOLDS
-    assert gc.get_threshold() == before
-    stopped = run_steps([Probe()], docs)
-    next(stopped)
-    stopped.close()  # a consumer that stops early restores them too
-    assert gc.get_threshold() == before
