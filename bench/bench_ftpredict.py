@@ -1,6 +1,6 @@
 """fastText's own predict against the compiled kernel (curate/ftpredict.py), same texts, same run.
 
-For every input (a Parquet file or a folder of them, ``text`` column): the language-ID model on
+For every input (a Parquet file or a folder of them, ``text`` column, else ``html``): the language-ID model on
 each text's first 20,000 characters (as ``curate.steps.langid`` calls it) and, with
 ``--quality-model``, the quality classifier on ``ft_text`` of each text (as
 ``curate.steps.quality`` calls it). Prints, per input and model, the texts whose label or
@@ -36,7 +36,9 @@ def texts_of(path: Path) -> list[str]:
     files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
     out: list[str] = []
     for f in files:
-        out += [t for t in pq.read_table(f, columns=["text"]).column("text").to_pylist() if isinstance(t, str)]
+        names = pq.read_schema(f).names
+        col = "text" if "text" in names else "html"  # the shared web pages hold their HTML as such
+        out += [t for t in pq.read_table(f, columns=[col]).column(col).to_pylist() if isinstance(t, str)]
     return out
 
 
