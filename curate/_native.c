@@ -1702,7 +1702,7 @@ static void *lid_copy(PyObject *obj, Py_ssize_t want, Py_ssize_t itemsize, const
     }
     void *p = PyMem_Malloc(v.len ? v.len : 1);
     if (!p) { PyBuffer_Release(&v); PyErr_NoMemory(); return NULL; }
-    memcpy(p, v.buf, v.len);
+    if (v.len) memcpy(p, v.buf, v.len);
     PyBuffer_Release(&v);
     return p;
 }
@@ -1919,9 +1919,9 @@ static inline void lid_add_rows(const LidModel *M, float *hidden, const int32_t 
     }
 }
 
-/* One token of Dictionary::getLine: its rows added, its hash kept for the word n-grams; 1 when the
- * token is EOS (the line ends), 0, or -1 on error. */
+/* v += ids[0:n]; -1 on error (out of memory). */
 static int ft_extend(IntVec *v, const int32_t *ids, int32_t n) {
+    if (n <= 0) return 0;  /* nothing to copy (and memcpy is never given a NULL buffer) */
     if (v->len + n > v->cap) {
         Py_ssize_t nc = (v->len + n) * 2 + 64;
         int32_t *nb = PyMem_Realloc(v->buf, nc * sizeof(int32_t));
@@ -1933,6 +1933,8 @@ static int ft_extend(IntVec *v, const int32_t *ids, int32_t n) {
     return 0;
 }
 
+/* One token of Dictionary::getLine: its row ids appended to line, its hash kept for the word
+ * n-grams; 1 when the token is EOS (the line ends), 0, or -1 on error. */
 static int ft_token(LidModel *M, const unsigned char *tok, Py_ssize_t n, IntVec *line, IntVec *hashes) {
     uint32_t h = ft_hash(tok, n);
     int32_t wid = lid_word(M, tok, n, h);
