@@ -1913,9 +1913,13 @@ static inline void lid_add_rows(const LidModel *M, float *hidden, const int32_t 
     if (dim == 16) { lid_add_16(M->rows, hidden, ids + i, n - i); return; }
     if (dim == 64) { lid_add_64(M->rows, hidden, ids + i, n - i); return; }
 #endif
-    for (; i < n; i++) {
-        const float *r = M->rows + (Py_ssize_t)ids[i] * dim;
-        for (int d = 0; d < dim; d++) hidden[d] += r[d];
+    for (; i < n; i++) {  /* rows read in place from the file need not be 4-byte aligned */
+        const char *r = (const char *)(M->rows + (Py_ssize_t)ids[i] * dim);
+        for (int d = 0; d < dim; d++) {
+            float x;
+            memcpy(&x, r + 4 * (Py_ssize_t)d, 4);
+            hidden[d] += x;
+        }
     }
 }
 
