@@ -4,8 +4,13 @@ Training (``train_quality_models``; ``corpusmix curate train-quality``, its own 
 
 * fastText: positives are the documents of a reference set (params ``quality.reference_domains``,
   "high quality prose"), negatives a seeded random sample of the raw input, as in DCLM. Word
-  bigrams (``wordNgrams=2``), a fixed seed and one thread, so the model is deterministic. A
-  held-out split gives accuracy and ROC AUC in ``quality_models.json``.
+  bigrams (``wordNgrams=2``), a fixed seed and one thread. With one thread fastText draws random
+  values for only the first tenth of its input matrix (``DenseMatrix::uniform``) and leaves the rest
+  as allocated: upstream's ``std::vector`` zeroes it, the ``fasttext-numpy2-wheel`` build's aligned
+  buffer does not, so the model would depend on what the heap held before. Training therefore runs
+  with glibc's ``M_PERTURB`` set so new allocations are zeroed (``_zeroed_allocations``): upstream's
+  model, the same bytes whatever ran earlier in the process. A held-out split gives accuracy and ROC
+  AUC in ``quality_models.json``.
 * KenLM: a 5-gram model trained with the real ``lmplz`` (modified Kneser-Ney; ``--prune``) on the
   normalised reference text, then ``build_binary``. The perplexities of the raw sample give a
   quantile table (``kenlm_quantiles.json``); the head/middle/tail cut points are read from it at
@@ -19,6 +24,9 @@ from deciding. Models are loaded lazily, so steps pickle to worker processes.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import random
@@ -27,7 +35,7 @@ import subprocess
 import tempfile
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +53,7 @@ log = get_logger("curate.quality")
 
 FT_MODEL = "quality_ft.bin"
 FT_LR_RETRIES = 3  # fastText divergence (NaN): retry with the learning rate halved, at most this often
+_M_PERTURB = -6  # glibc mallopt(3): fill new allocations with the complement of this byte
 KENLM_MODEL = "kenlm.bin"
 KENLM_QUANTILES = "kenlm_quantiles.json"
 MANIFEST = "quality_models.json"
@@ -297,6 +306,31 @@ def _roc_auc(y: np.ndarray, s: np.ndarray) -> float:
     return float((r[y == 1].sum() - pos * (pos + 1) / 2) / (pos * neg))
 
 
+@contextlib.contextmanager
+def _zeroed_allocations() -> Iterator[bool]:
+    """While inside, glibc's malloc hands out zeroed memory (``M_PERTURB`` = 0xff); yields whether it could.
+
+    fastText's trainer reads its input matrix before writing most of it (see the module docstring);
+    zeroed allocations make that read upstream's zeros. Process-wide while it lasts: other threads'
+    allocations are zeroed too (harmless), and freed memory is filled with 0xff bytes.
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version  # noqa: B018 -- glibc only: M_PERTURB is glibc's
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        log.warning("not glibc: fastText's training may read uninitialised memory; the model may vary by run")
+        yield False
+        return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    ok = mallopt(_M_PERTURB, 0xFF) == 1
+    try:
+        yield ok
+    finally:
+        if ok:
+            mallopt(_M_PERTURB, 0)
+
+
 def train_fasttext(pos: Sequence[str], neg: Sequence[str], out: Path, cfg: QualityConfig) -> dict[str, Any]:
     """Train the classifier on ``pos``/``neg``; evaluate on a held-out split; save to ``out``."""
     import fasttext
@@ -311,15 +345,15 @@ def train_fasttext(pos: Sequence[str], neg: Sequence[str], out: Path, cfg: Quali
         with path.open("w", encoding="utf-8") as f:
             for y, t in train:
                 f.write(f"{POS if y else NEG} {ft_text(t, cfg.max_chars)}\n")
-        # fastText stops with "Encountered NaN." when SGD diverges; near the edge it does so only on some
-        # runs, so the same rate is tried twice before it is halved
-        lrs = [cfg.ft_lr * 0.5 ** (i // 2) for i in range(2 * (FT_LR_RETRIES + 1))]
+        # fastText stops with "Encountered NaN." when SGD diverges: the rate is halved and tried again
+        lrs = [cfg.ft_lr * 0.5**i for i in range(FT_LR_RETRIES + 1)]
         diverged: list[float] = []
         for lr in lrs:
             try:
-                model = fasttext.train_supervised(
-                    input=str(path), wordNgrams=cfg.ft_word_ngrams, epoch=cfg.ft_epoch, lr=lr, dim=cfg.ft_dim,
-                    minCount=cfg.ft_min_count, bucket=cfg.ft_bucket, thread=1, seed=cfg.seed, verbose=0)
+                with _zeroed_allocations():
+                    model = fasttext.train_supervised(
+                        input=str(path), wordNgrams=cfg.ft_word_ngrams, epoch=cfg.ft_epoch, lr=lr, dim=cfg.ft_dim,
+                        minCount=cfg.ft_min_count, bucket=cfg.ft_bucket, thread=1, seed=cfg.seed, verbose=0)
                 break
             except RuntimeError as e:
                 if "nan" not in str(e).lower():
