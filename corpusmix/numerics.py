@@ -7,8 +7,9 @@ every library is held at one level. ``CORPUSMIX_NUMERICS`` says which:
 
 - ``reproducible`` (the default): every library is capped at the reference level ``x86-64-v3``
   (AVX2 + FMA, x86 CPUs since 2013-2015) through its own setting, set here before it is loaded:
-  ``ATEN_CPU_CAPABILITY=avx2``, ``ONEDNN_MAX_CPU_ISA=AVX2``, ``MKL_CBWR=AVX2`` (MKL's conditional
-  numerical reproducibility), ``OPENBLAS_CORETYPE=Haswell`` and NumPy's AVX-512 loops off
+  ``ATEN_CPU_CAPABILITY=avx2``, ``ONEDNN_MAX_CPU_ISA=AVX2``, ``MKL_CBWR=AVX2,STRICT`` (MKL's conditional
+  numerical reproducibility in its strict mode: without ``STRICT`` MKL's AVX2 branch gives other bits on
+  an Intel CPU than on an AMD one), ``OPENBLAS_CORETYPE=Haswell`` and NumPy's AVX-512 loops off
   (``NPY_DISABLE_CPU_FEATURES``). The fused kernels of ``proxytrain.cpu_kernels`` are built without
   FMA contraction and without the C library's math, so their results do not depend on the ISA they
   are built for. A setting the user made at or below the reference is kept (it is that machine's
@@ -50,7 +51,7 @@ _LEVELS: dict[str, tuple[str, tuple[str, ...], dict[str, frozenset[str]]]] = {
                                     "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "AVX10_1_512", "AVX512_CORE_FP16",
                                     "AVX10_1_512_AMX", "AVX512_CORE_AMX", "AVX10_1_512_AMX_FP16",
                                     "AVX512_CORE_AMX_FP16", "ALL"), {}),
-    "MKL_CBWR": ("AVX2", ("COMPATIBLE", "SSE2", "SSE3", "SSSE3", "SSE4_1", "SSE4_2", "AVX", "AVX2", "AVX512",
+    "MKL_CBWR": ("AVX2,STRICT", ("COMPATIBLE", "SSE2", "SSE3", "SSSE3", "SSE4_1", "SSE4_2", "AVX", "AVX2", "AVX512",
                           "AVX512_E1", "AVX512_E2", "AVX512_E3", "AVX512_E4", "AUTO"), {
         "AVX2": frozenset({"avx2", "fma"}), "AVX512": frozenset({"avx512f"})}),
 }
@@ -132,6 +133,7 @@ def configure(environ: dict[str, str] | None = None) -> dict[str, Any]:
         else:
             for var, (ref, levels, _) in _LEVELS.items():
                 at_reference &= _cap(env, var, ref, levels)
+            _mkl_strict(env)
             at_reference &= _cap(env, _MKL_CAP, "AVX2", _MKL_CAP_LEVELS, set_default=False)
             if env.get(_OPENBLAS[0], _OPENBLAS[1]) != _OPENBLAS[1]:
                 _note("info", f"{_OPENBLAS[0]}={env[_OPENBLAS[0]]} replaced by {_OPENBLAS[1]} (reproducible numerics)",
@@ -180,6 +182,18 @@ def _cap(env: dict[str, str], var: str, ref: str, levels: tuple[str, ...], set_d
               f"the reference {REFERENCE} (e.g. the committed dvc.lock)", {})
         return False
     return True
+
+
+def _mkl_strict(env: dict[str, str]) -> None:
+    """Add ``STRICT`` to a known ``MKL_CBWR`` branch: the non-strict AVX2 branch is not bitwise the same on
+    Intel and AMD CPUs (docs/reproducibility.md)."""
+    value = env.get("MKL_CBWR")
+    if not value or _rank(_LEVELS["MKL_CBWR"][1], value) is None:
+        return
+    parts = [p.strip().upper() for p in value.split(",")]
+    if "STRICT" not in parts and parts[0] not in ("AUTO", "COMPATIBLE"):
+        _note("info", f"MKL_CBWR={value} run in MKL's strict mode ({value},STRICT): reproducible numerics", {})
+        env["MKL_CBWR"] = ",".join([value, "STRICT"])
 
 
 def _numpy_cap(env: dict[str, str]) -> None:

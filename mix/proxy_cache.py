@@ -55,8 +55,9 @@ def code_fingerprint() -> str:
 
 
 def numerics_key() -> dict[str, Any]:
-    """What decides a CPU proxy's bits besides its inputs: the numerics mode and level, the fused
-    kernels' build and the torch version (``corpusmix.numerics``)."""
+    """What decides a CPU proxy's bits besides its inputs: the numerics mode and level, the libraries'
+    settings (``MKL_CBWR`` and the other caps), the fused kernels' build and the torch version
+    (``corpusmix.numerics``)."""
     import torch
 
     from corpusmix import numerics
@@ -64,7 +65,7 @@ def numerics_key() -> dict[str, Any]:
 
     cpu_kernels.lib()
     st = numerics.state()
-    return {"torch": torch.__version__, **{k: st.get(k) for k in ("mode", "at_reference", "aten", "kernels")}}
+    return {"torch": torch.__version__, **{k: st.get(k) for k in ("mode", "at_reference", "aten", "kernels", "settings")}}
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -42,7 +42,7 @@ def _run(monkeypatch, flags: str, env: dict[str, str], mode: str = "") -> tuple[
 def test_reference_caps_on_an_avx512_bf16_cpu(monkeypatch):
     env, st, msgs = _run(monkeypatch, V4_BF16, {})
     assert env["ATEN_CPU_CAPABILITY"] == "avx2" and env["ONEDNN_MAX_CPU_ISA"] == "AVX2"
-    assert env["MKL_CBWR"] == "AVX2" and env["OPENBLAS_CORETYPE"] == "Haswell"
+    assert env["MKL_CBWR"] == "AVX2,STRICT" and env["OPENBLAS_CORETYPE"] == "Haswell"
     assert "AVX512_ICL" in env["NPY_DISABLE_CPU_FEATURES"]
     assert st["mode"] == "reproducible" and st["at_reference"] and not msgs
 
@@ -53,6 +53,18 @@ def test_a_setting_above_the_reference_is_lowered_one_at_it_kept(monkeypatch):
     assert env["ATEN_CPU_CAPABILITY"] == "avx2" and env["ONEDNN_MAX_CPU_ISA"] == "AVX2" and st["at_reference"]
     assert env["NPY_DISABLE_CPU_FEATURES"].split().count("AVX512_SPR") == 1
     assert len(msgs) == 1 and "ATEN_CPU_CAPABILITY=avx512 lowered to avx2" in msgs[0]
+
+
+def test_mkl_runs_its_strict_mode(monkeypatch):
+    # MKL_CBWR=AVX2 without STRICT gives other bits on an Intel CPU than on an AMD one
+    env, st, msgs = _run(monkeypatch, V4_BF16, {"MKL_CBWR": "AVX2"})
+    assert env["MKL_CBWR"] == "AVX2,STRICT" and st["at_reference"] and any("strict mode" in m for m in msgs)
+    numerics._MESSAGES.clear()
+    env, st, msgs = _run(monkeypatch, V4_BF16, {"MKL_CBWR": "AVX512"})
+    assert env["MKL_CBWR"] == "AVX2,STRICT" and st["at_reference"]
+    numerics._MESSAGES.clear()
+    env, st, msgs = _run(monkeypatch, V4_BF16, {"MKL_CBWR": "avx2,strict"})
+    assert env["MKL_CBWR"] == "avx2,strict" and not msgs
 
 
 def test_a_setting_below_the_reference_is_kept_and_the_run_marked(monkeypatch):

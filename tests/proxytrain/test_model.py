@@ -177,3 +177,18 @@ def test_head_dtype_is_validated_and_keys_bf16_proxies_apart():
     assert model_config(TrainConfig(head_dtype="bf16"), 64).head_dtype == "bf16"
     fp32, bf16 = ProxyConfig(device="cpu"), ProxyConfig(device="cpu", head_dtype="bf16")
     assert proxy_key("fp", [0.5, 0.5], fp32, 0) != proxy_key("fp", [0.5, 0.5], bf16, 0)
+
+
+def test_proxy_key_changes_with_the_numeric_libraries_settings(monkeypatch):
+    """A cached proxy computed under other library settings (e.g. MKL_CBWR without STRICT) is not read back."""
+    from corpusmix import numerics
+    from mix.proxy import ProxyConfig
+    from mix.proxy_cache import proxy_key
+
+    cfg = ProxyConfig(device="cpu")
+    settings = dict(numerics._STATE.get("settings", {}))
+    base = proxy_key("fp", [0.5, 0.5], cfg, 0)
+    monkeypatch.setitem(numerics._STATE, "settings", {**settings, "MKL_CBWR": "AVX2"})
+    assert proxy_key("fp", [0.5, 0.5], cfg, 0) != base
+    monkeypatch.setitem(numerics._STATE, "settings", settings)
+    assert proxy_key("fp", [0.5, 0.5], cfg, 0) == base
