@@ -55,9 +55,10 @@ def code_fingerprint() -> str:
 
 
 def numerics_key() -> dict[str, Any]:
-    """What decides a CPU proxy's bits besides its inputs: the numerics mode and level, the libraries'
-    settings (``MKL_CBWR`` and the other caps), the fused kernels' build and the torch version
-    (``corpusmix.numerics``)."""
+    """What decides a CPU proxy's bits besides its inputs: the numerics mode and level, MKL's code path
+    (``MKL_CBWR``: its strict mode gives other bits than the non-strict one), the fused kernels' build
+    and the torch version (``corpusmix.numerics``). The other libraries' caps are left out: at the
+    reference they give the same bits on every CPU, so two machines share cache entries."""
     import torch
 
     from corpusmix import numerics
@@ -65,7 +66,8 @@ def numerics_key() -> dict[str, Any]:
 
     cpu_kernels.lib()
     st = numerics.state()
-    return {"torch": torch.__version__, **{k: st.get(k) for k in ("mode", "at_reference", "aten", "kernels", "settings")}}
+    return {"torch": torch.__version__, **{k: st.get(k) for k in ("mode", "at_reference", "aten", "kernels")},
+            "mkl_cbwr": (st.get("settings") or {}).get("MKL_CBWR")}
 
 
 def write_json(path: Path, obj: Any) -> None:
