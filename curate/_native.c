@@ -29,6 +29,15 @@
 #include <ctype.h>
 #include <string.h>
 
+/* Python's character classes (str.isalpha() and the others of one character), with the ASCII
+ * answers inline: the same values as the Py_UNICODE_IS* functions for every code point */
+static inline int u_isalpha(Py_UCS4 c) { return c < 128 ? (c | 32) >= 'a' && (c | 32) <= 'z' : Py_UNICODE_ISALPHA(c); }
+static inline int u_isdecimal(Py_UCS4 c) { return c < 128 ? c >= '0' && c <= '9' : Py_UNICODE_ISDECIMAL(c); }
+static inline int u_isalnum(Py_UCS4 c) { return c < 128 ? u_isalpha(c) || u_isdecimal(c) : Py_UNICODE_ISALNUM(c); }
+static inline int u_islower(Py_UCS4 c) { return c < 128 ? c >= 'a' && c <= 'z' : Py_UNICODE_ISLOWER(c); }
+static inline int u_isupper(Py_UCS4 c) { return c < 128 ? c >= 'A' && c <= 'Z' : Py_UNICODE_ISUPPER(c); }
+static inline int u_istitle(Py_UCS4 c) { return c < 128 ? 0 : Py_UNICODE_ISTITLE(c); }
+
 /* ------------------------------------------------------------------------------- buffers */
 
 /* A read-only view of a C-contiguous one-dimensional buffer of 8-byte integers. */
@@ -64,9 +73,17 @@ typedef struct {
 
 static inline uint64_t cp_hash(int kind, const void *data, Py_ssize_t i, Py_ssize_t j) {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a over the code points, then a final mix */
-    for (Py_ssize_t k = i; k < j; k++) {
-        h ^= (uint64_t)PyUnicode_READ(kind, data, k);
-        h *= 1099511628211ULL;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = (const Py_UCS1 *)data;
+        for (Py_ssize_t k = i; k < j; k++) {
+            h ^= (uint64_t)p[k];
+            h *= 1099511628211ULL;
+        }
+    } else {
+        for (Py_ssize_t k = i; k < j; k++) {
+            h ^= (uint64_t)PyUnicode_READ(kind, data, k);
+            h *= 1099511628211ULL;
+        }
     }
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
@@ -83,7 +100,12 @@ static inline Py_ssize_t slot_of(const st_slot *slots, uint64_t nslots, const ui
         if (e->h != h || e->len != len || (uint64_t)e->off + len > arena) continue;
         const uint32_t *key = cps + e->off;
         Py_ssize_t q = 0;
-        while (q < (Py_ssize_t)len && key[q] == (uint32_t)PyUnicode_READ(kind, data, i + q)) q++;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *p = (const Py_UCS1 *)data + i;
+            while (q < (Py_ssize_t)len && key[q] == (uint32_t)p[q]) q++;
+        } else {
+            while (q < (Py_ssize_t)len && key[q] == (uint32_t)PyUnicode_READ(kind, data, i + q)) q++;
+        }
         if (q == (Py_ssize_t)len) return (Py_ssize_t)s;
     }
     return -1;
@@ -426,7 +448,7 @@ static inline int64_t st_find(const st_view *t, int kind, const void *data, Py_s
 /* A character of the class [^\W\d_] of Python's re on str patterns: \w is str.isalnum() or "_",
  * \d is str.isdecimal() (sre's SRE_UNI_IS_ALNUM and SRE_UNI_IS_DIGIT). */
 static inline int is_letter(Py_UCS4 c) {
-    return c != '_' && Py_UNICODE_ISALNUM(c) && !Py_UNICODE_ISDECIMAL(c);
+    return c != '_' && u_isalnum(c) && !u_isdecimal(c);
 }
 
 static PyObject *word_ids(PyObject *self, PyObject *args) {
@@ -826,18 +848,18 @@ static int is_separator(Py_UCS4 c) { /* junkstats._SEPARATOR_CHAR: [·|•»›]
 }
 
 static int not_label_char(Py_UCS4 c) { /* junkstats._NOT_LABEL: [=(){};<>\[\]$%@#\\/:\d] */
-    return (c < 128 && strchr("=(){};<>[]$%@#\\/:", (int)c) != NULL && c != 0) || Py_UNICODE_ISDECIMAL(c);
+    return (c < 128 && strchr("=(){};<>[]$%@#\\/:", (int)c) != NULL && c != 0) || u_isdecimal(c);
 }
 
 /* The end of junkstats._NUMBERING's match at lo ("2.1. ", "A. ", "iv. "), or lo when none. */
 static Py_ssize_t numbering_end(int kind, const void *data, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t j = lo;
     Py_UCS4 c = lo < hi ? READ(lo) : 0;
-    if (lo < hi && Py_UNICODE_ISDECIMAL(c)) { /* \d+(?:\.\d+)*\.? */
-        while (j < hi && Py_UNICODE_ISDECIMAL(READ(j))) j++;
-        while (j + 1 < hi && READ(j) == '.' && Py_UNICODE_ISDECIMAL(READ(j + 1))) {
+    if (lo < hi && u_isdecimal(c)) { /* \d+(?:\.\d+)*\.? */
+        while (j < hi && u_isdecimal(READ(j))) j++;
+        while (j + 1 < hi && READ(j) == '.' && u_isdecimal(READ(j + 1))) {
             j += 2;
-            while (j < hi && Py_UNICODE_ISDECIMAL(READ(j))) j++;
+            while (j < hi && u_isdecimal(READ(j))) j++;
         }
         if (j < hi && READ(j) == '.') j++;
     } else if (lo + 1 < hi && c >= 'A' && c <= 'Z' && READ(lo + 1) == '.') { /* [A-Z]\. */
@@ -865,11 +887,11 @@ static int is_label(PyObject *seg, Py_ssize_t lo, Py_ssize_t hi, PyObject *stop)
         int ok = (c < 128 && (isalpha((int)c) || c == '_'));
         for (Py_ssize_t i = lo + 1; ok && i < hi - 2; i++) {
             Py_UCS4 d = READ(i);
-            ok = Py_UNICODE_ISALNUM(d) || d == '_' || d == '.';
+            ok = u_isalnum(d) || d == '_' || d == '.';
         }
         if (ok) return 1;
     }
-    if (len == 0 || !Py_UNICODE_ISUPPER(READ(lo))) return 0;
+    if (len == 0 || !u_isupper(READ(lo))) return 0;
     Py_UCS4 last = READ(hi - 1);
     if (is_terminal(last) || last == ',') return 0;
     for (Py_ssize_t i = lo; i < hi; i++)
@@ -961,8 +983,8 @@ static PyObject *lower_digits0(PyObject *s) {
     }
     for (Py_ssize_t i = 0; i < n;) {
         Py_UCS4 c = READ(i);
-        if (Py_UNICODE_ISDECIMAL(c)) {
-            while (i < n && Py_UNICODE_ISDECIMAL(READ(i))) i++;
+        if (u_isdecimal(c)) {
+            while (i < n && u_isdecimal(READ(i))) i++;
             buf[m++] = '0';
         } else {
             buf[m++] = c;
@@ -978,7 +1000,7 @@ static PyObject *lower_digits0(PyObject *s) {
 static int all_chars(int kind, const void *data, Py_ssize_t lo, Py_ssize_t hi, int alpha) {
     if (hi <= lo) return 0;
     for (Py_ssize_t i = lo; i < hi; i++)
-        if (!(alpha ? Py_UNICODE_ISALPHA(READ(i)) : Py_UNICODE_ISALNUM(READ(i)))) return 0;
+        if (!(alpha ? u_isalpha(READ(i)) : u_isalnum(READ(i)))) return 0;
     return 1;
 }
 
@@ -1015,7 +1037,7 @@ static PyObject *line_starts(PyObject *self, PyObject *args) {
         if (nt > 1) { /* a token without any letter or digit is a bullet: joined to the next token */
             bullet = 1;
             for (Py_ssize_t j = ts[0]; j < te[0]; j++)
-                if (Py_UNICODE_ISALNUM(READ(j))) {
+                if (u_isalnum(READ(j))) {
                     bullet = 0;
                     break;
                 }
@@ -1127,7 +1149,7 @@ static PyObject *boilerplate_counts(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------------------- timestamps */
 
-#define DEC(i) ((i) < L && Py_UNICODE_ISDECIMAL(READ(i)))
+#define DEC(i) ((i) < L && u_isdecimal(READ(i)))
 
 /* junkstats._STAMP matches ln[:L] at i: (?<!\d)(?:\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}|1\d{9}(?:\.\d+)?)(?!\d).
  * The optional fraction never changes the outcome: after 1\d{9}, either the lookahead holds or a
@@ -1173,7 +1195,7 @@ static PyObject *stamped_lines(PyObject *self, PyObject *args) {
         Py_ssize_t L = PyUnicode_GET_LENGTH(ln);
         if (L > prefix) L = prefix;
         for (Py_ssize_t i = 0; i < L; i++)
-            if (stamp_at(kind, data, L, i)) {
+            if (DEC(i) && stamp_at(kind, data, L, i)) { /* every stamp starts with a digit */
                 found++;
                 break;
             }
@@ -1266,7 +1288,7 @@ static PyObject *nonascii_tokens(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------------------- quality inputs */
 
-static inline int is_word(Py_UCS4 c) { return c == '_' || Py_UNICODE_ISALNUM(c); } /* re's \w on str */
+static inline int is_word(Py_UCS4 c) { return c == '_' || u_isalnum(c); } /* re's \w on str */
 
 /* str.splitlines()'s line boundaries */
 static inline int is_line_break(Py_UCS4 c) {
@@ -1312,7 +1334,7 @@ static PyObject *tokens_joined(PyObject *text, const unsigned char *skip, Py_ssi
         if (i < n && skip && (Py_ssize_t)(c >> 3) < skip_len && (skip[c >> 3] >> (c & 7)) & 1) continue;
         if (i < n && is_word(c)) {
             if (!in_word && b.len && ubuf_put(&b, ' ') < 0) goto fail;
-            if (ubuf_put(&b, digits0 && Py_UNICODE_ISDECIMAL(c) ? '0' : c) < 0) goto fail;
+            if (ubuf_put(&b, digits0 && u_isdecimal(c) ? '0' : c) < 0) goto fail;
             in_word = 1;
             continue;
         }
@@ -1437,8 +1459,8 @@ static int alpha_lower(PyObject *s, Py_ssize_t lo, Py_ssize_t hi) {
     if (hi <= lo) return 0;
     for (Py_ssize_t i = lo; i < hi; i++) {
         Py_UCS4 c = READ(i);
-        if (!Py_UNICODE_ISALPHA(c) || Py_UNICODE_ISUPPER(c) || Py_UNICODE_ISTITLE(c)) return 0;
-        cased |= Py_UNICODE_ISLOWER(c);
+        if (!u_isalpha(c) || u_isupper(c) || u_istitle(c)) return 0;
+        cased |= u_islower(c);
     }
     return cased;
 }
@@ -1487,6 +1509,236 @@ static PyObject *split_words(PyObject *self, PyObject *args) {
         }
     }
     return PyLong_FromSsize_t(found);
+}
+
+/* ------------------------------------------------------------------------------- token table properties */
+
+/* the characters of a str: a bitmap of its ASCII ones, the str itself for the others */
+typedef struct {
+    uint64_t ascii[2];
+    PyObject *chars;
+} char_set;
+
+static void char_set_of(PyObject *chars, char_set *cs) {
+    cs->ascii[0] = cs->ascii[1] = 0;
+    cs->chars = chars;
+    for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(chars); i++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(chars, i);
+        if (c < 128) cs->ascii[c >> 6] |= 1ULL << (c & 63);
+    }
+}
+
+static inline int in_set_chars(Py_UCS4 c, const char_set *cs) {
+    return c < 128 ? (int)((cs->ascii[c >> 6] >> (c & 63)) & 1) : in_chars(c, cs->chars);
+}
+
+/* s[lo:hi] with the characters of cs stripped from both ends, as str.strip(chars) */
+static void strip_chars(PyObject *s, const char_set *cs, Py_ssize_t *lo, Py_ssize_t *hi) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t a = 0, b = PyUnicode_GET_LENGTH(s);
+    while (a < b && in_set_chars(READ(a), cs)) a++;
+    while (b > a && in_set_chars(READ(b - 1), cs)) b--;
+    *lo = a;
+    *hi = b;
+}
+
+/* s[lo:hi].lower(): ASCII lower-cased here, any other str by str.lower */
+static PyObject *lower_of(PyObject *s, Py_ssize_t lo, Py_ssize_t hi) {
+    if (PyUnicode_IS_ASCII(s)) {
+        PyObject *out = PyUnicode_New(hi - lo, 127);
+        if (!out) return NULL;
+        const Py_UCS1 *src = PyUnicode_1BYTE_DATA(s) + lo;
+        Py_UCS1 *dst = PyUnicode_1BYTE_DATA(out);
+        for (Py_ssize_t i = 0; i < hi - lo; i++) dst[i] = (src[i] >= 'A' && src[i] <= 'Z') ? src[i] + 32 : src[i];
+        return out;
+    }
+    PyObject *sub = (lo == 0 && hi == PyUnicode_GET_LENGTH(s)) ? (Py_INCREF(s), s) : PyUnicode_Substring(s, lo, hi);
+    if (!sub) return NULL;
+    PyObject *out = PyObject_CallMethod(sub, "lower", NULL);
+    Py_DECREF(sub);
+    return out;
+}
+
+/* tok_extend(new, low_index, low_words, core_index, edge) -> (low ids, sizes, alpha, plain: int64
+ * bytearrays, one per token; then ids, lengths and core ids of the new lower-cased forms) of
+ * curate.tokentable.TokenTable._add_many: per token t, len(t), any(map(str.isalpha, t)), whether
+ * t.strip(edge) is a lower-case word of 3+ letters, and the id of t.lower() in low_index; a form
+ * not there gets the next id (appended to low_words), and its stripped form's id in core_index
+ * (setdefault with the next id). */
+static PyObject *tok_extend(PyObject *self, PyObject *args) {
+    PyObject *tokens, *low_index, *low_words, *core_index, *edge;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!U:tok_extend", &PyList_Type, &tokens, &PyDict_Type, &low_index,
+                          &PyList_Type, &low_words, &PyDict_Type, &core_index, &edge))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    char_set cs;
+    char_set_of(edge, &cs);
+    int64_t *li = NULL, *size = NULL, *alpha = NULL, *plain = NULL;
+    PyObject *o_li = new_int64(n, &li), *o_size = new_int64(n, &size), *o_alpha = new_int64(n, &alpha),
+             *o_plain = new_int64(n, &plain);
+    PyObject *nj = PyList_New(0), *nlen = PyList_New(0), *ncore = PyList_New(0), *out = NULL;
+    if (!o_li || !o_size || !o_alpha || !o_plain || !nj || !nlen || !ncore) goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *t = PyList_GET_ITEM(tokens, k);
+        if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "tok_extend: tokens must be str");
+            goto done;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(t), lo, hi;
+        int kind = PyUnicode_KIND(t);
+        const void *data = PyUnicode_DATA(t);
+        size[k] = len;
+        alpha[k] = 0;
+        for (Py_ssize_t i = 0; i < len && !alpha[k]; i++) alpha[k] = u_isalpha(READ(i)) ? 1 : 0;
+        strip_chars(t, &cs, &lo, &hi);
+        plain[k] = (hi - lo > 2 && alpha_lower(t, lo, hi)) ? 1 : 0;
+        PyObject *low = lower_of(t, 0, len);
+        if (!low) goto done;
+        PyObject *got = PyDict_GetItemWithError(low_index, low); /* borrowed */
+        if (got) {
+            li[k] = PyLong_AsLongLong(got);
+            Py_DECREF(low);
+            if (li[k] == -1 && PyErr_Occurred()) goto done;
+            continue;
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(low);
+            goto done;
+        }
+        Py_ssize_t j = PyList_GET_SIZE(low_words), clo, chi;
+        PyObject *jo = PyLong_FromSsize_t(j);
+        int bad = !jo || PyDict_SetItem(low_index, low, jo) < 0 || PyList_Append(low_words, low) < 0
+                  || PyList_Append(nj, jo) < 0;
+        Py_XDECREF(jo);
+        if (bad) {
+            Py_DECREF(low);
+            goto done;
+        }
+        li[k] = j;
+        PyObject *lenobj = PyLong_FromSsize_t(PyUnicode_GET_LENGTH(low));
+        bad = !lenobj || PyList_Append(nlen, lenobj) < 0;
+        Py_XDECREF(lenobj);
+        strip_chars(low, &cs, &clo, &chi);
+        PyObject *core = bad ? NULL : PyUnicode_Substring(low, clo, chi);
+        Py_DECREF(low);
+        if (!core) goto done;
+        PyObject *cid = PyDict_GetItemWithError(core_index, core); /* borrowed */
+        if (cid) {
+            Py_INCREF(cid);
+        } else if (!PyErr_Occurred()) {
+            cid = PyLong_FromSsize_t(PyDict_GET_SIZE(core_index));
+            if (cid && PyDict_SetItem(core_index, core, cid) < 0) Py_CLEAR(cid);
+        }
+        Py_DECREF(core);
+        bad = !cid || PyList_Append(ncore, cid) < 0;
+        Py_XDECREF(cid);
+        if (bad) goto done;
+    }
+    out = Py_BuildValue("(OOOOOOO)", o_li, o_size, o_alpha, o_plain, nj, nlen, ncore);
+done:
+    Py_XDECREF(o_li);
+    Py_XDECREF(o_size);
+    Py_XDECREF(o_alpha);
+    Py_XDECREF(o_plain);
+    Py_XDECREF(nj);
+    Py_XDECREF(nlen);
+    Py_XDECREF(ncore);
+    return out;
+}
+
+/* s is in the str set words (-1: an error) */
+static int in_set(PyObject *words, PyObject *s) { return s ? PySet_Contains(words, s) : -1; }
+
+/* curate.tokentable._is_dict_token(tok, words, short): the stripped, lower-cased core is one letter
+ * run ([^\W\d_]+) found in words (3+ letters) or short (1-2); or, with letters >= 0.7 of it, every
+ * run of 3+ letters in words (none: the core in short). 1, 0, or -1 on an error. */
+static int dict_token(PyObject *tok, PyObject *words, PyObject *shortw, const char_set *cs) {
+    Py_ssize_t lo, hi;
+    strip_chars(tok, cs, &lo, &hi);
+    PyObject *core = lower_of(tok, lo, hi);
+    if (!core) return -1;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(core);
+    int kind = PyUnicode_KIND(core), res;
+    const void *data = PyUnicode_DATA(core);
+    int all_alpha = len > 0;
+    for (Py_ssize_t i = 0; i < len && all_alpha; i++) all_alpha = u_isalpha(READ(i)) ? 1 : 0;
+    if (all_alpha) { /* str.isalpha(): one letter run, the whole core */
+        res = in_set(len > 2 ? words : shortw, core);
+        Py_DECREF(core);
+        return res;
+    }
+    if (len == 0) {
+        Py_DECREF(core);
+        return 0;
+    }
+    Py_ssize_t letters = 0, long_runs = 0;
+    for (Py_ssize_t i = 0; i < len;) {
+        if (!is_letter(READ(i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < len && is_letter(READ(j))) j++;
+        letters += j - i;
+        i = j;
+    }
+    if (letters == 0 || (double)letters < 0.7 * (double)len) {
+        Py_DECREF(core);
+        return 0;
+    }
+    res = 1;
+    for (Py_ssize_t i = 0; i < len && res == 1;) {
+        if (!is_letter(READ(i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < len && is_letter(READ(j))) j++;
+        if (j - i > 2) {
+            long_runs++;
+            PyObject *run = PyUnicode_Substring(core, i, j);
+            res = in_set(words, run);
+            Py_XDECREF(run);
+        }
+        i = j;
+    }
+    if (res == 1 && long_runs == 0) res = in_set(shortw, core);
+    Py_DECREF(core);
+    return res;
+}
+
+/* dict_tokens(tokens, ids, words, short, edge) -> int64 bytearray: _is_dict_token of tokens[i] for
+ * each i of the int64 buffer ids (1 or 0) */
+static PyObject *dict_tokens(PyObject *self, PyObject *args) {
+    PyObject *tokens, *ids, *words, *shortw, *edge;
+    if (!PyArg_ParseTuple(args, "O!OOOU:dict_tokens", &PyList_Type, &tokens, &ids, &words, &shortw, &edge))
+        return NULL;
+    if (!PyAnySet_Check(words) || !PyAnySet_Check(shortw)) {
+        PyErr_SetString(PyExc_TypeError, "dict_tokens: words and short must be sets or frozensets");
+        return NULL;
+    }
+    Py_buffer view;
+    if (get_int64(ids, &view, "dict_tokens") < 0) return NULL;
+    Py_ssize_t n = view.len / 8, nt = PyList_GET_SIZE(tokens);
+    const int64_t *idv = (const int64_t *)view.buf;
+    char_set cs;
+    char_set_of(edge, &cs);
+    int64_t *flags;
+    PyObject *out = new_int64(n, &flags);
+    for (Py_ssize_t k = 0; out && k < n; k++) {
+        PyObject *tok = (idv[k] >= 0 && idv[k] < nt) ? PyList_GET_ITEM(tokens, idv[k]) : NULL;
+        if (!tok || !PyUnicode_Check(tok)) {
+            PyErr_SetString(PyExc_ValueError, "dict_tokens: an id outside the token list, or a token not a str");
+            Py_CLEAR(out);
+            break;
+        }
+        int r = dict_token(tok, words, shortw, &cs);
+        if (r < 0) Py_CLEAR(out);
+        else flags[k] = r;
+    }
+    PyBuffer_Release(&view);
+    return out;
 }
 
 /* ------------------------------------------------------------------------------- decontamination words */
@@ -2096,6 +2348,12 @@ static PyMethodDef methods[] = {
      "window_sizes(text, size) -> toxicity.window_sizes of the word counts of text.splitlines()"},
     {"split_words", split_words, METH_VARARGS,
      "split_words(sequence, anchors, words, edge) -> ocrstats.split_words(sequence, anchors, words)"},
+    {"tok_extend", tok_extend, METH_VARARGS,
+     "tok_extend(new, low_index, low_words, core_index, edge) -> (low ids, sizes, alpha, plain, new low ids, their "
+     "lengths, their core ids): the properties of new tokens of curate.tokentable.TokenTable"},
+    {"dict_tokens", dict_tokens, METH_VARARGS,
+     "dict_tokens(tokens, ids, words, short, edge) -> int64 bytearray: curate.tokentable._is_dict_token of "
+     "tokens[i] for each i of ids"},
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(text, cache) -> (bytearray of uint64: cache[w] for each match w of \\w+ in text, 0 where "
      "absent; [(position, word)] of the absent ones)"},

@@ -132,8 +132,9 @@ class TokenTable:
         self.tokens.extend(new)
         if self.compiled:
             native.compiled.tok_add(self.ctable, self.carena, new, i0)
-        else:
-            self.index.update(zip(new, range(i0, i0 + n), strict=True))
+            self._add_properties(new, i0)
+            return
+        self.index.update(zip(new, range(i0, i0 + n), strict=True))
         lows = list(map(str.lower, new))
         low_index = self.low_index
         li = list(map(low_index.get, lows))
@@ -155,6 +156,24 @@ class TokenTable:
         self.alpha[i0:i0 + n] = [any(map(str.isalpha, t)) for t in new]
         self.plain[i0:i0 + n] = [_plain(t) for t in new]
         self.low[i0:i0 + n] = li
+
+    def _add_properties(self, new: list[str], i0: int) -> None:
+        """The properties of :meth:`_add_many` (the lower-cased and stripped forms' ids in the same
+        order) from the compiled kernel."""
+        n = len(new)
+        li, size, alpha, plain, nj, nlen, ncore = native.compiled.tok_extend(
+            new, self.low_index, self.low_words, self.core_index, _EDGE_PUNCT)
+        if len(self.low_words) > len(self.low_len):
+            grow = np.zeros(max(1024, len(self.low_len), len(self.low_words) - len(self.low_len)), np.int64)
+            self.low_len = np.concatenate([self.low_len, grow])
+            self.low_core = np.concatenate([self.low_core, grow])
+        if nj:
+            self.low_len[nj] = nlen
+            self.low_core[nj] = ncore
+        self.size[i0:i0 + n] = np.frombuffer(size, np.int64)
+        self.alpha[i0:i0 + n] = np.frombuffer(alpha, np.int64)
+        self.plain[i0:i0 + n] = np.frombuffer(plain, np.int64)
+        self.low[i0:i0 + n] = np.frombuffer(li, np.int64)
 
     def ids(self, tokens: list[str]) -> np.ndarray:
         if self.compiled != (native.compiled is not None):
@@ -186,7 +205,11 @@ class TokenTable:
         todo = native.unique_counts(ids[flags[ids] < 0])[0]
         if len(todo):
             tokens, (words, short) = self.tokens, d
-            flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
+            if self.compiled and isinstance(words, (set, frozenset)) and isinstance(short, (set, frozenset)):
+                flags[todo] = np.frombuffer(native.compiled.dict_tokens(tokens, todo, words, short, _EDGE_PUNCT),
+                                            np.int64)
+            else:
+                flags[todo] = [_is_dict_token(tokens[i], words, short) for i in todo.tolist()]
         return flags[ids]
 
 

@@ -429,3 +429,58 @@ def test_utf8_len_of_long_latin1_text(n: int) -> None:
     """The 8-characters-at-a-time count of Latin-1 text, past its lanes' refill points."""
     for text in ("é" * n, "aé" * n, "\x80\xff" + "a" * n + "é"):
         assert native.compiled.utf8_len(text) == len(text.encode("utf-8"))
+
+
+TOKEN = st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters()), min_size=1, max_size=12).filter(
+    lambda t: t.split() == [t])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(TOKEN, max_size=30), max_size=6))
+def test_token_table_properties_equal_the_reference(batches: list[list[str]]) -> None:
+    """``TokenTable`` filled by the compiled kernels (``tok_extend``, ``dict_tokens``) holds what its
+    Python definition holds: ids, lower-cased and stripped forms, every per-token property, and the
+    dictionary flags, batch after batch."""
+    from curate.tokentable import TokenTable
+
+    words, short = ts.dictionary("en")
+    fast = TokenTable()
+    with reference():
+        slow = TokenTable()
+    for batch in batches:
+        got = fast.ids(batch)
+        with reference():
+            want = slow.ids(batch)
+        assert got.tolist() == want.tolist()
+        n, m = len(slow.tokens), len(slow.low_words)
+        assert fast.tokens == slow.tokens and fast.low_words == slow.low_words
+        assert fast.low_index == slow.low_index and fast.core_index == slow.core_index
+        for name in ("size", "alpha", "plain", "low"):
+            assert getattr(fast, name)[:n].tolist() == getattr(slow, name)[:n].tolist(), name
+        assert fast.low_len[:m].tolist() == slow.low_len[:m].tolist()
+        assert fast.low_core[:m].tolist() == slow.low_core[:m].tolist()
+        flags = fast.dict_flags("en", got, (words, short))
+        with reference():
+            want_flags = slow.dict_flags("en", want, (words, short))
+        assert flags.tolist() == want_flags.tolist()
+
+
+def test_character_classes_on_every_code_point() -> None:
+    """The kernels' character classes (letters of ``[^\\W\\d_]``, ``str.isalpha``, and ``str.islower``
+    with its upper- and title-case exclusions) answer as Python does for every code point."""
+    from curate.tokentable import TokenTable, _plain
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    letters = re.compile(r"[^\W\d_]")
+    text = " ".join(chars)
+    index = {c: i for i, c in enumerate(chars)}
+    ids = native.word_ids(text, index, -1).tolist()  # one id per letter run: here one letter
+    assert ids == [index[c] for c in chars if letters.fullmatch(c)]
+    table = TokenTable()
+    single = [c for c in chars if c.split() == [c]]
+    got = table.ids(single)
+    assert table.alpha[got].tolist() == [int(c.isalpha()) for c in single]
+    assert 0 < sum(table.alpha[got].tolist()) < len(single)
+    tokens = [f"ab{c}" for c in single]  # a lower-case word of 3 letters unless c is not one
+    got = table.ids(tokens)
+    assert table.plain[got].tolist() == [int(_plain(t)) for t in tokens]
