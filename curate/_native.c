@@ -1470,24 +1470,38 @@ static int alpha_lower(PyObject *s, Py_ssize_t lo, Py_ssize_t hi) {
  * stripped of edge on its left, the right one on its right), both lower-case letters of 5+ in
  * all, makes a word of words */
 static PyObject *split_words(PyObject *self, PyObject *args) {
-    PyObject *seq, *anchors, *words, *edge;
-    if (!PyArg_ParseTuple(args, "O!O!OU:split_words", &PyList_Type, &seq, &PyList_Type, &anchors, &words, &edge))
+    PyObject *seq, *anchors, *words, *edge, *ids_obj = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!OU|O:split_words", &PyList_Type, &seq, &PyList_Type, &anchors, &words, &edge,
+                          &ids_obj))
         return NULL;
     if (!PyAnySet_Check(words)) {
         PyErr_SetString(PyExc_TypeError, "split_words: words must be a set or frozenset");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(seq), found = 0, last = -2;
+    /* with ids (an int64 buffer), the sequence is seq[ids[0]], seq[ids[1]], ... */
+    Py_buffer view = {0};
+    const int64_t *ids = NULL;
+    if (ids_obj != NULL && ids_obj != Py_None) {
+        if (get_int64(ids_obj, &view, "split_words") < 0) return NULL;
+        ids = (const int64_t *)view.buf;
+    }
+    PyObject *res = NULL;
+    Py_ssize_t n = ids ? view.len / 8 : PyList_GET_SIZE(seq), n_seq = PyList_GET_SIZE(seq), found = 0, last = -2;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(anchors); k++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(anchors, k));
-        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i == -1 && PyErr_Occurred()) goto done;
         for (int side = 0; side < 2; side++) {
             Py_ssize_t a = side ? i : i - 1, b = side ? i + 1 : i;
             if (a <= last || a < 0 || b >= n) continue;
-            PyObject *x = PyList_GET_ITEM(seq, a), *y = PyList_GET_ITEM(seq, b);
+            Py_ssize_t ia = ids ? (Py_ssize_t)ids[a] : a, ib = ids ? (Py_ssize_t)ids[b] : b;
+            if (ia < 0 || ia >= n_seq || ib < 0 || ib >= n_seq) {
+                PyErr_SetString(PyExc_ValueError, "split_words: an id outside the sequence");
+                goto done;
+            }
+            PyObject *x = PyList_GET_ITEM(seq, ia), *y = PyList_GET_ITEM(seq, ib);
             if (!PyUnicode_Check(x) || !PyUnicode_Check(y)) {
                 PyErr_SetString(PyExc_TypeError, "split_words: the sequence must hold str");
-                return NULL;
+                goto done;
             }
             Py_ssize_t xl = 0, xh = PyUnicode_GET_LENGTH(x), yl = 0, yh = PyUnicode_GET_LENGTH(y);
             while (xl < xh && in_chars(PyUnicode_READ_CHAR(x, xl), edge)) xl++; /* x.lstrip(edge) */
@@ -1497,10 +1511,10 @@ static PyObject *split_words(PyObject *self, PyObject *args) {
             PyObject *xy = ys ? PyUnicode_Concat(xs, ys) : NULL;
             Py_XDECREF(xs);
             Py_XDECREF(ys);
-            if (!xy) return NULL;
+            if (!xy) goto done;
             int in = PySet_Contains(words, xy);
             Py_DECREF(xy);
-            if (in < 0) return NULL;
+            if (in < 0) goto done;
             if (in) {
                 found++;
                 last = b;
@@ -1508,7 +1522,68 @@ static PyObject *split_words(PyObject *self, PyObject *args) {
             }
         }
     }
-    return PyLong_FromSsize_t(found);
+    res = PyLong_FromSsize_t(found);
+done:
+    if (ids) PyBuffer_Release(&view);
+    return res;
+}
+
+/* text_token_ids(text, table, arena) -> (int64 bytearray: the id in a token table of tok_add of each
+ * token of text.split(), -1 where absent; [(position, token)] of the absent ones): token_ids of
+ * text.split() without a str object per known token */
+static PyObject *text_token_ids(PyObject *self, PyObject *args) {
+    PyObject *text, *table, *arena;
+    if (!PyArg_ParseTuple(args, "UO!O!:text_token_ids", &text, &PyByteArray_Type, &table, &PyByteArray_Type, &arena))
+        return NULL;
+    tok_header *hdr = NULL;
+    st_slot *slots = NULL;
+    uint32_t *cps = NULL;
+    uint64_t n_cps = 0;
+    int empty = PyByteArray_GET_SIZE(table) == 0; /* no key yet */
+    if (!empty && tok_view(table, arena, &hdr, &slots, &cps, &n_cps) < 0) return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), cap = 256, len = 0, i = 0;
+    int64_t *ids = PyMem_Malloc(cap * sizeof(int64_t));
+    PyObject *missing = PyList_New(0), *out = NULL;
+    if (!ids || !missing) {
+        if (!ids) PyErr_NoMemory();
+        goto done;
+    }
+    for (;;) {
+        while (i < n && SPACE(READ(i))) i++;
+        if (i >= n) break;
+        Py_ssize_t j = i + 1;
+        while (j < n && !SPACE(READ(j))) j++;
+        int64_t id = -1;
+        if (!empty) {
+            Py_ssize_t s = slot_of(slots, hdr->nslots, cps, n_cps, cp_hash(kind, data, i, j), kind, data, i, j);
+            if (s >= 0) id = slots[s].id;
+        }
+        if (id < 0) {
+            PyObject *pair = Py_BuildValue("(nN)", len, PyUnicode_Substring(text, i, j));
+            int bad = !pair || PyList_Append(missing, pair) < 0;
+            Py_XDECREF(pair);
+            if (bad) goto done;
+        }
+        if (len == cap) {
+            cap *= 2;
+            int64_t *grown = PyMem_Realloc(ids, cap * sizeof(int64_t));
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            ids = grown;
+        }
+        ids[len++] = id;
+        i = j;
+    }
+    PyObject *buf = PyByteArray_FromStringAndSize((const char *)ids, len * (Py_ssize_t)sizeof(int64_t));
+    if (buf) out = Py_BuildValue("(NO)", buf, missing);
+done:
+    PyMem_Free(ids);
+    Py_XDECREF(missing);
+    return out;
 }
 
 /* ------------------------------------------------------------------------------- token table properties */
@@ -2347,7 +2422,11 @@ static PyMethodDef methods[] = {
     {"window_sizes", window_sizes, METH_VARARGS,
      "window_sizes(text, size) -> toxicity.window_sizes of the word counts of text.splitlines()"},
     {"split_words", split_words, METH_VARARGS,
-     "split_words(sequence, anchors, words, edge) -> ocrstats.split_words(sequence, anchors, words)"},
+     "split_words(sequence, anchors, words, edge[, ids]) -> ocrstats.split_words(sequence, anchors, words); with "
+     "ids (int64), the sequence is sequence[ids[0]], sequence[ids[1]], ..."},
+    {"text_token_ids", text_token_ids, METH_VARARGS,
+     "text_token_ids(text, table, arena) -> (bytearray of int64 ids of text.split()'s tokens in a token table of "
+     "tok_add, -1 where absent; [(position, token)] of the absent ones)"},
     {"tok_extend", tok_extend, METH_VARARGS,
      "tok_extend(new, low_index, low_words, core_index, edge) -> (low ids, sizes, alpha, plain, new low ids, their "
      "lengths, their core ids): the properties of new tokens of curate.tokentable.TokenTable"},

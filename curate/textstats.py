@@ -96,7 +96,7 @@ def token_lows(text: str) -> tuple[np.ndarray, list[str], int]:
     got = _LOWS.get(id(text))
     if got is not None and got[0] is text and got[2] == _TABLE.generation:
         return got[1], _TABLE.low_words, got[2]
-    ids = _TABLE.ids(text.split())
+    ids = _TABLE.text_ids(text)
     return _TABLE.low[ids], _TABLE.low_words, _TABLE.generation
 
 
@@ -219,8 +219,8 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     (one ``Counter`` at C speed, then one Python pass over a few hundred distinct tokens instead
     of several passes over every token); every such statistic is a ratio of integer sums, so the
     values are exactly those of a pass over every token (tests/curate/test_textstats.py)."""
-    tokens = text.split()
-    n = len(tokens)
+    ids = _TABLE.text_ids(text)  # the ids of text.split()'s tokens
+    n = len(ids)
     lines, n_punct = native.text_lines(text)  # non-blank lines, those ending in _TERMINAL
     n_lines = len(lines) or 1
     # the first COMPRESS_PREFIX characters encode to at least COMPRESS_PREFIX bytes: same prefix
@@ -243,7 +243,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
                    line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None,
                    damaged_share=None, damaged_words=None)
         return out
-    lows, size, total = _token_stats(out, tokens, lang, lines)
+    lows, size, total = _token_stats(out, ids, lang, lines)
     _remember_lows(text, lows)
     distinct = _repetition_stats(out, lines, lows, size, total)
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
@@ -256,12 +256,11 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     return out
 
 
-def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | None,
+def _token_stats(out: dict[str, float | None], ids: np.ndarray, lang: str | None,
                  lines: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
-    """Token-table statistics of a document with words, into ``out``; returns its lower-cased token ids,
-    token lengths and their total."""
-    n = len(tokens)
-    ids = _TABLE.ids(tokens)
+    """Token-table statistics of a document with words (``ids``: the token table's ids of its
+    whitespace tokens), into ``out``; returns its lower-cased token ids, token lengths and their total."""
+    n = len(ids)
     size = _TABLE.size[ids]
     total = int(size.sum())
     out["mean_word_len"] = total / n
@@ -275,7 +274,7 @@ def _token_stats(out: dict[str, float | None], tokens: list[str], lang: str | No
     out["plain_share"] = n_plain / n
     out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
                         if in_dict is not None and n_plain >= 30 else None)
-    dmg = _damaged(tokens, lang, ids, plain & (in_dict == 0), lows) if (
+    dmg = _damaged(lang, ids, plain & (in_dict == 0), lows) if (
         in_dict is not None and n_plain >= DAMAGED_MIN_WORDS) else None
     out["damaged_words"] = float(dmg) if dmg is not None else None
     out["damaged_share"] = dmg / n_plain if dmg is not None else None
@@ -305,8 +304,9 @@ class _Cores:
         return j is not None and bool(self.mark[j])
 
 
-def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> int | None:
-    """``ocrstats.damaged_words`` of a document from its token-table ids."""
+def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> int | None:
+    """``ocrstats.damaged_words`` of a document from its token-table ids (the document's whitespace
+    tokens are ``_TABLE.tokens[i]`` for ``i`` in ``ids``)."""
     tokens = _TABLE.tokens
     uniq, counts = native.unique_counts(ids)
     # ocrstats._kind's tokens (2+ chars, not plain) that occur once: damaged_words counts no other
@@ -325,9 +325,9 @@ def _damaged(sequence: list[str], lang: str, ids: np.ndarray, oov: np.ndarray, l
     anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
     broken = 0
     if anchors and native.compiled is not None:
-        broken = native.compiled.split_words(sequence, anchors, dictionary(lang)[0], _EDGE_PUNCT)
+        broken = native.compiled.split_words(tokens, anchors, dictionary(lang)[0], _EDGE_PUNCT, ids)
     elif anchors:
-        broken = split_words(sequence, anchors, dictionary(lang)[0])
+        broken = split_words([tokens[i] for i in ids.tolist()], anchors, dictionary(lang)[0])
     return damaged_words([tokens[i] for i in uniq.tolist()], counts.tolist(), list(cores), list(cores.values()),
                          present, lang, broken)
 

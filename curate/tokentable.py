@@ -198,6 +198,29 @@ class TokenTable:
             got[where] = [fresh[tokens[i]] for i in where]
         return got
 
+    def text_ids(self, text: str) -> np.ndarray:
+        """``ids(text.split())``: with the compiled module the tokens are read from the text, and
+        only new ones become str objects."""
+        if not self.compiled or native.compiled is None:
+            return self.ids(text.split())
+        got, missing = native.compiled.text_token_ids(text, self.ctable, self.carena)
+        got = np.frombuffer(got, np.int64)
+        if len(self.tokens) + len(got) > self.max_tokens:  # as ids(): bounded, then looked up again
+            self.shrink()
+            if len(self.tokens) + len(got) > self.max_tokens:
+                self.clear()
+            got, missing = native.compiled.text_token_ids(text, self.ctable, self.carena)
+            got = np.frombuffer(got, np.int64)
+        if missing:
+            # new tokens take ids in the order of their first occurrence
+            new = list(dict.fromkeys(tok for _, tok in missing))
+            i0 = len(self.tokens)
+            self._add_many(new)
+            fresh = dict(zip(new, range(i0, i0 + len(new)), strict=True))
+            got = got.copy() if not got.flags.writeable else got
+            got[[i for i, _ in missing]] = [fresh[tok] for _, tok in missing]
+        return got
+
     def dict_flags(self, lang: str, ids: np.ndarray, d: tuple[frozenset[str], frozenset[str]]) -> np.ndarray:
         flags = self.in_dict.get(lang)
         if flags is None:

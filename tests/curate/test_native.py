@@ -178,6 +178,10 @@ def test_split_words_kernel(seq: list[str], data) -> None:
     words = frozenset(["packet", "override", "overrides", "résumé", "banana", "nanaba", "pacolet"])
     anchors = sorted(set(data.draw(st.lists(st.integers(0, max(0, len(seq) - 1)), max_size=6)))) if seq else []
     assert native.compiled.split_words(seq, anchors, words, _EDGE) == split_words(seq, anchors, words)
+    # the sequence given as ids into a list of distinct tokens (the token table's form)
+    distinct = list(dict.fromkeys(seq))
+    ids = np.array([distinct.index(t) for t in seq], np.int64)
+    assert native.compiled.split_words(distinct, anchors, words, _EDGE, ids) == split_words(seq, anchors, words)
 
 
 @settings(max_examples=300, deadline=None)
@@ -484,3 +488,23 @@ def test_character_classes_on_every_code_point() -> None:
     tokens = [f"ab{c}" for c in single]  # a lower-case word of 3 letters unless c is not one
     got = table.ids(tokens)
     assert table.plain[got].tolist() == [int(_plain(t)) for t in tokens]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXT, max_size=5))
+def test_text_token_ids_are_the_ids_of_the_split_text(texts: list[str]) -> None:
+    """``TokenTable.text_ids(text)`` (tokens read from the text by the kernel) gives the ids, new
+    tokens and table of ``TokenTable.ids(text.split())``, text after text."""
+    from curate.tokentable import TokenTable
+
+    fast, slow = TokenTable(), TokenTable()
+    for text in texts:
+        assert fast.text_ids(text).tolist() == slow.ids(text.split()).tolist()
+        assert fast.tokens == slow.tokens
+
+
+def test_text_token_ids_refuse_a_bad_table() -> None:
+    with pytest.raises(ValueError, match="not a token table"):
+        native.compiled.text_token_ids("a b", bytearray(b"\x00" * 40), bytearray())
+    got, missing = native.compiled.text_token_ids("  a\u3000b\x85 ", bytearray(), bytearray())
+    assert np.frombuffer(got, np.int64).tolist() == [-1, -1] and missing == [(0, "a"), (1, "b")]
