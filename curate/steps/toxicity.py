@@ -302,15 +302,16 @@ class ToxicityScorer(Annotator):
             codes = self._codes[lang] = TokenCodes(counter, ob)
         return codes
 
-    def _badwords_shared(self, text: str, lang: str, low: str, lows: np.ndarray, table: list[str],
+    def _badwords_shared(self, text: str, lang: str, lows: np.ndarray, table: list[str],
                          generation: int) -> int | None:
-        """``count_badwords`` given the text's tokens as ids of the shared token table."""
+        """``count_badwords`` given the text's tokens as ids of the shared token table (the text is
+        lower-cased only where a token's code asks for a look at it)."""
         if lang in NO_SPACE_LANGS or lang not in self.lists:
-            return self.count_badwords(text, lang, low)
+            return self.count_badwords(text, lang)
         counter = self._patterns.get(lang)
         if counter is None:
             counter = self._patterns[lang] = BadwordCounter(self.lists[lang], lang)
-        return self._token_codes(lang, counter).count_lows(low, lows, table, generation)
+        return self._token_codes(lang, counter).count_lows(text, lows, table, generation)
 
     def annotate(self, doc: Document) -> None:
         res = self.filter_batch([doc])[0]
@@ -338,9 +339,8 @@ class ToxicityScorer(Annotator):
             try:
                 lang = self._lang(doc)
                 if shared:
-                    low = doc.text.lower()
                     lows, table, gen = textstats.token_lows(doc.text)
-                    doc.metadata["badwords"] = self._badwords_shared(doc.text, lang, low, lows, table, gen)
+                    doc.metadata["badwords"] = self._badwords_shared(doc.text, lang, lows, table, gen)
                     doc.metadata["toxicity"] = None
                     if self.cfg.model != "none" and lang in self.cfg.model_languages:
                         w = native.compiled.window_sizes(doc.text, size)  # lower-casing moves no space
@@ -363,17 +363,22 @@ class ToxicityScorer(Annotator):
                 results[i] = error_drop(self.step_name, doc, exc)
         if sizes:
             if shared:
-                probs = self._model.probabilities_codes(np.concatenate(parts), sizes).tolist()
+                probs = self._model.probabilities_codes(np.concatenate(parts), sizes)
             elif flat:
-                probs = self._model.probabilities_flat(words, sizes, lowered=lowered).tolist()
+                probs = self._model.probabilities_flat(words, sizes, lowered=lowered)
             else:
                 bounds = [0, *accumulate(sizes)]
                 probs = self._predict([words[a:b] for a, b in zip(bounds, bounds[1:], strict=False)])
-            best: dict[int, float] = {}
-            for i, p in zip(owners, probs, strict=True):
-                best[i] = max(best.get(i, 0.0), p)
-            for i, p in best.items():
-                batch[i].metadata["toxicity"] = round(float(p), 6)
+            probs = np.asarray(probs, dtype=np.float64)
+            owner = np.asarray(owners, dtype=np.int64)
+            if len(probs) != len(owner):
+                raise ValueError("toxicity: one probability per window expected")
+            # each document's windows are consecutive: the score is the largest of them and 0.0,
+            # NaN left out (what max(best, p) from 0.0 keeps, window by window)
+            first = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
+            best = np.fmax(np.fmax.reduceat(probs, first), 0.0)
+            for i, p in zip(owner[first].tolist(), best.tolist(), strict=True):
+                batch[i].metadata["toxicity"] = round(p, 6)
         return results
 
 

@@ -126,10 +126,37 @@ class TokenCodes(dict):
         self[token] = code
         return code
 
-    def count_lows(self, low: str, lows: np.ndarray, words: list[str], generation: int) -> int:
-        """:meth:`count` of ``low`` (lower-cased) given its tokens as ids of the shared token table
-        (``textstats.token_lows``): each id's code is kept in an array, so a text costs one
-        gather instead of a dict lookup per distinct token."""
+    def codes_of(self, tokens: list[str]) -> list[int]:
+        """``[self[t] for t in tokens]`` (distinct tokens): the codes of those not seen yet are
+        computed together and stored with one ``update``."""
+        got = list(map(self.get, tokens))
+        if None not in got:
+            return got
+        todo = [k for k, c in enumerate(got) if c is None]
+        new = [tokens[k] for k in todo]
+        runs = list(map(self.counter.token_runs, new))
+        flags = list(map(self.obfuscated.flags, new)) if self.obfuscated else [0] * len(new)
+        index, table = self.index, self.table
+        codes = list(map(index.get, zip(runs, flags, strict=True)))
+        if None in codes:
+            for k, c in enumerate(codes):
+                if c is None:
+                    pair = (runs[k], flags[k])
+                    c = index.get(pair)
+                    if c is None:
+                        c = index[pair] = len(table)
+                        table.append(pair)
+                    codes[k] = c
+        self.update(zip(new, codes, strict=True))
+        for k, c in zip(todo, codes, strict=True):
+            got[k] = c
+        return got
+
+    def count_lows(self, text: str, lows: np.ndarray, words: list[str], generation: int,
+                   low: str | None = None) -> int:
+        """:meth:`count` of ``text.lower()`` (``low``, computed here when not given and needed) given
+        its tokens as ids of the shared token table (``textstats.token_lows``): each id's code is
+        kept in an array, so a text costs one gather instead of a dict lookup per distinct token."""
         if len(self) > 1_000_000:
             self.clear()
         if self._by_low_gen != generation or len(self) == 0:
@@ -138,10 +165,15 @@ class TokenCodes(dict):
             self._by_low = np.concatenate([self._by_low, np.full(len(words) - len(self._by_low) + 1024, -1)])
         codes = self._by_low[lows]
         if (codes < 0).any():
-            for i in native.unique_counts(lows[codes < 0])[0].tolist():
-                self._by_low[i] = self[words[i]]
+            todo = native.unique_counts(lows[codes < 0])[0]
+            self._by_low[todo] = self.codes_of([words[i] for i in todo.tolist()])
             codes = self._by_low[lows]
-        kinds = set(native.unique_counts(codes)[0].tolist())
+        if not codes.any():  # every token has code 0: nothing to look at
+            return 0
+        # code 0 adds no run and no flag: the distinct codes other than 0 decide
+        kinds = set(native.unique_counts(codes[codes != 0])[0].tolist())
+        if low is None:
+            low = text.lower()
 
         def hits() -> set[str]:
             hit_codes = [c for c in kinds if self.table[c][1] & HIT]
@@ -154,8 +186,8 @@ class TokenCodes(dict):
         its ``split()``)."""
         if len(self) > 1_000_000:
             self.clear()
-        distinct = set(tokens)
-        codes = list(map(self.__getitem__, distinct))
+        distinct = list(set(tokens))
+        codes = self.codes_of(distinct)
 
         def hits() -> set[str]:
             return {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & HIT}

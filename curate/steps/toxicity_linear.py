@@ -29,7 +29,7 @@ import hashlib
 import importlib.util
 import os
 import re
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,9 @@ class LinearWindowModel:
         self._by_low = np.zeros(0, np.int64)  # per id of the shared token table: the code, -1 unknown
         self._by_low_key: tuple[int, int] = (-1, -1)  # (table generation, code cache epoch) it holds
         self._epoch = 0  # +1 whenever the code caches are cleared
+        self._multi_np: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None  # see _multi_arrays
+        # the token pattern finds a word of word characters whole (see _codes), and no term is shorter
+        self._alnum_exact = token_pattern in WORD_PATTERNS and all(len(t) >= 2 for t in self.terms)
         if not (len(self.terms) == len(self.idf) == self.weights.shape[0]
                 and self.weights.shape[1] == len(self.intercepts) == len(self.cal_a) == len(self.cal_b)):
             raise ValueError("toxicity weights: inconsistent array shapes")
@@ -169,7 +172,18 @@ class LinearWindowModel:
             self.bound_caches()
         cache = self._codes_low if lowered else self._codes_raw
         find, vocab, multi = self._token.findall, self.vocab, self._multi
-        for w in set(words).difference(cache):
+        new = set(words).difference(cache)
+        if new and self._alnum_exact:
+            # a word of word characters only (str.isalnum: the \w class of re, less "_") is one
+            # token, itself, with 2+ characters, and no token with 1: its code is its vocabulary id
+            # or -2 (every term has 2+ characters)
+            low = lowered or not self.lowercase
+            simple = [w for w in new if (w if low else w.lower()).isalnum()]
+            if simple:
+                src = simple if low else list(map(str.lower, simple))
+                cache.update(zip(simple, map(vocab.get, src, repeat(-2)), strict=True))
+                new.difference_update(simple)
+        for w in new:
             if w and w.split() != [w]:
                 raise ValueError("toxicity windows must be lists of whitespace-free words")
             ids = [i for i in map(vocab.get, find(w if lowered or not self.lowercase else w.lower())) if i is not None]
@@ -198,6 +212,19 @@ class LinearWindowModel:
             raise ValueError("toxicity windows: the window lengths do not add up to the words")
         return self.probabilities_codes(self._codes(words, lowered), win_lens)
 
+    def _multi_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``self._multi`` as arrays: its lists' ids one after another, each list's start and size
+        (rebuilt when lists were added or cleared since the last call)."""
+        multi = self._multi
+        got = self._multi_np
+        if got is None or got[0] != len(multi) or got[1] != self._epoch:
+            size = np.fromiter(map(len, multi), np.int64, len(multi))
+            start = np.zeros(len(multi), np.int64)
+            np.cumsum(size[:-1], out=start[1:])
+            flat = np.fromiter(chain.from_iterable(multi), np.int64, int(size.sum()))
+            got = self._multi_np = (len(multi), self._epoch, flat, start, size)
+        return got[2], got[3], got[4]
+
     def probabilities_codes(self, codes: np.ndarray, win_lens: list[int]) -> np.ndarray:
         """``probabilities_flat`` of words given as their codes (``_codes``, ``codes_of_lows``; all of
         one epoch of the code caches)."""
@@ -214,10 +241,13 @@ class LinearWindowModel:
         win, ids = win_of[one], codes[one]
         several = np.flatnonzero(codes <= -3)
         if len(several):  # words of several tokens: each token counts for the word's window
-            extra = [(int(win_of[p]), i) for p in several.tolist() for i in self._multi[-3 - int(codes[p])]]
-            ew, ei = zip(*extra, strict=True)
-            win = np.concatenate([win, np.asarray(ew, dtype=np.int64)])
-            ids = np.concatenate([ids, np.asarray(ei, dtype=np.int64)])
+            flat, start, size = self._multi_arrays()
+            m = -3 - codes[several]
+            n_tok = size[m]
+            # the positions in ``flat`` of each word's tokens, word after word
+            first = np.repeat(start[m] - (np.cumsum(n_tok) - n_tok), n_tok)
+            win = np.concatenate([win, np.repeat(win_of[several], n_tok)])
+            ids = np.concatenate([ids, flat[first + np.arange(len(first))]])
         n_terms = len(self.terms)
         # the counts of each (window, term): the order of the pairs above does not matter
         keys, counts = np.unique(win * n_terms + ids, return_counts=True)

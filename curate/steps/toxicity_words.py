@@ -61,6 +61,7 @@ _ALPHA = re.compile(r"[a-z]+")
 _DOTTED = re.compile(r"[a-z]\.[a-z]")  # "f.u.c.k": a spaced word written with dots
 HIT, SPACED = 1, 2
 _OBFUSCATION_CHARS = dict.fromkeys(map(ord, "".join(LEET) + MASK))  # str.translate: delete them
+_LEET_CHARS = dict.fromkeys(map(ord, "".join(LEET)))  # str.translate: delete the leet characters
 _OBFUSCATING = re.compile("[" + re.escape("".join(LEET) + MASK) + "]")  # a leet or masking character
 
 
@@ -247,7 +248,9 @@ class ObfuscatedWords:
             return False
         if not _SYMBOLIC.search(core) or not _OBFUSCATING.search(core):
             return False
-        return any(self._letters_hit(v) or v in self.words for v in _deleet(core)) or self._masked(core)
+        # _deleet spells only cores of letters and leet characters (the core holds a letter here)
+        spelt = core.translate(_LEET_CHARS).isalpha()
+        return (spelt and any(self._letters_hit(v) or v in self.words for v in _deleet(core))) or self._masked(core)
 
     def _letters_hit(self, w: str) -> bool:
         """An inflection, compound or stretched spelling of a list word (``w``: ASCII letters)."""
@@ -262,7 +265,8 @@ class ObfuscatedWords:
         bases = self.inflected.get(w)
         if bases is not None and (zipf is None or any(zipf < self.vocab.get(b, 0.0) for b in bases)):
             return True
-        if zipf is not None or any(w.endswith(suf) and w[:-len(suf)] in self.vocab for suf in INFLECT):
+        if zipf is not None or (w.endswith(INFLECT) and any(w.endswith(suf) and w[:-len(suf)] in self.vocab
+                                                            for suf in INFLECT)):
             return False  # an English word (or its inflection) that is not listed: no compound reading
         for k in self.root_lens:
             if len(w) - k < 3:
@@ -273,13 +277,19 @@ class ObfuscatedWords:
 
     def _masked(self, core: str) -> bool:
         """``core`` with masking characters (or unmapped symbols) matched as one-letter wildcards."""
-        chars = [c if c.isalpha() else ("?" if c in MASK or c in LEET else "") for c in core]
-        if "" in chars or not chars[0].isalpha() or not chars[-1].isalpha():
+        if not (core[:1].isalpha() and core[-1:].isalpha()):
             return False
-        known = sum(c != "?" for c in chars)
-        if known < 2 or known * 2 < len(chars) - 1:
+        letters = core.translate(_OBFUSCATION_CHARS)  # the letters, once leet and masking characters go
+        if not letters.isalpha():  # a character that is neither a letter nor leet nor masking
             return False
-        for w in self.by_shape.get((len(chars), chars[0], chars[-1]), ()):
+        known = len(letters)
+        if known < 2 or known * 2 < len(core) - 1:
+            return False
+        shaped = self.by_shape.get((len(core), core[0], core[-1]), ())
+        if not shaped and (len(core) - known > 2 or len(core) < ROOT_MIN + 3):
+            return False  # no list word of this shape, and too many wildcards or too short for _masked_derived
+        chars = [c if c.isalpha() else "?" for c in core]
+        for w in shaped:
             if all(c == "?" or c == x for c, x in zip(chars, w, strict=True)):
                 return True
         return self._masked_derived(core, chars)
