@@ -168,3 +168,34 @@ def anchored(rx: re.Pattern[str], text: str, low: str, heads: tuple[str, ...], s
         if m is not None:
             yield m
             end = max(m.end(), p + 1)
+
+
+def literal_words(rx: re.Pattern[str]) -> tuple[str, ...]:
+    """The words of ``rx``, an alternation of plain literals none of which is a prefix of another
+    (so at most one of them matches at any position); ``ValueError`` for any other pattern."""
+    words = tuple(rx.pattern.split("|"))
+    if rx.flags & ~re.UNICODE or any(not w or re.escape(w) != w for w in words) \
+            or any(a != b and b.startswith(a) for a in words for b in words):
+        raise ValueError(f"not an alternation of plain, prefix-free literals: {rx.pattern!r}")
+    return words
+
+
+def literal_spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The spans of ``rx.finditer(low)`` for ``rx`` the alternation of ``words`` (``literal_words``):
+    every occurrence of every word, found with ``str.find``, then the leftmost non-overlapping ones
+    from the start on, as ``finditer`` takes them."""
+    hits: list[tuple[int, int]] = []
+    for w in words:
+        n = len(w)
+        q = low.find(w)
+        while q >= 0:
+            hits.append((q, q + n))
+            q = low.find(w, q + 1)
+    hits.sort()
+    out: list[tuple[int, int]] = []
+    end = 0
+    for s, e in hits:
+        if s >= end:
+            out.append((s, e))
+            end = e
+    return out

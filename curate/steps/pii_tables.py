@@ -53,7 +53,10 @@ class ContextNumbers:
         of the SSN words; open when a word is not ASCII, whose case folds differ) and ``@header``
         (a header word: without one no column is named)."""
         words = [w.lower() for w in self._words]
-        ssn = "|".join(folded(w) for w in words) if all(w.isascii() for w in words) and words else r"[\x00-\xff]"
+        # the words' regex has no letter on either side of a match; no character but a letter
+        # lower-cases to an ASCII letter, so none stands there in the lower-cased text either
+        ssn = (r"(?:^|[^a-z])(?:" + "|".join(folded(w) for w in words) + r")(?:[^a-z]|$)"
+               if all(w.isascii() for w in words) and words else r"[\x00-\xff]")
         return {"@ssn": ssn, "@header": "|".join(literal(w) for w in _HEADER_WORDS)}
 
     def spans(self, text: str, low: str, clusters: list[tuple[int, int]] | None = None,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from curate.steps.gate_scan import folded
+from curate.steps.gate_scan import folded, literal_spans, literal_words
 
 # detect-secrets plugin class -> our type (placeholder ``<TYPE>``)
 PLUGINS = {
@@ -75,7 +75,8 @@ GATES: dict[str, tuple[tuple[str, Any], ...]] = {  # alternatives: the plugin ru
     "cloudant.CloudantDetector": (("all", (("rx", re.compile(r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)"
                                                              r"|(?i:cloudant\.com)")),
                                            ("long", re.compile(r"[0-9a-f]{64}|[a-z]{24}", re.IGNORECASE)))),),
-    "discord.DiscordBotTokenDetector": (("long", re.compile(r"[MNO][a-zA-Z\d_-]{23,25}\.")),),
+    # its one pattern (detect-secrets 1.5's own)
+    "discord.DiscordBotTokenDetector": (("long", re.compile(r"[MNO][a-zA-Z\d_-]{23,25}\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),),
     "github_token.GitHubTokenDetector": (("lower", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),),
     "gitlab_token.GitLabTokenDetector": (("lower", ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941",
                                                     "glcbt-", "glimt-", "glptt-")),),
@@ -86,7 +87,8 @@ GATES: dict[str, tuple[tuple[str, Any], ...]] = {  # alternatives: the plugin ru
                                                    ("long", re.compile(r"[a-zA-Z0-9_\-]{44}")))),),
     "ibm_cos_hmac.IbmCosHmacDetector": (("long", re.compile(r"[a-f0-9]{48}", re.IGNORECASE)),),
     "jwt.JwtTokenDetector": (("lower", ("eyj",)),),
-    "mailchimp.MailchimpDetector": (("lower", ("-us",)),),
+    # its one pattern's head and suffix (case-sensitive ASCII: the lower-cased text holds it as it stands)
+    "mailchimp.MailchimpDetector": (("rx", re.compile(r"[0-9a-z]{32}-us[0-9]")),),
     "npm.NpmDetector": (("lower", ("_authtoken",)),),
     "openai.OpenAIDetector": (("lower", ("t3blbkfj",)),),
     "private_key.PrivateKeyDetector": (("lower", ("private key", "putty-user-key")),),
@@ -116,6 +118,7 @@ _WHOLE_VALUE = frozenset({"SECRET_PASSWORD", "SECRET_URL_PASSWORD", "SECRET_PRIV
 # lines the keyword plugin can fire on hold one of its words (detect-secrets' DENYLIST) and, for
 # its default (quotes-required) patterns, a quote; other lines never reach its dozen regexes
 _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase")  # searched in the lower-cased text
+_KEYWORD_WORDS = literal_words(_KEYWORD_HINT)  # its matches are found with str.find (gate_scan.literal_spans)
 _QUOTE = re.compile("[\'\"`]")
 # shapes for the gate scan (``curate.steps.gate_scan``, bytes of the lower-cased text): a run of
 # _LONG bytes without ASCII whitespace (every token of _LONG characters is one: str.split() splits
@@ -129,7 +132,8 @@ _MAX_LINE = 4000  # the keyword plugin's regexes backtrack on very long lines: r
 # and match at least _LONG characters: a match in the text lies in one long token and one in the
 # joined long tokens cannot cross the joining space, so searching the text answers the same
 _TEXT_EQUIVALENT = frozenset({
-    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", r"[0-9a-f]{64}|[a-z]{24}", r"[MNO][a-zA-Z\d_-]{23,25}\.",
+    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", r"[0-9a-f]{64}|[a-z]{24}",
+    r"[MNO][a-zA-Z\d_-]{23,25}\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}",
     r"[a-zA-Z0-9_\-]{44}", r"[a-f0-9]{48}", r"(?:AC|SK)[a-z0-9]{32}"})
 # For most "rx" and "long" gate patterns of GATES: a bytes pattern that matches the lower-cased
 # text's UTF-8 wherever the gate pattern matches the text (or its long tokens), so the scan can rule
@@ -145,8 +149,9 @@ _LOW_SUPERSETS: dict[str, str] = {
     r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|(?i:cloudant\.com)":
         r"cl(?:oudant|ou)?[-_]?(?:api)?(?:key|pw|pass|token)|cloudant\.com",
     r"(?:key|pwd|pass|token)[^\n]*?[a-zA-Z0-9_\-]{44}": r"(?:key|pwd|pass|token)[^\n]*[a-z0-9_\-]{44}",
-    # discord: the 24+ characters before its dot (its class, \d widened to any non-ASCII byte)
-    r"[MNO][a-zA-Z\d_-]{23,25}\.": r"[a-z0-9_\-\x80-\xff]{24}\.",
+    # discord: its two dots and what follows the first (its class, \d widened to any non-ASCII
+    # byte: 6 characters take 6 to 24 bytes)
+    r"[MNO][a-zA-Z\d_-]{23,25}\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}": r"\.[a-z0-9_\-\x80-\xff]{6,24}\.[a-z0-9_\-\x80-\xff]{27}",
     r"(?:AC|SK)[a-z0-9]{32}": r"(?:ac|sk)[a-z0-9]{32}",
     r"://[^:/?#\[\]@!$&'()*+,;=\s]+:[^:/?#\[\]@!$&'()*+,;=\s]+@":
         r"://[^:/?#\[\]@!$&'()*+,;=\x09-\x0d\x20]+:[^:/?#\[\]@!$&'()*+,;=\x09-\x0d\x20]+@",
@@ -154,7 +159,9 @@ _LOW_SUPERSETS: dict[str, str] = {
     r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"][0-9a-zA-Z/+]{40}['\"]":
         folded("aws") + r"[^\n]{0,80}(?:key|pwd|pw|" + folded("pass") + r"|token)[^\n]{0,80}['\"]"
         r"(?:[0-9a-z/+]|\xc5\xbf|\xc4\xb1){40}['\"]",
-    r"[a-f0-9]{48}": rf"(?:[a-f0-9]|{_N}){{48}}",
+    # IGNORECASE: no character but the ASCII ones matches [a-f0-9]
+    r"[a-f0-9]{48}": r"[a-f0-9]{48}",
+    r"[0-9a-z]{32}-us[0-9]": r"[0-9a-z]{32}-us[0-9]",
     r"\d{8}:": r"[0-9\x80-\xff]{8}:",
 }
 
@@ -224,7 +231,7 @@ class SecretsDetector:
         from curate.steps.secrets_context import context_patterns
 
         lits = {w for _, _, gate in self._plugins if gate for how, what in gate
-                if how in ("lower", "long_lower") for w in what} | {"private key-----"}
+                if how in ("lower", "long_lower") for w in what} | {"private key-----", *_KEYWORD_WORDS}
         # the "rx" and "long" gate patterns the scan can rule out first: pattern -> scan name
         self._pre = {rx: f"@gate{i}" for i, rx in enumerate(sorted(_LOW_SUPERSETS))}
         self._scan = GateScan({**{w: literal(w) for w in sorted(lits)}, **_SCAN_SHAPES,
@@ -268,7 +275,9 @@ class SecretsDetector:
                 out |= names
         return out
 
-    def _keyword_values(self, text: str, low: str) -> list[str]:
+    def _keyword_values(self, text: str, low: str, present: frozenset[str] | None = None) -> list[str]:
+        """``present``: the gates of ``self.lowered(text)`` (its words of _KEYWORD_HINT are those
+        searched for); ``None``: every word."""
         from detect_secrets.filters import heuristic as h
 
         from curate.steps.secrets_context import is_placeholder
@@ -276,12 +285,13 @@ class SecretsDetector:
         plugin, _ = self._keyword
         out = []
         last_line = -1
-        for hint_m in _KEYWORD_HINT.finditer(low):
-            ls = text.rfind("\n", 0, hint_m.start()) + 1
+        words = _KEYWORD_WORDS if present is None else tuple(w for w in _KEYWORD_WORDS if w in present)
+        for hint_start, hint_end in literal_spans(low, words):  # _KEYWORD_HINT.finditer(low)
+            ls = text.rfind("\n", 0, hint_start) + 1
             if ls == last_line:
                 continue  # one look per line
             last_line = ls
-            le = text.find("\n", hint_m.end())
+            le = text.find("\n", hint_end)
             line = text[ls:le if le >= 0 else len(text)]
             if not _QUOTE.search(line) or not _KEYWORD_LINE.search(line):
                 continue
@@ -355,7 +365,7 @@ class SecretsDetector:
                 elif v:
                     values += [(x, kind) for x in _whole_token(plugin, text, v)]
         if self._keyword is not None and "@keyword_line" in present:
-            values += [(v, self._keyword[1]) for v in self._keyword_values(text, low)]
+            values += [(v, self._keyword[1]) for v in self._keyword_values(text, low, present)]
         for value, kind in dict.fromkeys(values):
             start = text.find(value)
             while start >= 0:

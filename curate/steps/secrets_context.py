@@ -18,13 +18,14 @@ from detect_secrets.filters import heuristic
 from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
 from curate.steps import secrets_gates
-from curate.steps.gate_scan import GateScan, anchored
-from curate.steps.secrets_starts import _CALL_STARTS, _CLI_STARTS
+from curate.steps.gate_scan import GateScan, anchored, literal_spans, literal_words
+from curate.steps.secrets_starts import _CALL_ANCHORS, _CALL_STARTS, _CLI_ANCHORS, _CLI_STARTS
 
 PASSWORD, TOKEN, URL = "SECRET_PASSWORD", "SECRET_TOKEN", "SECRET_URL_PASSWORD"
 
 # lines worth a look hold one of these (searched in the lower-cased text)
-_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|contrase")  # a literal head: a fast scan
+_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|contrase")
+_HINT_WORDS = literal_words(_HINT)  # its matches are found with str.find (gate_scan.literal_spans)
 # what must follow a hint's identifier (an operator or a setter call) or precede it (a directive at
 # the start of its line: "requirepass V", "export K V", netrc "... password V", "aws configure set K V")
 _HINT_OP = re.compile(r"[\w.\-]{0,40}[\"'`\]]{0,3}[ \t]*(?:[:=(]|=>)")
@@ -289,7 +290,8 @@ def command_lines(text: str, low: str, present: frozenset[str] | None = None) ->
         rx, gate = _CLI[i], _CLI_GATES[i]
         if any(present.isdisjoint(group) for group in gate[1:]):
             continue
-        for m in anchored(rx, text, low, gate[0], _CLI_STARTS.get(i)):
+        heads, starts = _CLI_ANCHORS.get(i, (gate[0], _CLI_STARTS.get(i)))
+        for m in anchored(rx, text, low, heads, starts):
             if i == 14 and m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
                 continue  # "--password" inside a longer word
             s, e = m.span("v")
@@ -372,7 +374,8 @@ def call_arguments(text: str, low: str, present: frozenset[str] | None = None) -
     for rx, index, lit in _CALLS:
         if lit not in present:
             continue
-        for m in anchored(rx, text, low, (lit,), _CALL_STARTS.get(lit)):
+        heads, starts = _CALL_ANCHORS.get(lit, ((lit,), _CALL_STARTS.get(lit)))
+        for m in anchored(rx, text, low, heads, starts):
             pos = m.end()
             for i in range(index + 1):
                 a = _ARG.match(text, pos)
@@ -430,7 +433,8 @@ _DIRECTIVE = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]*)?[\w.\-]*(?i:p
 
 def context_patterns() -> dict[str, str]:
     """This module's gates for ``GateScan`` (``curate.steps.secrets_gates``)."""
-    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group), *(lit for _, _, lit in _CALLS), "("}
+    words = {*_CLI_ANY, *(w for gate in _CLI_GATES for group in gate for w in group), *(lit for _, _, lit in _CALLS), "(",
+             *_HINT_WORDS}
     return secrets_gates.context_patterns({w for w in words if not w.startswith("@")}, _HINT.pattern,
                                           _CALL_HINT.pattern)
 
@@ -466,24 +470,26 @@ class ContextSecrets:
         bound = 0  # no line before this offset is looked at again
         covered = -1  # end of the last window read on a very long line
         ls = le = -1
-        for h in _HINT.finditer(low) if "@hintline" in present else ():
-            if h.start() <= le and le - ls <= _MAX_LINE:
+        # the matches of _HINT in ``low``, as finditer finds them (of its words, those the scan found)
+        hints = literal_spans(low, tuple(w for w in _HINT_WORDS if w in present)) if "@hintline" in present else ()
+        for hs, he in hints:
+            if hs <= le and le - ls <= _MAX_LINE:
                 continue  # this line was read whole
-            if not _HINT_OP.match(low, h.end()) and not (
-                    _HINT_WORD.match(low, h.end()) and _HINT_HEAD.search(low, max(0, h.start() - 120), h.start())):
+            if not _HINT_OP.match(low, he) and not (
+                    _HINT_WORD.match(low, he) and _HINT_HEAD.search(low, max(0, hs - 120), hs)):
                 continue
-            if h.start() > le:  # a new line: its bounds, found once
-                r = text.rfind("\n", bound, h.start())
+            if hs > le:  # a new line: its bounds, found once
+                r = text.rfind("\n", bound, hs)
                 ls = r + 1 if r >= 0 else bound
-                le = text.find("\n", h.end())
+                le = text.find("\n", he)
                 le = len(text) if le < 0 else le
                 bound = le
                 if le - ls <= _MAX_LINE:
                     out += [(ls + s, ls + e, k) for s, e, k in self._line(text[ls:le])]
                     continue
-            if le - ls > _MAX_LINE and h.start() >= covered:
+            if le - ls > _MAX_LINE and hs >= covered:
                 # a very long line (minified JSON): one window per hint not yet read
-                ws, we = max(ls, h.start() - 200), min(le, h.end() + 800)
+                ws, we = max(ls, hs - 200), min(le, he + 800)
                 covered = we - 100
                 out += [(ws + s, ws + e, k) for s, e, k in self._line(text[ws:we])]
         for finder in (command_lines, urls, call_arguments, pairs):

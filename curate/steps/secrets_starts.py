@@ -14,3 +14,14 @@ _CALL_STARTS: dict[str, tuple[int, ...]] = {
     "mysql_real_connect": (0,), "_connect": (5, 6), "getconnection": (0,), ".login": (0,), "networkcredential": (0,),
     "usernamepassword": (0,), "passwordauthentication": (0,), "set_password": (0,), "bind_s": (0, 7),
     "ldap_bind": (0,), ".connect": (6, 7, 8, 9, 15), "basicauth": (0,)}
+# patterns whose matches start on a literal other than their gate's: (heads, starts) for
+# ``anchored``; each match starts on one of these heads (in the lower-cased text), 0 characters
+# before it
+_CLI_ANCHORS: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {
+    # "docker login" and the like start on the program's name
+    1: (("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "helm", "az", "cf"), (0,)),
+    10: ((" -pass", "\t-pass"), (0,)),  # " -passin pass:V"
+    17: (("x-",), (0,)),  # "X-Api-Key: V"
+}
+_CALL_ANCHORS: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {
+    "mysqli": (("new",), (0,)), "pdo": (("new",), (0,)), "auth(": (("http",), (0,)), "@authcall": (("auth",), (0,))}

@@ -109,11 +109,11 @@ def test_each_gate_superset_matches_wherever_its_pattern_does(source: str) -> No
             assert sup.search(_data(text)), (source, text)
     # planted matches of every pattern, so the check is not vacuous
     for text in ["AKCp5e2gMx8TUeQ3", "xAPBsomething12 z", "AKIA" + "Q" * 16, "a" * 64, "clou_apikey=",
-                 "see cloudant.com", "M" + "a" * 24 + ".", "k" * 44, "key: " + "x" * 44, "ab" * 24,
+                 "see cloudant.com", "M" + "a" * 24 + ".", "M" + "a" * 24 + ".b\u0663cdef." + "c" * 27, "k" * 44, "key: " + "x" * 44, "ab" * 24,
                  "\u0663" * 8 + ":", "AC" + "a" * 32, "key\u017f" + "a" * 44,
                  "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'",
                  "AW\u017f pa\u017f\u017f: \"" + "\u017f" * 20 + "ab" * 10 + "\"", "https://us{er:p\u00e9w@host",
-                 "ftp://me:\u2003x@h"]:
+                 "ftp://me:\u2003x@h", "0123456789abcdef" * 2 + "-us12"]:
         if rx.search(text):
             hits += 1
             assert sup.search(_data(text)), (source, text)
@@ -213,7 +213,7 @@ def test_long_gates_searched_on_the_text_answer_as_on_the_long_tokens() -> None:
         rx = longs[source]
         assert re._parser.parse(rx.pattern, rx.flags).getwidth()[0] >= _LONG, source
         assert not re.search(r"\\s|\\W|\\D|\\S|\[\^| |(?<!\\)\.", source.replace("\\.", "")), source
-        texts = _random_texts(800, seed=len(source)) + ["AKIA" + "Q" * 16, "M" + "a" * 24 + ". x",
+        texts = _random_texts(800, seed=len(source)) + ["AKIA" + "Q" * 16, "M" + "a" * 24 + ". x", "N" + "a" * 23 + ".bcdefg." + "c" * 27,
                                                         "a" * 24, "AC" + "b" * 32, "k" * 44, "ab" * 24]
         for text in texts:
             long_text = " ".join(t for t in text.split() if len(t) >= _LONG)
@@ -263,7 +263,10 @@ _SNIPPETS = ["mysql -u root -pS3cret", "mariadb-dump -p'pw x'", "sshpass -p hunt
              "pymysql.connect(h, u, 'pw')", "mysql.connector.connect(h, u, 'pw')", "cx_Oracle.connect(u, 'pw')",
              "pg8000.connect(u, h, 'pw')", "oracledb.connect(u, 'p', d)", "BasicAuth(\"u\", \"pw\")",
              "name: DB_PASSWORD\n  value: hunter22", "\"Name\": \"api_token\", \"Value\": \"x9fK2mQ7\"",
-             "- name: SECRET_KEY\n  value: 'k8s'", "NAME=token\nVALUE=abc", "pyMySQL.connect(", "unzip", "echo", "NAME"]
+             "- name: SECRET_KEY\n  value: 'k8s'", "NAME=token\nVALUE=abc", "pyMySQL.connect(", "unzip", "echo", "NAME",
+             "docker login -u bob -p pw123 reg", "helm registry login h --password pw", "az login -p Pw1",
+             "openssl rsa -passin pass:pw1", "X-Api-Key: abcdefgh123", "new PDO($dsn, $u, 'pw')",
+             "new mysqli('h', 'u', 'pw')", "HTTPBasicAuth('u', 'pw')", "auth=('u', 'pw')"]
 
 
 def _command_texts(n: int, seed: int) -> list[str]:
@@ -281,7 +284,9 @@ def test_anchored_scans_find_what_finditer_finds() -> None:
     from curate.steps import secrets_context as sc
 
     checks = [(sc._CLI[i], sc._CLI_GATES[i][0], st) for i, st in sc._CLI_STARTS.items()]
+    checks += [(sc._CLI[i], heads, st) for i, (heads, st) in sc._CLI_ANCHORS.items()]
     checks += [(rx, (lit,), sc._CALL_STARTS[lit]) for rx, _, lit in sc._CALLS if lit in sc._CALL_STARTS]
+    checks += [(rx, *sc._CALL_ANCHORS[lit]) for rx, _, lit in sc._CALLS if lit in sc._CALL_ANCHORS]
     checks += [(sc._NAME_VALUE, ("name",), (0, 1))]
     hits: Counter[str] = Counter()
     for text in _command_texts(3000, seed=11) + _random_texts(500, seed=12):
@@ -292,3 +297,25 @@ def test_anchored_scans_find_what_finditer_finds() -> None:
             hits[rx.pattern] += len(want)
     # every anchored pattern matched somewhere, so no comparison is vacuous
     assert all(hits[rx.pattern] > 0 for rx, _, _ in checks), [rx.pattern for rx, _, _ in checks if not hits[rx.pattern]]
+
+
+def test_literal_spans_are_finditer_spans() -> None:
+    """The hint scans of the secrets passes find their words with ``str.find``: the spans are
+    ``finditer``'s, overlapping words ("passecret", "contrasecret", "secretoken") included."""
+    from curate.steps.gate_scan import literal_spans, literal_words
+    from curate.steps.secrets_context import _HINT
+
+    extra = ["passecret", "contrasecret", "secretoken", "kkeyy passpass", "tokenkey", "", "ke", "pwdpass\u0130key"]
+    for rx in (_HINT, _KEYWORD_HINT):
+        words = literal_words(rx)
+        hits = 0
+        for text in _random_texts(1000, seed=21) + _command_texts(500, seed=22) + extra:
+            low = _low(text) if "\u0130" not in text else text.lower()
+            want = [m.span() for m in rx.finditer(low)]
+            assert literal_spans(low, words) == want, (rx.pattern, text)
+            hits += len(want)
+        assert hits > 50
+    with pytest.raises(ValueError):
+        literal_words(re.compile("pass|password"))
+    with pytest.raises(ValueError):
+        literal_words(re.compile("a.b|c"))
