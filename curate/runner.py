@@ -82,6 +82,9 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
     decided: deque[Outcome] = deque()
     fate: dict[int, tuple[str, str]] = {}  # mark_only: id(doc) -> first (step, reason)
     seq: dict[int, int] = {}  # id(doc) -> its place in the input, while the document is in flight
+    # id(doc) -> (its text, that text's UTF-8 length), while the document is in flight: a text the
+    # steps leave as it is is measured once for every step's bytes_in
+    sizes: dict[int, tuple[Any, int]] = {}
     done: dict[int, Outcome] = {}  # place -> outcome, decided but not yet given out
     count = 0
 
@@ -102,7 +105,7 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
     stream: Iterator[Document] = source()
     for step in steps:
         stream = _apply(step, stream, stats.setdefault(step.step_name, StepStats()), decided, fate, mark_only,
-                        observer)
+                        observer, sizes)
     nxt = 0  # every document before this place is given out
     # A document that leaves the last step was preceded through every step by each earlier one, so
     # all earlier documents are decided by then: outcomes go out in input order, each as soon as
@@ -110,7 +113,9 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
     for doc in stream:
         while decided:
             o = decided.popleft()
+            sizes.pop(id(o.doc), None)
             done[seq.pop(id(o.doc))] = o
+        sizes.pop(id(doc), None)
         if mark_only:
             step_reason = fate.pop(id(doc), None)
             done[seq.pop(id(doc))] = Outcome(doc, *step_reason) if step_reason else Outcome(doc)
@@ -121,6 +126,7 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
             nxt += 1
     while decided:
         o = decided.popleft()
+        sizes.pop(id(o.doc), None)
         done[seq.pop(id(o.doc))] = o
     while nxt in done:
         yield done.pop(nxt)
@@ -130,8 +136,11 @@ def run_steps(steps: Sequence[Any], docs: Iterable[Document | Outcome], *,
 
 
 def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: deque[Outcome],
-           fate: dict[int, tuple[str, str]], mark_only: bool, observer: Any = None) -> Iterator[Document]:
-    """One step over ``upstream`` (datatrove's ``BaseFilter.run`` semantics), timed and counted."""
+           fate: dict[int, tuple[str, str]], mark_only: bool, observer: Any = None,
+           sizes: dict[int, tuple[Any, int]] | None = None) -> Iterator[Document]:
+    """One step over ``upstream`` (datatrove's ``BaseFilter.run`` semantics), timed and counted;
+    ``sizes``: id(doc) -> (text, its UTF-8 length) of documents in flight, kept up to date here."""
+    sizes = {} if sizes is None else sizes
     name = step.step_name
     size = max(int(getattr(step, "batch_size", 1) or 1), STEP_BATCH)
     while True:
@@ -140,7 +149,13 @@ def _apply(step: Any, upstream: Iterator[Document], st: StepStats, decided: dequ
             return
         t0 = time.perf_counter()
         st.docs_in += len(batch)
-        st.bytes_in += sum(map(native.utf8_len, (d.text for d in batch)))
+        n_bytes = 0
+        for d in batch:
+            got = sizes.get(id(d))
+            if got is None or got[0] is not d.text:  # first seen, or a step gave it a new text
+                got = sizes[id(d)] = (d.text, native.utf8_len(d.text))
+            n_bytes += got[1]
+        st.bytes_in += n_bytes
         results = list(step.filter_batch(batch))
         st.seconds += time.perf_counter() - t0
         if observer is not None:

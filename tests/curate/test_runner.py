@@ -187,3 +187,34 @@ def test_merge_stats_sums_units_in_order_and_checks_conservation(tmp_path) -> No
     json.dumps(doc)
     with pytest.raises(StatsError, match="short"):
         merge_stats([{"short": StepStats(docs_in=2, kept=2, dropped=Counter(x=1))}])
+
+
+
+class Accent(Annotator):
+    """Rewrites every text to a longer one with a two-byte character."""
+
+    step_name = "accent"
+    columns = ()
+
+    def annotate(self, doc: Document) -> None:
+        doc.text = doc.text + " é"
+
+
+class KeepAll(CurationStep):
+    step_name = "keep_all"
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        return True
+
+
+def test_bytes_in_follow_a_text_rewritten_to_another_length() -> None:
+    """Each step's bytes_in is the UTF-8 length of the texts as they reach it: a text measured for
+    one step and left as it is counts the same for the next, a rewritten one is measured again."""
+    before = sum(len(d.text.encode()) for d in _docs())
+    stats: dict[str, StepStats] = {}
+    out = list(run_steps([Short(), Accent(), KeepAll()], _docs(), stats=stats))
+    short_kept = [o for o in out if o.step != "short"]
+    assert stats["short"].bytes_in == before
+    assert stats["accent"].bytes_in == sum(len(o.doc.text.encode()) - 3 for o in short_kept)
+    assert stats["keep_all"].bytes_in == sum(len(o.doc.text.encode()) for o in short_kept)
+    assert stats["keep_all"].bytes_in == stats["accent"].bytes_in + 3 * len(short_kept)
