@@ -1816,6 +1816,168 @@ static PyObject *dict_tokens(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ------------------------------------------------------------------------------- dedup hashing */
+
+static inline uint64_t fmix64_u(uint64_t x) { /* splitmix64's finaliser (curate.dedup.shingles.fmix64) */
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return x;
+}
+
+#define DEDUP_Q 0x9E3779B97F4A7C15ULL
+
+/* dedup_word_hashes(raw, long_word) -> (uint64 bytearray: the hash of every word, int64 bytearray:
+ * each document's first word and the end (documents + 1), [(word, start, length)] of words longer
+ * than long_word bytes): curate.dedup.shingles.word_hashes of the texts joined by "\n" and encoded
+ * (raw), words separated by " " and "\n", documents by "\n"; a word's hash is len * Q mixed with its
+ * bytes 8 at a time (little-endian, the bytes past the word masked off), up to long_word bytes (a
+ * multiple of 8); the longer words' hashes are finished by the caller (xxh64 of the whole word). */
+static PyObject *dedup_word_hashes(PyObject *self, PyObject *args) {
+    Py_buffer raw;
+    Py_ssize_t long_word;
+    if (!PyArg_ParseTuple(args, "y*n:dedup_word_hashes", &raw, &long_word)) return NULL;
+    if (long_word < 8 || long_word % 8) {
+        PyBuffer_Release(&raw);
+        PyErr_SetString(PyExc_ValueError, "dedup_word_hashes: long_word must be a positive multiple of 8");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)raw.buf;
+    Py_ssize_t n = raw.len, n_docs = 1, n_words = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c == '\n') n_docs++;
+        if (c != ' ' && c != '\n' && (i == 0 || p[i - 1] == ' ' || p[i - 1] == '\n')) n_words++;
+    }
+    int64_t *offsets = NULL, *hashes = NULL;
+    PyObject *o_h = new_int64(n_words, &hashes), *o_off = new_int64(n_docs + 1, &offsets);
+    PyObject *longs = PyList_New(0), *out = NULL;
+    if (!o_h || !o_off || !longs) goto done;
+    Py_ssize_t doc = 0, w = 0, i = 0;
+    offsets[0] = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c == '\n') {
+            offsets[++doc] = w;
+            i++;
+            continue;
+        }
+        if (c == ' ') {
+            i++;
+            continue;
+        }
+        Py_ssize_t s = i;
+        while (i < n && p[i] != ' ' && p[i] != '\n') i++;
+        Py_ssize_t len = i - s;
+        uint64_t h = (uint64_t)len * DEDUP_Q;
+        for (Py_ssize_t k = 0; k < long_word; k += 8) {
+            Py_ssize_t rem = len - k;
+            uint64_t chunk = 0;
+            for (int b = 0; b < 8 && s + k + b < n; b++) chunk |= (uint64_t)p[s + k + b] << (8 * b);
+            if (rem < 8) chunk &= ((uint64_t)1 << (8 * rem)) - 1;
+            h = fmix64_u(h + chunk);
+            if (rem <= 8) break;
+        }
+        if (len > long_word) {
+            PyObject *item = Py_BuildValue("(nnn)", w, s, len);
+            int bad = !item || PyList_Append(longs, item) < 0;
+            Py_XDECREF(item);
+            if (bad) goto done;
+        }
+        hashes[w++] = (int64_t)h;
+    }
+    offsets[++doc] = w;
+    out = Py_BuildValue("(OOO)", o_h, o_off, longs);
+done:
+    Py_XDECREF(o_h);
+    Py_XDECREF(o_off);
+    Py_XDECREF(longs);
+    PyBuffer_Release(&raw);
+    return out;
+}
+
+/* minhash(word_hashes, word_offsets, ngram, a, b) -> (uint32 bytearray: the MinHash signature of
+ * every document, documents x len(a), int64 bytearray: its shingle count): each shingle's hash as
+ * curate.dedup.shingles.shingle_hashes combines ngram word hashes, each permutation k as
+ * curate.dedup.minhash.signatures takes it (the top 32 bits of the least (a[k] * x + b[k]) mod
+ * 2**64); a document without shingles gets 0xFFFFFFFF everywhere */
+static PyObject *minhash(PyObject *self, PyObject *args) {
+    PyObject *wh_obj, *off_obj, *a_obj, *b_obj;
+    Py_ssize_t ngram;
+    if (!PyArg_ParseTuple(args, "OOnOO:minhash", &wh_obj, &off_obj, &ngram, &a_obj, &b_obj)) return NULL;
+    if (ngram < 1) {
+        PyErr_SetString(PyExc_ValueError, "minhash: ngram must be >= 1");
+        return NULL;
+    }
+    Py_buffer wv, ov, av, bv;
+    if (get_int64(wh_obj, &wv, "minhash") < 0) return NULL;
+    if (get_int64(off_obj, &ov, "minhash") < 0) {
+        PyBuffer_Release(&wv);
+        return NULL;
+    }
+    if (get_int64(a_obj, &av, "minhash") < 0) {
+        PyBuffer_Release(&wv);
+        PyBuffer_Release(&ov);
+        return NULL;
+    }
+    if (get_int64(b_obj, &bv, "minhash") < 0) {
+        PyBuffer_Release(&wv);
+        PyBuffer_Release(&ov);
+        PyBuffer_Release(&av);
+        return NULL;
+    }
+    PyObject *out = NULL, *o_sig = NULL, *o_n = NULL;
+    uint64_t *mins = NULL;
+    const uint64_t *wh = (const uint64_t *)wv.buf, *a = (const uint64_t *)av.buf, *b = (const uint64_t *)bv.buf;
+    const int64_t *off = (const int64_t *)ov.buf;
+    Py_ssize_t n_w = wv.len / 8, n_docs = ov.len / 8 - 1, perms = av.len / 8;
+    if (n_docs < 0 || bv.len != av.len || perms < 1) {
+        PyErr_SetString(PyExc_ValueError, "minhash: offsets need one entry more than documents, a and b one per permutation");
+        goto done;
+    }
+    for (Py_ssize_t d = 0; d < n_docs; d++)
+        if (off[d] < 0 || off[d] > off[d + 1] || off[d + 1] > n_w) {
+            PyErr_SetString(PyExc_ValueError, "minhash: offsets outside the word hashes");
+            goto done;
+        }
+    o_sig = PyByteArray_FromStringAndSize(NULL, n_docs * perms * 4);
+    int64_t *n_sh = NULL;
+    o_n = new_int64(n_docs, &n_sh);
+    mins = PyMem_Malloc(perms * sizeof(uint64_t));
+    if (!o_sig || !o_n || !mins) {
+        if (!mins) PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t *sig = (uint32_t *)PyByteArray_AS_STRING(o_sig);
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        Py_ssize_t base = off[d], nw = off[d + 1] - off[d], m = nw - (ngram - 1);
+        if (m < 0) m = 0;
+        n_sh[d] = m;
+        for (Py_ssize_t k = 0; k < perms; k++) mins[k] = UINT64_MAX;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint64_t h = wh[base + i];
+            for (Py_ssize_t t = 1; t < ngram; t++) h = fmix64_u(h * DEDUP_Q + wh[base + i + t]);
+            for (Py_ssize_t k = 0; k < perms; k++) {
+                uint64_t v = a[k] * h + b[k];
+                if (v < mins[k]) mins[k] = v;
+            }
+        }
+        for (Py_ssize_t k = 0; k < perms; k++) sig[d * perms + k] = (uint32_t)(mins[k] >> 32);
+    }
+    out = Py_BuildValue("(OO)", o_sig, o_n);
+done:
+    PyMem_Free(mins);
+    Py_XDECREF(o_sig);
+    Py_XDECREF(o_n);
+    PyBuffer_Release(&wv);
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&av);
+    PyBuffer_Release(&bv);
+    return out;
+}
+
 /* ------------------------------------------------------------------------------- decontamination words */
 
 /* is_word with a table for ASCII (the common case) */
@@ -2433,6 +2595,12 @@ static PyMethodDef methods[] = {
     {"dict_tokens", dict_tokens, METH_VARARGS,
      "dict_tokens(tokens, ids, words, short, edge) -> int64 bytearray: curate.tokentable._is_dict_token of "
      "tokens[i] for each i of ids"},
+    {"dedup_word_hashes", dedup_word_hashes, METH_VARARGS,
+     "dedup_word_hashes(raw, long_word) -> (uint64 word hashes, int64 document offsets, [(word, start, length)] of "
+     "longer words): curate.dedup.shingles.word_hashes of the joined texts"},
+    {"minhash", minhash, METH_VARARGS,
+     "minhash(word_hashes, word_offsets, ngram, a, b) -> (uint32 signatures, documents x permutations; int64 "
+     "shingle counts): curate.dedup.minhash.signatures of curate.dedup.shingles.shingle_hashes"},
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(text, cache) -> (bytearray of uint64: cache[w] for each match w of \\w+ in text, 0 where "
      "absent; [(position, word)] of the absent ones)"},

@@ -17,7 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from curate.dedup.shingles import exact_hashes, fmix64, normalize, shingle_hashes
+from curate import native
+from curate.dedup.shingles import exact_hashes, fmix64, normalize, shingle_hashes, word_hashes
 
 EMPTY = np.uint32(0xFFFFFFFF)
 _CHUNK = 4096
@@ -82,8 +83,16 @@ def hash_batch(texts: Sequence[str | None], *, ngram: int, num_perm: int, seed: 
     ``keys`` ``(bands, n)`` uint64 band keys.
     """
     norm = [normalize(t) if t else "" for t in texts]
-    hashes, offsets = shingle_hashes(norm, ngram)
-    sig = signatures(hashes, offsets, num_perm=num_perm, seed=seed)
+    if native.compiled is not None:  # the same shingles and signatures in one compiled pass
+        wh, woff = word_hashes(norm)
+        a, b = permutations(num_perm, seed)
+        sig_buf, n_buf = native.compiled.minhash(wh, woff, ngram, a.ravel(), b.ravel())
+        sig = np.frombuffer(sig_buf, np.uint32).reshape(len(norm), num_perm)
+        offsets = np.zeros(len(norm) + 1, np.int64)
+        np.cumsum(np.frombuffer(n_buf, np.int64), out=offsets[1:])
+    else:
+        hashes, offsets = shingle_hashes(norm, ngram)
+        sig = signatures(hashes, offsets, num_perm=num_perm, seed=seed)
     n_words = np.array([t.count(" ") + 1 if t else 0 for t in norm], dtype=np.int64)
     return {"exact": exact_hashes(norm), "n_shingles": np.diff(offsets), "n_words": n_words,
             "keys": band_keys(sig, bands=bands, rows=rows), "sig": sig}

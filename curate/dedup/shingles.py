@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import xxhash
 
+from curate import native
+
 _Q = np.uint64(0x9E3779B97F4A7C15)
 _SEP = 0x0A  # newline: never inside normalised text, so it separates documents in the buffer
 
@@ -53,10 +55,22 @@ def word_hashes(normalized: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     Returns ``(hashes, offsets)``: uint64 word hashes of all documents, concatenated, and int64
     offsets of length ``len(normalized) + 1`` (document ``i`` owns ``hashes[offsets[i]:offsets[i+1]]``).
     A word is read 8 bytes at a time through an unaligned uint64 view of the buffer (stride 1), so
-    the cost is a few operations per word, not per byte.
+    the cost is a few operations per word, not per byte; with the compiled module
+    (``curate._native.dedup_word_hashes``) in one pass over the buffer, the same hashes.
     """
     n_docs = len(normalized)
     raw = "\n".join(normalized).encode("utf-8")
+    if native.compiled is not None and n_docs:  # (no text: the joined buffer would read as one empty text)
+        hb, ob, longs = native.compiled.dedup_word_hashes(raw, _LONG_WORD)
+        h = np.frombuffer(hb, np.uint64)
+        for w, s0, n in longs:  # words longer than _LONG_WORD bytes
+            h[w] = fmix64(np.array([xxhash.xxh64_intdigest(raw[s0:s0 + n])], np.uint64) + h[w])[0]
+        return h, np.frombuffer(ob, np.int64)
+    return _word_hashes(raw, n_docs)
+
+
+def _word_hashes(raw: bytes, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`word_hashes` of the joined, encoded texts (numpy)."""
     buf = np.frombuffer(raw + b"\0" * 8, dtype=np.uint8)
     body = buf[: len(raw)]
     is_word = (body != 0x20) & (body != _SEP)

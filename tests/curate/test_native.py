@@ -508,3 +508,38 @@ def test_text_token_ids_refuse_a_bad_table() -> None:
         native.compiled.text_token_ids("a b", bytearray(b"\x00" * 40), bytearray())
     got, missing = native.compiled.text_token_ids("  a\u3000b\x85 ", bytearray(), bytearray())
     assert np.frombuffer(got, np.int64).tolist() == [-1, -1] and missing == [(0, "a"), (1, "b")]
+
+
+# the readers leave no lone surrogate in a document (tests/reliability)
+DEDUP_TEXT = st.one_of(st.none(), st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters(
+    exclude_categories=["Cs"])), max_size=200), st.lists(st.sampled_from(["a", "bb", "é", "x" * 255, "y" * 257, "z" * 600,
+                                                                  "中文", "\x00", "w" * 8, "v" * 9]),
+                                                 max_size=30).map(" ".join))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(DEDUP_TEXT, max_size=8), st.sampled_from([1, 2, 5]))
+def test_dedup_hashing_equals_the_numpy_definition(texts: list[str | None], ngram: int) -> None:
+    """``hash_batch`` with the compiled word hashes and MinHash (``dedup_word_hashes``, ``minhash``)
+    gives the numpy definition's exact hashes, shingle counts, signatures and band keys, for words
+    of every length around the 8-byte chunks and the long-word limit, empty and missing texts."""
+    from curate.dedup.minhash import hash_batch
+
+    kw = {"ngram": ngram, "num_perm": 16, "seed": 7, "bands": 4, "rows": 4}
+    fast = hash_batch(texts, **kw)
+    with reference():
+        slow = hash_batch(texts, **kw)
+    assert fast.keys() == slow.keys()
+    for k in fast:
+        assert fast[k].dtype == slow[k].dtype and fast[k].shape == slow[k].shape, k
+        assert (fast[k] == slow[k]).all(), k
+
+
+def test_minhash_refuses_offsets_outside_the_hashes() -> None:
+    wh, a = np.zeros(3, np.uint64), np.ones(4, np.uint64)
+    with pytest.raises(ValueError, match="offsets outside"):
+        native.compiled.minhash(wh, np.array([0, 5], np.int64), 2, a, a)
+    with pytest.raises(ValueError, match="one entry more"):
+        native.compiled.minhash(wh, np.array([0, 3], np.int64), 2, a, a[:2])
+    with pytest.raises(ValueError, match="multiple of 8"):
+        native.compiled.dedup_word_hashes(b"a b", 7)
