@@ -1898,6 +1898,100 @@ done:
     return out;
 }
 
+/* dedup_normalize(texts) -> (bytes: the UTF-8 of " ".join(t.lower().split()) of every text, joined
+ * by "\n" (None and "" give ""), int64 bytearray: where each starts and the end, int64 bytearray:
+ * each one's word count (0 for ""); or None where a text holds a lone surrogate (UTF-8 has none:
+ * the caller's definition raises) */
+static PyObject *dedup_normalize(PyObject *self, PyObject *args) {
+    PyObject *texts;
+    if (!PyArg_ParseTuple(args, "O!:dedup_normalize", &PyList_Type, &texts)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(texts), cap = 1 << 16, len = 0;
+    int64_t *offs = NULL, *words = NULL;
+    PyObject *o_offs = new_int64(n + 1, &offs), *o_words = o_offs ? new_int64(n, &words) : NULL, *out = NULL;
+    unsigned char *buf = PyMem_Malloc(cap);
+    if (!o_offs || !o_words || !buf) {
+        if (!buf) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t d = 0; d < n; d++) {
+        if (len + 1 > cap) {
+            unsigned char *grown = PyMem_Realloc(buf, cap *= 2);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            buf = grown;
+        }
+        if (d > 0) buf[len++] = '\n';
+        offs[d] = len;
+        words[d] = 0;
+        PyObject *t = PyList_GET_ITEM(texts, d);
+        if (t == Py_None) continue;
+        if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "dedup_normalize: texts must be str or None");
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(t) == 0) continue;
+        PyObject *low = PyObject_CallMethod(t, "lower", NULL);
+        if (!low) goto done;
+        int kind = PyUnicode_KIND(low);
+        const void *data = PyUnicode_DATA(low);
+        Py_ssize_t m = PyUnicode_GET_LENGTH(low);
+        if (len + 4 * m + 2 > cap) { /* a code point takes at most 4 bytes, the separators 1 each */
+            while (len + 4 * m + 2 > cap) cap *= 2;
+            unsigned char *grown = PyMem_Realloc(buf, cap);
+            if (!grown) {
+                Py_DECREF(low);
+                PyErr_NoMemory();
+                goto done;
+            }
+            buf = grown;
+        }
+        int in_word = 0, bad = 0;
+        for (Py_ssize_t i = 0; i < m && !bad; i++) {
+            Py_UCS4 c = READ(i);
+            if (SPACE(c)) {
+                in_word = 0;
+                continue;
+            }
+            if (!in_word) {
+                if (words[d]++) buf[len++] = ' ';
+                in_word = 1;
+            }
+            if (c < 0x80) {
+                buf[len++] = (unsigned char)c;
+            } else if (c < 0x800) {
+                buf[len++] = (unsigned char)(0xC0 | (c >> 6));
+                buf[len++] = (unsigned char)(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                if (c >= 0xD800 && c <= 0xDFFF) bad = 1;
+                buf[len++] = (unsigned char)(0xE0 | (c >> 12));
+                buf[len++] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                buf[len++] = (unsigned char)(0x80 | (c & 0x3F));
+            } else {
+                buf[len++] = (unsigned char)(0xF0 | (c >> 18));
+                buf[len++] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+                buf[len++] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                buf[len++] = (unsigned char)(0x80 | (c & 0x3F));
+            }
+        }
+        Py_DECREF(low);
+        if (bad) {
+            out = Py_None;
+            Py_INCREF(out);
+            goto done;
+        }
+    }
+    offs[n] = len;
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)buf, len);
+    if (raw) out = Py_BuildValue("(NOO)", raw, o_offs, o_words);
+done:
+    PyMem_Free(buf);
+    Py_XDECREF(o_offs);
+    Py_XDECREF(o_words);
+    return out;
+}
+
 /* minhash(word_hashes, word_offsets, ngram, a, b) -> (uint32 bytearray: the MinHash signature of
  * every document, documents x len(a), int64 bytearray: its shingle count): each shingle's hash as
  * curate.dedup.shingles.shingle_hashes combines ngram word hashes, each permutation k as
@@ -2598,6 +2692,9 @@ static PyMethodDef methods[] = {
     {"dedup_word_hashes", dedup_word_hashes, METH_VARARGS,
      "dedup_word_hashes(raw, long_word) -> (uint64 word hashes, int64 document offsets, [(word, start, length)] of "
      "longer words): curate.dedup.shingles.word_hashes of the joined texts"},
+    {"dedup_normalize", dedup_normalize, METH_VARARGS,
+     "dedup_normalize(texts) -> (UTF-8 of the normalised texts joined by newlines, int64 starts and end, int64 "
+     "word counts) or None (a lone surrogate): curate.dedup.shingles.normalize of each"},
     {"minhash", minhash, METH_VARARGS,
      "minhash(word_hashes, word_offsets, ngram, a, b) -> (uint32 signatures, documents x permutations; int64 "
      "shingle counts): curate.dedup.minhash.signatures of curate.dedup.shingles.shingle_hashes"},

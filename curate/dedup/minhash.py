@@ -18,7 +18,14 @@ from functools import lru_cache
 import numpy as np
 
 from curate import native
-from curate.dedup.shingles import exact_hashes, fmix64, normalize, shingle_hashes, word_hashes
+from curate.dedup.shingles import (
+    exact_hashes,
+    exact_hashes_raw,
+    fmix64,
+    normalize,
+    shingle_hashes,
+    word_hashes_raw,
+)
 
 EMPTY = np.uint32(0xFFFFFFFF)
 _CHUNK = 4096
@@ -82,17 +89,22 @@ def hash_batch(texts: Sequence[str | None], *, ngram: int, num_perm: int, seed: 
     Returns ``exact`` ``(n, 2)`` uint64, ``n_shingles`` ``(n,)`` int64, ``n_words`` ``(n,)`` int64,
     ``keys`` ``(bands, n)`` uint64 band keys.
     """
-    norm = [normalize(t) if t else "" for t in texts]
-    if native.compiled is not None:  # the same shingles and signatures in one compiled pass
-        wh, woff = word_hashes(norm)
+    got = native.compiled.dedup_normalize(list(texts)) if native.compiled is not None and len(texts) else None
+    if got is not None:  # the same normal forms, hashes and signatures from compiled kernels
+        raw, starts_b, n_words_b = got
+        starts = np.frombuffer(starts_b, np.int64)
+        ends = starts[1:] - 1  # each text ends before the newline that starts the next
+        ends[-1] = starts[-1]
+        wh, woff = word_hashes_raw(raw)
         a, b = permutations(num_perm, seed)
         sig_buf, n_buf = native.compiled.minhash(wh, woff, ngram, a.ravel(), b.ravel())
-        sig = np.frombuffer(sig_buf, np.uint32).reshape(len(norm), num_perm)
-        offsets = np.zeros(len(norm) + 1, np.int64)
-        np.cumsum(np.frombuffer(n_buf, np.int64), out=offsets[1:])
-    else:
-        hashes, offsets = shingle_hashes(norm, ngram)
-        sig = signatures(hashes, offsets, num_perm=num_perm, seed=seed)
+        sig = np.frombuffer(sig_buf, np.uint32).reshape(len(texts), num_perm)
+        return {"exact": exact_hashes_raw(raw, starts[:-1].tolist(), ends.tolist()),
+                "n_shingles": np.frombuffer(n_buf, np.int64).copy(), "n_words": np.frombuffer(n_words_b, np.int64).copy(),
+                "keys": band_keys(sig, bands=bands, rows=rows), "sig": sig}
+    norm = [normalize(t) if t else "" for t in texts]
+    hashes, offsets = shingle_hashes(norm, ngram)
+    sig = signatures(hashes, offsets, num_perm=num_perm, seed=seed)
     n_words = np.array([t.count(" ") + 1 if t else 0 for t in norm], dtype=np.int64)
     return {"exact": exact_hashes(norm), "n_shingles": np.diff(offsets), "n_words": n_words,
             "keys": band_keys(sig, bands=bands, rows=rows), "sig": sig}

@@ -45,6 +45,13 @@ def exact_hashes(normalized: Sequence[str]) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint64).reshape(-1, 2).copy()
 
 
+def exact_hashes_raw(raw: bytes, starts: Sequence[int], ends: Sequence[int]) -> np.ndarray:
+    """:func:`exact_hashes` of texts given as their UTF-8 in ``raw[starts[i]:ends[i]]``."""
+    view = memoryview(raw)
+    digests = b"".join(xxhash.xxh3_128_digest(view[s:e]) for s, e in zip(starts, ends, strict=True))
+    return np.frombuffer(digests, dtype=np.uint64).reshape(-1, 2).copy()
+
+
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 _LONG_WORD = 256  # longer words (rare: base64 blobs, long URLs) are hashed one by one with xxh64
 
@@ -61,12 +68,18 @@ def word_hashes(normalized: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     n_docs = len(normalized)
     raw = "\n".join(normalized).encode("utf-8")
     if native.compiled is not None and n_docs:  # (no text: the joined buffer would read as one empty text)
-        hb, ob, longs = native.compiled.dedup_word_hashes(raw, _LONG_WORD)
-        h = np.frombuffer(hb, np.uint64)
-        for w, s0, n in longs:  # words longer than _LONG_WORD bytes
-            h[w] = fmix64(np.array([xxhash.xxh64_intdigest(raw[s0:s0 + n])], np.uint64) + h[w])[0]
-        return h, np.frombuffer(ob, np.int64)
+        return word_hashes_raw(raw)
     return _word_hashes(raw, n_docs)
+
+
+def word_hashes_raw(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`word_hashes` of the normalised texts joined by newlines and encoded (at least one
+    text), by the compiled kernel."""
+    hb, ob, longs = native.compiled.dedup_word_hashes(raw, _LONG_WORD)
+    h = np.frombuffer(hb, np.uint64)
+    for w, s0, n in longs:  # words longer than _LONG_WORD bytes
+        h[w] = fmix64(np.array([xxhash.xxh64_intdigest(raw[s0:s0 + n])], np.uint64) + h[w])[0]
+    return h, np.frombuffer(ob, np.int64)
 
 
 def _word_hashes(raw: bytes, n_docs: int) -> tuple[np.ndarray, np.ndarray]:

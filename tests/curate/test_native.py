@@ -543,3 +543,18 @@ def test_minhash_refuses_offsets_outside_the_hashes() -> None:
         native.compiled.minhash(wh, np.array([0, 3], np.int64), 2, a, a[:2])
     with pytest.raises(ValueError, match="multiple of 8"):
         native.compiled.dedup_word_hashes(b"a b", 7)
+
+
+def test_dedup_normalize_is_the_normal_form_or_none() -> None:
+    """``dedup_normalize``: the UTF-8 of ``shingles.normalize`` of each text, joined by newlines, with
+    each text's start and word count; None (the definition's path, which raises) on a lone surrogate."""
+    from curate.dedup.shingles import normalize
+
+    texts = ["  Hello\u00a0WORLD\t x ", None, "", " \n ", "ΣΑΣ σ", "é" * 3 + "\U0001d400"]
+    raw, starts, words = native.compiled.dedup_normalize(texts)
+    norm = [normalize(t) if t else "" for t in texts]
+    assert raw == "\n".join(norm).encode()
+    s = np.frombuffer(starts, np.int64).tolist()
+    assert [raw[a:b - 1] for a, b in zip(s[:-2], s[1:-1], strict=True)] + [raw[s[-2]:s[-1]]] == [t.encode() for t in norm]
+    assert np.frombuffer(words, np.int64).tolist() == [len(t.split()) for t in norm]
+    assert native.compiled.dedup_normalize(["ok", "a\ud800b"]) is None
