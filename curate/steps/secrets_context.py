@@ -290,8 +290,7 @@ def command_lines(text: str, low: str, present: frozenset[str] | None = None) ->
         rx, gate = _CLI[i], _CLI_GATES[i]
         if any(present.isdisjoint(group) for group in gate[1:]):
             continue
-        heads, starts = _CLI_ANCHORS.get(i, (gate[0], _CLI_STARTS.get(i)))
-        for m in anchored(rx, text, low, heads, starts):
+        for m in anchored(rx, text, low, *_CLI_ANCHORS.get(i, (gate[0], _CLI_STARTS.get(i)))):
             if i == 14 and m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
                 continue  # "--password" inside a longer word
             s, e = m.span("v")
@@ -335,8 +334,7 @@ def urls(text: str, low: str, present: frozenset[str] | None = None) -> Iterator
 # positional password arguments of connect/login calls: (call pattern, index of the password)
 
 _STR = r"\s*(?:[bruf]?(?:\"[^\"\n]*\"|'[^'\n]*')|[^,()\n]*?)\s*"
-# (call pattern, index of the password argument, gate of the pattern in the lower-cased text: a
-# literal of it, or a name of secrets_gates.context_patterns)
+# (pattern, index of the password argument, gate: a literal of it or a secrets_gates pattern name)
 _CALLS = tuple((re.compile(p), i, lit) for p, i, lit in (
     (r"\bmysql_real_connect\s*\(", 3, "mysql_real_connect"), (r"\bmysqli?_connect\s*\(", 2, "_connect"),
     (r"\bnew\s+mysqli\s*\(", 2, "mysqli"), (r"\bnew\s+PDO\s*\(", 2, "pdo"),
@@ -374,8 +372,7 @@ def call_arguments(text: str, low: str, present: frozenset[str] | None = None) -
     for rx, index, lit in _CALLS:
         if lit not in present:
             continue
-        heads, starts = _CALL_ANCHORS.get(lit, ((lit,), _CALL_STARTS.get(lit)))
-        for m in anchored(rx, text, low, heads, starts):
+        for m in anchored(rx, text, low, *_CALL_ANCHORS.get(lit, ((lit,), _CALL_STARTS.get(lit)))):
             pos = m.end()
             for i in range(index + 1):
                 a = _ARG.match(text, pos)
@@ -470,7 +467,6 @@ class ContextSecrets:
         bound = 0  # no line before this offset is looked at again
         covered = -1  # end of the last window read on a very long line
         ls = le = -1
-        # the matches of _HINT in ``low``, as finditer finds them (of its words, those the scan found)
         hints = literal_spans(low, tuple(w for w in _HINT_WORDS if w in present)) if "@hintline" in present else ()
         for hs, he in hints:
             if hs <= le and le - ls <= _MAX_LINE:
