@@ -56,14 +56,28 @@ _READINGS = tuple(str.maketrans("013456789", f"o{one}easbt{eight}g") for one in 
 _SHORT_DIGITS = re.compile(r"[a-z][0-9]|[0-9][acefgijlnopqrtuvwyz]")
 # a mark OCR leaves inside a word; not apostrophes, hyphens, dots, slashes, underscores, nor the quotes and
 # asterisks that dictionaries and markup put inside words (stress, syllables: ``de"cent*ly``; ``f*ck``)
-_MARKS = "~^|\u02d9\u00b7\u00b8`\u00b4\u00a8\u00b0,;:"
+_MARKS = "~^|\u02d9\u00b7\u00b8`\u00b4\u00a8\u00b0,;:\u2018"
 _INNER_MARK = re.compile(f"[a-z]+[{re.escape(_MARKS)}][a-z]+")
 # ... or at a word's edge, for the marks that are not edge punctuation (``out˙``, ``not·``, ``^the``)
 _EDGE_MARKS = "".join(c for c in _MARKS if c not in EDGE_PUNCT)
+_MARK_SPLIT = re.compile(f"[{re.escape(_MARKS)}]")
 _EDGE_MARK = re.compile(f"[{re.escape(_EDGE_MARKS)}][a-z]{{3,}}|[a-z]{{3,}}[{re.escape(_EDGE_MARKS)}]")
 _EDGE = EDGE_PUNCT
+# two words joined by a full stop or an apostrophe where a space belongs (``as.an``, ``the.effects``,
+# ``triggers.in``, ``of'sight``, ``on’the``; not ``os.path``, ``a.out``, ``don't``, ``they're``, ``o'clock``)
+_DOT_JOIN = re.compile(r"([a-z]{2,})\.([a-z]{2,})")
+_APOS_JOIN = re.compile(r"([a-z]{2,}|a|i)['\u2019]([a-z]{3,})")
+# words that never end a sentence: a full stop after one, then a lower-case word on the same line, is a
+# space read as a stop (``of. the``, ``the. effects``), in lower-case text too
+OPEN_WORDS = frozenset(("the", "a", "an", "and", "or", "nor", "of", "if", "than", "my", "your", "their", "its",
+                        "our", "very"))
+_STOP_THEN_LOWER = re.compile(r"\.[ \t]+[a-z]")
+# a full stop or comma standing alone between a word and a lower-case word on the same line (``issued . in``):
+# a speck read as punctuation (not Python's ``from . import``, nor ``git add .`` at a line's end)
+_CLOSING = re.compile("\u2019(?![A-Za-z])")  # a closing single quote, not an apostrophe inside a word
+_LONE_STOP = re.compile(r"([A-Za-z]+) [.,][ \t]+(?=[a-z])")
 # the tags of _kind's readings
-SEEN, TOP, WORD, ACCENT = "seen", "top", "word", "accent"
+SEEN, TOP, WORD, ACCENT, JOINED = "seen", "top", "word", "accent", "joined"
 
 
 def _deletes(w: str) -> set[str]:
@@ -172,9 +186,41 @@ def _kind(tok: str) -> tuple[str, ...]:
         return (ACCENT, core) if core.isalpha() and core.islower() and not core.isascii() else ()
     if _MIXED_DIGITS.fullmatch(core):
         return (SEEN, *r) if (r := readings()) else ()
-    if _INNER_MARK.fullmatch(core) or _EDGE_MARK.fullmatch(core):
+    if _INNER_MARK.fullmatch(core):
+        a, b = _MARK_SPLIT.split(core, maxsplit=1)
+        return (WORD, "".join(c for c in core if c.isalpha()), a, b)
+    if _EDGE_MARK.fullmatch(core):
         return (WORD, "".join(c for c in core if c.isalpha()))
+    if m := _DOT_JOIN.fullmatch(core):
+        return (JOINED, *m.groups(), ".")
+    if m := _APOS_JOIN.fullmatch(core):
+        return (JOINED, *m.groups(), "'")
     return ()
+
+
+def _joined(a: str, b: str, rank: dict[str, int]) -> bool:
+    """``a`` and ``b`` are both words of the language (each of 2+ letters, or ``a``/``i``)."""
+    return all((len(w) > 1 or w in "ai") and w in rank for w in (a, b))
+
+
+def stray_stops(text: str, open_words: Container[str] = OPEN_WORDS) -> int:
+    """Spaces read as full stops and specks read as stops (OCR): a full stop after one of ``open_words``
+    followed on the same line by a lower-case word (``of. the``), a full stop or comma standing alone
+    between a word and a lower-case word (``issued . in``), and opening single quotes
+    beyond the closing ones (``‘trigger``)."""
+    n = 0
+    for m in _STOP_THEN_LOWER.finditer(text):
+        i = j = m.start()
+        while j > 0 and "a" <= text[j - 1] <= "z":
+            j -= 1
+        if i - j <= 5 and (j == 0 or text[j - 1] in " \t\n") and text[j:i] in open_words:
+            n += 1
+    if " ." in text or " ," in text:
+        n += sum(w != "from" for w in _LONE_STOP.findall(text))
+    opened = text.count("\u2018")  # opening single quotes that nothing closes (``‘trigger``)
+    if opened:
+        n += max(0, opened - len(_CLOSING.findall(text)))
+    return n
 
 
 _KINDS: dict[str, tuple[str, ...]] = {}
@@ -231,8 +277,15 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
         elif tag == SEEN:
             seen = present() if seen is None else seen
             damaged += any(len(w) > 2 and w in seen for w in kind[1:])
-        elif tag == WORD:
-            damaged += len(kind[1]) > 2 and kind[1] in rank
+        elif tag == WORD:  # the word without the mark, or two words joined by it (``removes:a``, ``part:of``)
+            damaged += (len(kind[1]) > 2 and kind[1] in rank) or (
+                len(kind) == 4 and _joined(kind[2], kind[3], rank) and kind[1] not in rank)
+        elif tag == JOINED:  # a stop or apostrophe where a space belongs
+            a, b = kind[1], kind[2]
+            if kind[3] == ".":  # after an open word, or before one of the most frequent words
+                damaged += a in rank and b in rank and (a in OPEN_WORDS or rank[b] < FUNCTION_WORDS)
+            else:  # two words, the second of 3+ letters, that are not one word
+                damaged += a in rank and b in rank and (a + b) not in rank
         elif tag == ACCENT:
             damaged += misread_accents(kind[1], rank)
         else:

@@ -32,7 +32,14 @@ import numpy as np
 
 from curate import junkstats as js
 from curate import native
-from curate.ocrstats import DAMAGED_MIN_WORDS, MAX_SPLIT_ANCHORS, damaged_words, split_words
+from curate.ocrstats import (
+    DAMAGED_MIN_WORDS,
+    MAX_SPLIT_ANCHORS,
+    OPEN_WORDS,
+    damaged_words,
+    split_words,
+    stray_stops,
+)
 from curate.tokentable import TokenTable, _core_in_dict, _is_dict_token, _plain  # noqa: F401 (re-exported)
 from curate.wordorder import _WORD, MAX_ORDER_CHARS, WordOrderModel  # noqa: F401 (re-exported)
 
@@ -243,7 +250,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
                    line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None,
                    damaged_share=None, damaged_words=None)
         return out
-    lows, size, total = _token_stats(out, ids, lang, lines)
+    lows, size, total = _token_stats(out, ids, lang, lines, text)
     _remember_lows(text, lows)
     distinct = _repetition_stats(out, lines, lows, size, total)
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
@@ -257,7 +264,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
 
 
 def _token_stats(out: dict[str, float | None], ids: np.ndarray, lang: str | None,
-                 lines: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+                 lines: list[str], text: str) -> tuple[np.ndarray, np.ndarray, int]:
     """Token-table statistics of a document with words (``ids``: the token table's ids of its
     whitespace tokens), into ``out``; returns its lower-cased token ids, token lengths and their total."""
     n = len(ids)
@@ -276,6 +283,8 @@ def _token_stats(out: dict[str, float | None], ids: np.ndarray, lang: str | None
                         if in_dict is not None and n_plain >= 30 else None)
     dmg = _damaged(lang, ids, plain & (in_dict == 0), lows) if (
         in_dict is not None and n_plain >= DAMAGED_MIN_WORDS) else None
+    if dmg is not None:  # spaces and specks read as stops
+        dmg += stray_stops(text, OPEN_WORDS if lang == "en" else frozenset())
     out["damaged_words"] = float(dmg) if dmg is not None else None
     out["damaged_share"] = dmg / n_plain if dmg is not None else None
     if in_dict is not None:

@@ -160,13 +160,15 @@ def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
 
 # -- OCR by Tesseract of a degraded rendering ------------------------------------------------------------
 
-def render(text: str, rng, width_chars: int) -> bytes:
-    """A PNG of ``text`` wrapped at ``width_chars``, degraded with settings drawn from ``rng``."""
+def render(text: str, rng, width_chars: int, fonts: tuple[Path, ...] | None = None) -> bytes:
+    """A PNG of ``text`` wrapped at ``width_chars`` in one of ``fonts`` (default: DejaVu's FONTS), degraded
+    with settings drawn from ``rng``."""
     import textwrap
 
     from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-    font = ImageFont.truetype(str(FONT_DIR / rng.choice(FONTS)), rng.randint(12, 22))
+    font_file = rng.choice(fonts) if fonts else FONT_DIR / rng.choice(FONTS)
+    font = ImageFont.truetype(str(font_file), rng.randint(12, 22))
     lines = []
     for para in text.split("\n"):
         lines.extend(textwrap.wrap(para, width_chars) or [""])

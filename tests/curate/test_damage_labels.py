@@ -106,6 +106,29 @@ def test_marks_accents_and_two_letter_digit_words() -> None:
     assert doc_stats("Je ne sais pas où il est. " * 12, "fr")["damaged_words"] == 0
 
 
+def test_spaces_read_as_punctuation() -> None:
+    """What an OCR engine makes of a space or a speck: two words joined by a mark, a full stop or an
+    apostrophe (``met:on``, ``the.chair``, ``to'discuss``), a full stop after a word that never ends a
+    sentence (``the. proposal``), a stop standing alone (``school . because``) and an opening quote
+    that nothing closes (``‘Several``) each count once; the same characters in real text do not
+    (``os.path``, ``a.out``, ``don't``, ``o'clock``, Python's ``from . import``, ``git add .``, quotes
+    that are closed, an apostrophe, an abbreviation before a lower-case word)."""
+    base = doc_stats(PROSE, "en")["damaged_words"]
+    cases = {" met on ": " met:on ", " the chair ": " the.chair ", "school, because": "school . because",
+             " for the new ": " for the. new ", " to discuss ": " to'discuss ", "Several": "\u2018Several",
+             " near the ": " near.the "}
+    for good, bad in cases.items():
+        text = PROSE.replace(good, bad, 1)
+        assert text != PROSE, good
+        assert doc_stats(text, "en")["damaged_words"] == base + 1, (good, bad)
+    real = PROSE.replace(" the new ", " the os.path a.out don't o'clock \u2018new\u2019 dogs\u2019 etc. new ", 1)
+    real += "\nfrom . import tools\ngit add .\nThey won\u2019t."
+    assert doc_stats(real, "en")["damaged_words"] == base
+    # the open words are English: a full stop after "the" in a French text is not judged by them
+    assert ocrstats.stray_stops("le chat the. noir", frozenset()) == 0
+    assert ocrstats.stray_stops("le chat the. noir") == 1
+
+
 def test_no_dictionary_no_statistic() -> None:
     assert doc_stats(PROSE, None)["damaged_share"] is None
 

@@ -163,7 +163,14 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
             letters = core[:mark] + core[mark + 1:]
             inner = 0 < mark < len(core) - 1
             edge = core[mark] not in ocrstats.EDGE_PUNCT and len(letters) >= 3
-            damaged += (inner or edge) and len(letters) > 2 and letters in rank
+            joined = inner and all((len(w) > 1 or w in "ai") and w in rank for w in (core[:mark], core[mark + 1:]))
+            damaged += (inner or edge) and len(letters) > 2 and letters in rank or (joined and letters not in rank)
+        elif re.fullmatch(r"[a-z]{2,}\.[a-z]{2,}", core):  # a full stop where a space belongs
+            a, b = core.split(".")
+            damaged += a in rank and b in rank and (a in ocrstats.OPEN_WORDS or rank[b] < ocrstats.FUNCTION_WORDS)
+        elif re.fullmatch(r"([a-z]{2,}|a|i)['\u2019][a-z]{3,}", core):  # an apostrophe where a space belongs
+            a, b = re.split("['\u2019]", core)
+            damaged += a in rank and b in rank and a + b not in rank
     oov_positions = [i for i, (t, c) in enumerate(zip(tokens, cores, strict=True))
                      if len(c) > 2 and c.isalpha() and c.islower() and not reference_is_dict_token(t, *d)]
     oov_counts = Counter(cores[i] for i in oov_positions)
@@ -196,6 +203,30 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
                 last = b
                 break
     return damaged
+
+
+def reference_stray_stops(text: str, lang: str) -> int:
+    """curate.ocrstats.stray_stops written out character by character."""
+    n = 0
+    if lang == "en":  # an open word, a full stop, then a lower-case word on the same line
+        for line in text.split("\n"):
+            toks = re.split(r"[ \t]+", line)
+            n += sum(1 for x, y in zip(toks, toks[1:], strict=False)
+                     if x[:-1] in ocrstats.OPEN_WORDS and x.endswith(".") and y[:1].isascii() and y[:1].islower())
+    for k, ch in enumerate(text):  # a stop alone: word, one space, the stop, spaces, a lower-case letter
+        if ch not in ".," or k < 2 or text[k - 1] != " " or not (text[k - 2].isascii() and text[k - 2].isalpha()):
+            continue
+        j = k + 1
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        word_start = k - 2
+        while word_start > 0 and text[word_start - 1].isascii() and text[word_start - 1].isalpha():
+            word_start -= 1
+        if j > k + 1 and j < len(text) and "a" <= text[j] <= "z" and text[word_start:k - 1] != "from":
+            n += 1
+    closing = sum(1 for k, ch in enumerate(text)
+                  if ch == "\u2019" and not (k + 1 < len(text) and text[k + 1].isascii() and text[k + 1].isalpha()))
+    return n + max(0, text.count("\u2018") - closing)
 
 
 def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None,
@@ -236,6 +267,8 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     out["stuffing"] = reference_stuffing(tokens, lang, d)
     out["rep_ngram_share"] = reference_rep_ngrams([t.lower() for t in tokens])
     dmg = reference_damaged(tokens, lang, d) if d is not None and len(plain) >= ocrstats.DAMAGED_MIN_WORDS else None
+    if dmg is not None:
+        dmg += reference_stray_stops(text, lang)
     out["damaged_words"] = float(dmg) if dmg is not None else None
     out["damaged_share"] = dmg / len(plain) if dmg is not None else None
     out["label_share"], out["label_char_share"] = reference_labels(lines, js.stopwords(lang) if lang else frozenset())
