@@ -2,8 +2,8 @@
 
 Sources and their two halves (``dev``: what the detectors were developed on; ``heldout``: what
 they are judged on) are described in ``bench/lib/garbage_sources.py``; the later rounds
-(``heldout2``-``heldout7``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-7.py``
-(``heldout6`` and ``heldout7`` hold OCR noise alone). One set per half::
+(``heldout2``-``heldout8``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-8.py``
+(``heldout6``-``heldout8`` hold OCR noise alone). One set per half::
 
     real domains (150 documents each), each with garbage of every kind mixed in at a rate of
     5-30 % of the domain (rates cycle 5, 10, 15, 20, 25, 30, 30 %), kinds assigned round-robin;
@@ -60,6 +60,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources6 import KINDS, garbage_doc, real_domains
     elif split == "heldout7":  # OCR noise only, other fonts and real domains, see its module
         from lib.garbage_sources7 import KINDS, garbage_doc, real_domains
+    elif split == "heldout8":  # OCR noise only, other fonts and real domains, see its module
+        from lib.garbage_sources8 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -88,7 +90,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         for n in range(own_per_kind):
             text, orig = garbage_doc(kind, split, rng)
             add(f"scraped/{kind}/{n:04d}", text, "scraped", f"own:{kind}", orig)
-    first = sorted(real)[0]
+    # the first domain with documents to spare (heldout7's first, of 120 documents, had none: no mostly_junk)
+    first = next((d for d in sorted(real) if len(real[d]) >= per_domain + 3 * own_per_kind), sorted(real)[0])
     extra = real[first][per_domain:per_domain + 3 * own_per_kind]
     for n, (text, _src) in enumerate(extra):
         add(f"mostly_junk/real/{n:05d}", text, "mostly_junk", "mostly_junk:real")
@@ -174,7 +177,8 @@ def score(truth: dict, out: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"),
+    ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
+                                            "heldout8"),
                     required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)

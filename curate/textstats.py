@@ -218,6 +218,13 @@ def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[f
     return sum(len(s) for s in segs if len(s) <= SHORT_SEGMENT and s in frequent) / total, len(segs)
 
 
+# three of the same box-drawing line in a row: a table drawn with box characters (``┌────┬──┐``), which
+# single-byte mojibake never leaves (it alternates lead and continuation bytes: ``╨┐╤Ç``)
+DRAWN_RUNS = tuple(c * 3 for c in "\u2500\u2501\u2550\u2504\u2505")
+_BOX_TO_SPACE = {c: " " for c in range(0x2500, 0x2580)}
+_LINE_HYPHEN = re.compile(r"([a-z])-\n[ \t]*([a-z])")
+
+
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
               frequent_segments: frozenset[str] | None = None) -> dict[str, float | None]:
     """All statistics of one document (None where undefined, e.g. no dictionary for ``lang``).
@@ -225,7 +232,14 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     Token statistics are computed over the document's DISTINCT tokens weighted by their counts
     (one ``Counter`` at C speed, then one Python pass over a few hundred distinct tokens instead
     of several passes over every token); every such statistic is a ratio of integer sums, so the
-    values are exactly those of a pass over every token (tests/curate/test_textstats.py)."""
+    values are exactly those of a pass over every token (tests/curate/test_textstats.py). A text that
+    draws a table with box characters (``DRAWN_RUNS``) is measured without them (each line's spaces
+    collapsed), and a word hyphenated at a line's end as one word."""
+    n_chars = len(text)
+    if any(run in text for run in DRAWN_RUNS):  # a drawn table: its lines are layout, not text
+        text = "\n".join(" ".join(line.split()) for line in text.translate(_BOX_TO_SPACE).split("\n"))
+    if "-\n" in text:  # words hyphenated at a line's end are read whole ("op-\n   tional")
+        text = _LINE_HYPHEN.sub(r"\1\2", text)
     ids = _TABLE.text_ids(text)  # the ids of text.split()'s tokens
     n = len(ids)
     lines, n_punct = native.text_lines(text)  # non-blank lines, those ending in _TERMINAL
@@ -234,7 +248,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     raw = text[:COMPRESS_PREFIX].encode("utf-8")[:COMPRESS_PREFIX]
     out: dict[str, float | None] = {
         "n_words": float(n),
-        "n_chars": float(len(text)),
+        "n_chars": float(n_chars),
         "n_lines": float(len(lines)),
         "words_per_line": n / n_lines,
         "line_punct_share": n_punct / n_lines,

@@ -129,6 +129,25 @@ def test_spaces_read_as_punctuation() -> None:
     assert ocrstats.stray_stops("le chat the. noir") == 1
 
 
+def test_drawn_tables_and_line_end_hyphens_are_layout() -> None:
+    """A table drawn with box characters is measured as its cells' text (no mojibake from ``│<key>``,
+    no repetition from its rules), and a word hyphenated at a line's end as the word; box characters
+    that single-byte mojibake leaves (no run of one rule character) are still counted."""
+    rows = ["\u2502<next-entry>  \u2502j           \u2502move to the next entry in the list       \u2502",
+            "\u2502<prev-entry>  \u2502k           \u2502move to the previous entry of the list   \u2502"]
+    rule = "\u251c" + "\u2500" * 14 + "\u253c" + "\u2500" * 12 + "\u253c" + "\u2500" * 41 + "\u2524"
+    table = "\n".join([PROSE, rule] + [r for row in rows for r in (row, rule)] * 6)
+    plain = "\n".join([PROSE] + [" ".join(row.replace("\u2502", " ").split()) for row in rows] * 6)
+    got, want = doc_stats(table, "en"), doc_stats(plain, "en")
+    assert got["mojibake"] == 0.0 and abs(got["compress_ratio"] / want["compress_ratio"] - 1) < 0.02
+    assert got["n_chars"] == len(table)
+    mojibake = PROSE + " \u2568\u2510\u2564\u00c7\u2568\u2555 \u2568\u2510\u2564\u00c7\u2568\u2555 " * 3
+    assert doc_stats(mojibake, "en")["mojibake"] > 0
+    hyphen = PROSE.replace(" proposal ", " pro-\n     posal ", 1).replace(" majority ", " major-\n ity ", 1)
+    assert doc_stats(hyphen, "en")["damaged_words"] == doc_stats(PROSE, "en")["damaged_words"]
+    assert doc_stats(hyphen, "en")["n_words"] == doc_stats(PROSE, "en")["n_words"]
+
+
 def test_no_dictionary_no_statistic() -> None:
     assert doc_stats(PROSE, None)["damaged_share"] is None
 

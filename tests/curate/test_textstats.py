@@ -231,12 +231,17 @@ def reference_stray_stops(text: str, lang: str) -> int:
 
 def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None,
                     frequent: frozenset[str] | None) -> dict:
+    n_chars = len(text)
+    if any(ch * 3 in text for ch in "\u2500\u2501\u2550\u2504\u2505"):  # a drawn table: no box characters
+        text = "\n".join(" ".join("".join(" " if 0x2500 <= ord(ch) < 0x2580 else ch for ch in line).split())
+                         for line in text.split("\n"))
+    text = re.sub(r"([a-z])-\n[ \t]*([a-z])", r"\1\2", text)  # a word hyphenated at a line's end, whole
     tokens = text.split()
     n = len(tokens)
     lines = [ln for ln in text.split("\n") if ln.strip()]
     n_lines = len(lines) or 1
     raw = text.encode("utf-8")[:ts.COMPRESS_PREFIX]
-    out: dict = {"n_words": float(n), "n_chars": float(len(text)), "n_lines": float(len(lines)),
+    out: dict = {"n_words": float(n), "n_chars": float(n_chars), "n_lines": float(len(lines)),
                  "words_per_line": n / n_lines,
                  "line_punct_share": sum(ln.rstrip().endswith(ts._TERMINAL) for ln in lines) / n_lines,
                  "compress_ratio": len(raw) / len(zlib.compress(raw, 6)) if raw else 0.0,
