@@ -6,7 +6,8 @@ list, better-profanity's ``profanity_wordlist.txt`` (a dev dependency), split by
 into two halves (``dev``/``heldout``), each word inserted into real prose as it is or obfuscated
 (``--judge surge``: surge-ai/profanity's entries rated Strong or Severe, vendored under
 ``bench/data/surge-profanity``; ``--judge cuss``: the npm package cuss's entries rated 2, vendored
-under ``bench/data/cuss``; instead):
+under ``bench/data/cuss``; ``--judge profane-words``: the npm package profane-words's entries, vendored
+under ``bench/data/profane-words``; instead):
 
 * ``plain``: the word; ``asterisk``: inner vowels as ``*`` (``f*ck``); ``leet``: a->4, e->3, i->1,
   o->0, s->$ (``sh1t``); ``spaced``: letters separated by spaces; ``stretched``: a letter repeated.
@@ -14,8 +15,10 @@ under ``bench/data/cuss``; instead):
 Each toxic document is 3-8 real sentences (from the English real domains of
 ``bench/lib/garbage_sources.py``) with 2-4 such words placed between words, or one templated insult.
 Real documents are that half's real domains (``dev``: the dev domains; ``heldout``: the heldout2
-domains). "Shipped" is the step's effective English list (LDNOOBW plus the vendored larger lexicon):
-judge words outside it measure generalisation, judge words inside it measure the matching.
+domains), or with ``--real S1,S2`` the real domains of those garbage bench splits (their source caches
+must be filled, ``bench/lib/garbage_sources6.py --fill`` and so on). "Shipped" is the step's effective
+English list (LDNOOBW plus the vendored larger lexicon): judge words outside it measure generalisation,
+judge words inside it measure the matching.
 Reported: recall per variant for judge words in / not in the shipped list and for all judge words,
 and the share of real documents flagged per domain.
 
@@ -79,6 +82,25 @@ def cuss_list() -> list[str]:
     return sorted(words)
 
 
+PROFANE_WORDS = ROOT / "bench" / "data" / "profane-words" / "words.json"
+
+
+def profane_words_list() -> list[str]:
+    """The npm package profane-words's single-word entries of 3+ letters (letters only)."""
+    words = json.loads(PROFANE_WORDS.read_text(encoding="utf-8"))
+    return sorted({w.strip().lower() for w in words
+                   if w.strip().isalpha() and w.strip().isascii() and len(w.strip()) >= 3})
+
+
+def real_of(split: str) -> dict[str, list[tuple[str, str]]]:
+    """The real domains of a garbage bench split (``bench/lib/garbage_sources*.py``)."""
+    import importlib
+
+    mod = {"heldout3": "3", "heldout4": "4", "heldout5": "5", "heldout6": "6", "heldout7": "7",
+           "heldout8": "8"}.get(split, "")
+    return importlib.import_module(f"lib.garbage_sources{mod}").real_domains(split)
+
+
 def half(word: str) -> str:
     return "dev" if int(hashlib.sha1(word.encode()).hexdigest()[:8], 16) % 2 == 0 else "heldout"
 
@@ -114,12 +136,16 @@ def main() -> int:
     ap.add_argument("--toxic", type=int, default=400, help="toxic documents per half and variant group")
     ap.add_argument("--seed", type=int, default=44)
     ap.add_argument("--half", choices=("dev", "heldout"), default="dev")
-    ap.add_argument("--judge", choices=("better-profanity", "surge", "cuss"), default="better-profanity",
+    ap.add_argument("--judge", choices=("better-profanity", "surge", "cuss", "profane-words"),
+                    default="better-profanity",
                     help="the list toxic documents take their words from (surge: rated Strong/Severe only; "
                          "cuss: rated 2 only)")
+    ap.add_argument("--real", default="", help="comma-separated garbage bench splits whose real domains are "
+                    "measured for real documents flagged instead of the half's (e.g. heldout6,heldout7,heldout8)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    tag = "" if args.judge == "better-profanity" else f"_{args.judge}"
+    tag = ("" if args.judge == "better-profanity" else f"_{args.judge}") + (
+        "_real-" + args.real.replace(",", "-") if args.real else "")
     args.out = args.out or str(ROOT / "bench" / "out" / f"bench_toxicity_sources{tag}_{args.half}.json")
     from datatrove.data import Document
     from lib.garbage_sources import real_domains
@@ -129,7 +155,8 @@ def main() -> int:
     rng = random.Random(args.seed)
     scorer, filt = toxicity_steps(ToxicityConfig())
     shipped = set(scorer.lists["en"])
-    words = {"better-profanity": other_list, "surge": surge_list, "cuss": cuss_list}[args.judge]()
+    words = {"better-profanity": other_list, "surge": surge_list, "cuss": cuss_list,
+             "profane-words": profane_words_list}[args.judge]()
     real: dict[str, list[str]] = {}
     prose_src: list[str] = []
     for split in ("dev", "heldout2"):
@@ -140,6 +167,13 @@ def main() -> int:
                 prose_src += [t for t, _ in docs[:args.per_domain]]
             if split == {"dev": "dev", "heldout": "heldout2"}[args.half]:
                 real[dom] = [t for t, _ in docs[:args.per_domain]]
+    if args.real:  # real documents of other splits' domains instead of the half's
+        real = {}
+        for split in args.real.split(","):
+            for dom, docs in real_of(split).items():
+                docs = list(docs)
+                rng.shuffle(docs)
+                real[f"{split}:{dom}"] = [t for t, _ in docs[:args.per_domain]]
     prose = [s for t in prose_src for s in re.split(r"(?<=[.!?])\s+", t) if 5 <= len(s.split()) <= 40]
 
     def flagged(texts: list[str]) -> list[bool]:
