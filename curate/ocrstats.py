@@ -75,7 +75,6 @@ _STOP_THEN_LOWER = re.compile(r"\.[ \t]+[a-z]")
 # a full stop or comma standing alone between a word and a lower-case word on the same line (``issued . in``):
 # a speck read as punctuation (not Python's ``from . import``, nor ``git add .`` at a line's end)
 _CLOSING = re.compile("\u2019(?![A-Za-z])")  # a closing single quote, not an apostrophe inside a word
-_LONE_STOP = re.compile(r"([A-Za-z]+) [.,][ \t]+(?=[a-z])")
 # the tags of _kind's readings
 SEEN, TOP, WORD, ACCENT, JOINED = "seen", "top", "word", "accent", "joined"
 
@@ -203,6 +202,31 @@ def _joined(a: str, b: str, rank: dict[str, int]) -> bool:
     return all((len(w) > 1 or w in "ai") and w in rank for w in (a, b))
 
 
+def _ascii_letter(c: str) -> bool:
+    return "a" <= c <= "z" or "A" <= c <= "Z"
+
+
+def _lone_stops(text: str) -> int:
+    """Matches of ``([A-Za-z]+) [.,][ \\t]+(?=[a-z])`` whose word is not ``from``, found from the
+    places ``" ."`` and ``" ,"`` occur (a scan for a character class costs more than the text's rare
+    stops)."""
+    n, size = 0, len(text)
+    for mark in (" .", " ,"):
+        i = text.find(mark)
+        while i >= 0:
+            j = i + 2
+            if i > 0 and _ascii_letter(text[i - 1]) and j < size and text[j] in " \t":
+                while j < size and text[j] in " \t":
+                    j += 1
+                if j < size and "a" <= text[j] <= "z":
+                    k = i - 1
+                    while k > 0 and _ascii_letter(text[k - 1]):
+                        k -= 1
+                    n += text[k:i] != "from"
+            i = text.find(mark, i + 1)
+    return n
+
+
 def stray_stops(text: str, open_words: Container[str] = OPEN_WORDS) -> int:
     """Spaces read as full stops and specks read as stops (OCR): a full stop after one of ``open_words``
     followed on the same line by a lower-case word (``of. the``), a full stop or comma standing alone
@@ -215,8 +239,7 @@ def stray_stops(text: str, open_words: Container[str] = OPEN_WORDS) -> int:
             j -= 1
         if i - j <= 5 and (j == 0 or text[j - 1] in " \t\n") and text[j:i] in open_words:
             n += 1
-    if " ." in text or " ," in text:
-        n += sum(w != "from" for w in _LONE_STOP.findall(text))
+    n += _lone_stops(text)
     opened = text.count("\u2018")  # opening single quotes that nothing closes (``‘trigger``)
     if opened:
         n += max(0, opened - len(_CLOSING.findall(text)))

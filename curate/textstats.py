@@ -222,7 +222,6 @@ def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[f
 # single-byte mojibake never leaves (it alternates lead and continuation bytes: ``╨┐╤Ç``)
 DRAWN_RUNS = tuple(c * 3 for c in "\u2500\u2501\u2550\u2504\u2505")
 _BOX_TO_SPACE = {c: " " for c in range(0x2500, 0x2580)}
-_LINE_HYPHEN = re.compile(r"([a-z])-\n[ \t]*([a-z])")
 
 
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
@@ -234,12 +233,10 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     of several passes over every token); every such statistic is a ratio of integer sums, so the
     values are exactly those of a pass over every token (tests/curate/test_textstats.py). A text that
     draws a table with box characters (``DRAWN_RUNS``) is measured without them (each line's spaces
-    collapsed), and a word hyphenated at a line's end as one word."""
+    collapsed)."""
     n_chars = len(text)
     if any(run in text for run in DRAWN_RUNS):  # a drawn table: its lines are layout, not text
         text = "\n".join(" ".join(line.split()) for line in text.translate(_BOX_TO_SPACE).split("\n"))
-    if "-\n" in text:  # words hyphenated at a line's end are read whole ("op-\n   tional")
-        text = _LINE_HYPHEN.sub(r"\1\2", text)
     ids = _TABLE.text_ids(text)  # the ids of text.split()'s tokens
     n = len(ids)
     lines, n_punct = native.text_lines(text)  # non-blank lines, those ending in _TERMINAL
@@ -338,13 +335,20 @@ def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> i
     # and only those of a kind damaged_words reads (it skips the others)
     keep = _TABLE.kind_flags(uniq) == 1
     uniq, counts = uniq[keep], counts[keep]
-    # in the order of their first occurrence in the document (what the counting depends on), and
-    # "rindex", "rindex," and "(rindex)" are one word
-    cores = Counter(tokens[i].strip(_EDGE_PUNCT) for i in ids[oov].tolist())
 
     def present() -> _Cores:
         return _Cores(_TABLE.low_core[lows])
 
+    after = np.flatnonzero(oov[1:]) + 1  # the second half of a word hyphenated across a space or a line
+    if len(after):                       # ("op-\n  tional") is not a word of its own
+        hyphened = [p for p, i in zip(after.tolist(), ids[after - 1].tolist(), strict=True)
+                    if len(t := tokens[i]) > 1 and t[-1] == "-" and t[-2].isalpha()]
+        if hyphened:
+            oov = oov.copy()
+            oov[hyphened] = False
+    # in the order of their first occurrence in the document (what the counting depends on), and
+    # "rindex", "rindex," and "(rindex)" are one word
+    cores = Counter(tokens[i].strip(_EDGE_PUNCT) for i in ids[oov].tolist())
     anchors = np.flatnonzero(oov)[:MAX_SPLIT_ANCHORS].tolist()
     broken = 0
     if anchors and native.compiled is not None:

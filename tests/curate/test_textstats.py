@@ -172,7 +172,9 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
             a, b = re.split("['\u2019]", core)
             damaged += a in rank and b in rank and a + b not in rank
     oov_positions = [i for i, (t, c) in enumerate(zip(tokens, cores, strict=True))
-                     if len(c) > 2 and c.isalpha() and c.islower() and not reference_is_dict_token(t, *d)]
+                     if len(c) > 2 and c.isalpha() and c.islower() and not reference_is_dict_token(t, *d)
+                     and not (i > 0 and len(tokens[i - 1]) > 1 and tokens[i - 1][-1] == "-"
+                              and tokens[i - 1][-2].isalpha())]  # the second half of a hyphenated word
     oov_counts = Counter(cores[i] for i in oov_positions)
     targets: set[str] = set()
     for w in list(oov_counts)[:ocrstats.MAX_CANDIDATES]:
@@ -235,7 +237,6 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     if any(ch * 3 in text for ch in "\u2500\u2501\u2550\u2504\u2505"):  # a drawn table: no box characters
         text = "\n".join(" ".join("".join(" " if 0x2500 <= ord(ch) < 0x2580 else ch for ch in line).split())
                          for line in text.split("\n"))
-    text = re.sub(r"([a-z])-\n[ \t]*([a-z])", r"\1\2", text)  # a word hyphenated at a line's end, whole
     tokens = text.split()
     n = len(tokens)
     lines = [ln for ln in text.split("\n") if ln.strip()]
