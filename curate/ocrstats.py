@@ -235,7 +235,7 @@ def stray_stops(text: str, open_words: Container[str] = OPEN_WORDS) -> int:
     n = 0
     for m in _STOP_THEN_LOWER.finditer(text):
         i = j = m.start()
-        while j > 0 and "a" <= text[j - 1] <= "z":
+        while j > 0 and i - j <= 5 and "a" <= text[j - 1] <= "z":
             j -= 1
         if i - j <= 5 and (j == 0 or text[j - 1] in " \t\n") and text[j:i] in open_words:
             n += 1

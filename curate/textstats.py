@@ -222,6 +222,7 @@ def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[f
 # single-byte mojibake never leaves (it alternates lead and continuation bytes: ``╨┐╤Ç``)
 DRAWN_RUNS = tuple(c * 3 for c in "\u2500\u2501\u2550\u2504\u2505")
 _BOX_TO_SPACE = {c: " " for c in range(0x2500, 0x2580)}
+_HYPHEN_END = re.compile(r"-\s")  # a whitespace token may end with a hyphen only where this occurs
 
 
 def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
@@ -292,7 +293,7 @@ def _token_stats(out: dict[str, float | None], ids: np.ndarray, lang: str | None
     out["plain_share"] = n_plain / n
     out["oov_share"] = (int((plain & (in_dict == 0)).sum()) / n_plain
                         if in_dict is not None and n_plain >= 30 else None)
-    dmg = _damaged(lang, ids, plain & (in_dict == 0), lows) if (
+    dmg = _damaged(lang, ids, plain & (in_dict == 0), lows, _HYPHEN_END.search(text) is not None) if (
         in_dict is not None and n_plain >= DAMAGED_MIN_WORDS) else None
     if dmg is not None:  # spaces and specks read as stops
         dmg += stray_stops(text, OPEN_WORDS if lang == "en" else frozenset())
@@ -324,9 +325,9 @@ class _Cores:
         return j is not None and bool(self.mark[j])
 
 
-def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> int | None:
+def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray, hyphens: bool = True) -> int | None:
     """``ocrstats.damaged_words`` of a document from its token-table ids (the document's whitespace
-    tokens are ``_TABLE.tokens[i]`` for ``i`` in ``ids``)."""
+    tokens are ``_TABLE.tokens[i]`` for ``i`` in ``ids``); ``hyphens``: some token may end with a hyphen."""
     tokens = _TABLE.tokens
     uniq, counts = native.unique_counts(ids)
     # ocrstats._kind's tokens (2+ chars, not plain) that occur once: damaged_words counts no other
@@ -339,8 +340,8 @@ def _damaged(lang: str, ids: np.ndarray, oov: np.ndarray, lows: np.ndarray) -> i
     def present() -> _Cores:
         return _Cores(_TABLE.low_core[lows])
 
-    after = np.flatnonzero(oov[1:]) + 1  # the second half of a word hyphenated across a space or a line
-    if len(after):                       # ("op-\n  tional") is not a word of its own
+    after = np.flatnonzero(oov[1:]) + 1 if hyphens else ()  # the second half of a word hyphenated
+    if len(after):                       # across a space or a line ("op-\n  tional") is not a word of its own
         hyphened = [p for p, i in zip(after.tolist(), ids[after - 1].tolist(), strict=True)
                     if len(t := tokens[i]) > 1 and t[-1] == "-" and t[-2].isalpha()]
         if hyphened:
