@@ -221,7 +221,8 @@ def boilerplate_share(text: str, frequent: frozenset[str] | set[str]) -> tuple[f
 # three of the same box-drawing line in a row: a table drawn with box characters (``┌────┬──┐``), which
 # single-byte mojibake never leaves (it alternates lead and continuation bytes: ``╨┐╤Ç``)
 DRAWN_RUNS = tuple(c * 3 for c in "\u2500\u2501\u2550\u2504\u2505")
-_BOX_TO_SPACE = {c: " " for c in range(0x2500, 0x2580)}
+_BOX_RUN = re.compile("[\u2500-\u257f]+")
+_SPACE_RUN = re.compile("[ \t]{2,}")
 _HYPHEN_END = re.compile(r"-\s")  # a whitespace token may end with a hyphen only where this occurs
 
 
@@ -233,11 +234,11 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     (one ``Counter`` at C speed, then one Python pass over a few hundred distinct tokens instead
     of several passes over every token); every such statistic is a ratio of integer sums, so the
     values are exactly those of a pass over every token (tests/curate/test_textstats.py). A text that
-    draws a table with box characters (``DRAWN_RUNS``) is measured without them (each line's spaces
-    collapsed)."""
-    n_chars = len(text)
+    draws a table with box characters (``DRAWN_RUNS``) is measured with them as spaces and each run
+    of spaces and tabs as one."""
+    original = text
     if any(run in text for run in DRAWN_RUNS):  # a drawn table: its lines are layout, not text
-        text = "\n".join(" ".join(line.split()) for line in text.translate(_BOX_TO_SPACE).split("\n"))
+        text = _SPACE_RUN.sub(" ", _BOX_RUN.sub(" ", text))
     ids = _TABLE.text_ids(text)  # the ids of text.split()'s tokens
     n = len(ids)
     lines, n_punct = native.text_lines(text)  # non-blank lines, those ending in _TERMINAL
@@ -246,7 +247,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
     raw = text[:COMPRESS_PREFIX].encode("utf-8")[:COMPRESS_PREFIX]
     out: dict[str, float | None] = {
         "n_words": float(n),
-        "n_chars": float(n_chars),
+        "n_chars": float(len(original)),
         "n_lines": float(len(lines)),
         "words_per_line": n / n_lines,
         "line_punct_share": n_punct / n_lines,
@@ -263,7 +264,8 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
                    damaged_share=None, damaged_words=None)
         return out
     lows, size, total = _token_stats(out, ids, lang, lines, text)
-    _remember_lows(text, lows)
+    # the next reader of the document's tokens (the toxicity scorer) asks for those of the original text
+    _remember_lows(original, lows if original is text else _TABLE.low[_TABLE.text_ids(original)])
     distinct = _repetition_stats(out, lines, lows, size, total)
     # distinct words / sqrt(words): about constant for running text of any length (Heaps' law with
     # exponent ~0.5-0.7), small for a few words repeated (keyword spam, menus, one line repeated)

@@ -13,6 +13,7 @@ import re
 import sys
 import zlib
 from collections import Counter
+from itertools import groupby
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -235,8 +236,9 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
                     frequent: frozenset[str] | None) -> dict:
     n_chars = len(text)
     if any(ch * 3 in text for ch in "\u2500\u2501\u2550\u2504\u2505"):  # a drawn table: no box characters
-        text = "\n".join(" ".join("".join(" " if 0x2500 <= ord(ch) < 0x2580 else ch for ch in line).split())
-                         for line in text.split("\n"))
+        spaced = "".join(" " if 0x2500 <= ord(ch) < 0x2580 else ch for ch in text)
+        runs = [(blank, "".join(g)) for blank, g in groupby(spaced, key=lambda ch: ch in " \t")]
+        text = "".join(" " if blank and len(r) > 1 else r for blank, r in runs)  # 2+ spaces and tabs: one
     tokens = text.split()
     n = len(tokens)
     lines = [ln for ln in text.split("\n") if ln.strip()]
