@@ -2,8 +2,8 @@
 
 Sources and their two halves (``dev``: what the detectors were developed on; ``heldout``: what
 they are judged on) are described in ``bench/lib/garbage_sources.py``; the later rounds
-(``heldout2``-``heldout8``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-8.py``
-(``heldout6``-``heldout8`` hold OCR noise alone). One set per half::
+(``heldout2``-``heldout9``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-9.py``
+(``heldout6``-``heldout9`` hold OCR noise alone). One set per half::
 
     real domains (150 documents each), each with garbage of every kind mixed in at a rate of
     5-30 % of the domain (rates cycle 5, 10, 15, 20, 25, 30, 30 %), kinds assigned round-robin;
@@ -62,6 +62,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources7 import KINDS, garbage_doc, real_domains
     elif split == "heldout8":  # OCR noise only, other fonts and real domains, see its module
         from lib.garbage_sources8 import KINDS, garbage_doc, real_domains
+    elif split == "heldout9":  # OCR noise only, other fonts and real domains, see its module
+        from lib.garbage_sources9 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -178,7 +180,7 @@ def score(truth: dict, out: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-                                            "heldout8"),
+                                            "heldout8", "heldout9"),
                     required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)

@@ -74,7 +74,7 @@ class FilterConfig:
     garbage_max_oov_share: float = field(default=0.35, metadata={
         "help": "auto: drop when this share of the lower-case words (3+ letters; 30+ of them) is not in the "
                 "language's dictionary (OCR noise, invented words)"})
-    garbage_max_damaged_share: float = field(default=0.03, metadata={
+    garbage_max_damaged_share: float = field(default=0.02, metadata={
         "help": "auto: drop running text (damaged_min_plain_share) when this share of its lower-case words are near misses "
                 "of words it spells right, run-together words or case flips (OCR and conversion damage)"})
     damaged_min_words: int = field(default=4, metadata={
