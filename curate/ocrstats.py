@@ -74,7 +74,8 @@ OPEN_WORDS = frozenset(("the", "a", "an", "and", "or", "nor", "of", "if", "than"
 _STOP_THEN_LOWER = re.compile(r"\.[ \t]+[a-z]")
 # a full stop or comma standing alone between a word and a lower-case word on the same line (``issued . in``):
 # a speck read as punctuation (not Python's ``from . import``, nor ``git add .`` at a line's end)
-_CLOSING = re.compile("\u2019(?![A-Za-z])")  # a closing single quote, not an apostrophe inside a word
+# a closing single quote, not an apostrophe inside a word
+_CLOSING = re.compile("\u2019(?![A-Za-z])")
 # the tags of _kind's readings
 SEEN, TOP, WORD, ACCENT, JOINED = "seen", "top", "word", "accent", "joined"
 
@@ -186,6 +187,8 @@ def _kind(tok: str) -> tuple[str, ...]:
     if _MIXED_DIGITS.fullmatch(core):
         return (SEEN, *r) if (r := readings()) else ()
     if _INNER_MARK.fullmatch(core):
+        if "\u2018" in core and tok.rstrip(_EDGE.replace("'", "").replace("\u2019", ""))[-1:] in ("'", "\u2019"):
+            return ()  # a quotation glued to the word before it (``the‘shout'``), not a speck
         a, b = _MARK_SPLIT.split(core, maxsplit=1)
         return (WORD, "".join(c for c in core if c.isalpha()), a, b)
     if _EDGE_MARK.fullmatch(core):

@@ -113,7 +113,8 @@ def test_spaces_read_as_punctuation() -> None:
     sentence (``the. proposal``), a stop standing alone (``school . because``) and an opening quote
     that nothing closes (``‘Several``) each count once; the same characters in real text do not
     (``os.path``, ``a.out``, ``don't``, ``o'clock``, Python's ``from . import``, ``git add .``, quotes
-    that are closed, an apostrophe, an abbreviation before a lower-case word)."""
+    that are closed, a quotation glued to the word before it (``the‘shout'``), an apostrophe, an
+    abbreviation before a lower-case word)."""
     base = doc_stats(PROSE, "en")["damaged_words"]
     cases = {" met on ": " met:on ", " the chair ": " the.chair ", "school, because": "school . because",
              " for the new ": " for the. new ", " to discuss ": " to'discuss ", "Several": "\u2018Several",
@@ -122,7 +123,8 @@ def test_spaces_read_as_punctuation() -> None:
         text = PROSE.replace(good, bad, 1)
         assert text != PROSE, good
         assert doc_stats(text, "en")["damaged_words"] == base + 1, (good, bad)
-    real = PROSE.replace(" the new ", " the os.path a.out don't o'clock \u2018new\u2019 dogs\u2019 etc. new ", 1)
+    real = PROSE.replace(" the new ", " the os.path a.out don't o'clock \u2018new\u2019 dogs\u2019 etc. "
+                                      "the\u2018glued' new ", 1)
     real += "\nfrom . import tools\ngit add .\nThey won\u2019t."
     assert doc_stats(real, "en")["damaged_words"] == base
     # the open words are English: a full stop after "the" in a French text is not judged by them

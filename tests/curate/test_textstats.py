@@ -161,6 +161,9 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
             damaged += any(w.isalpha() and len(w) > 2 and w in present for w in readings)
         elif sum(ch in marks for ch in core) == 1 and all(ch.isascii() and ch.islower() for ch in core if ch not in marks):
             mark = next(i for i, ch in enumerate(core) if ch in marks)
+            quotes_kept = "".join(ch for ch in ocrstats._EDGE if ch not in "'\u2019")
+            if core[mark] == "\u2018" and 0 < mark < len(core) - 1 and tok.rstrip(quotes_kept)[-1:] in ("'", "\u2019"):
+                continue  # a quotation glued to the word before it
             letters = core[:mark] + core[mark + 1:]
             inner = 0 < mark < len(core) - 1
             edge = core[mark] not in ocrstats.EDGE_PUNCT and len(letters) >= 3
