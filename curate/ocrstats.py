@@ -19,14 +19,14 @@ not in the language's dictionary:
   language's most frequent (``ofthe``, ``andmodify``);
 * **broken words**: the word joined to its neighbour makes a dictionary word (``pa cket``);
 
-plus, among words used once: case flipped inside (``tHIS``); digits where letters belong that read
-as a word of the document (``1ist``) or, in two characters, as one of the 100 most frequent words
-(``0f``; not a quantity, ``1s``, ``5m``); a stray mark inside, or a non-punctuation mark (``˙``,
-``·``, ``^``) at an edge, that reads without it as one of the 30,000 most frequent words (``wa^s``,
-``out˙``; not apostrophes, hyphens, dots, slashes, underscores, quotes, asterisks); accents on a
-word out of the dictionary that read without them as one of the 1,000 most frequent (``ín``).
-Divided by the number of lower-case words of 3+ letters, a misspelling here and there stays far
-below the threshold (``garbage_max_damaged_share``, ``damaged_min_words``).
+plus, among words used once: case flipped inside (``tHIS``); digits where letters belong (``1ist``,
+``0f``; not ``1s``, ``5m``); a stray mark in or at a frequent word (``wa^s``, ``out˙``); two words
+joined by a mark, a full stop or an apostrophe (``removes:a``, ``the.effects``, ``of'sight``; not
+``os.path``, ``don't``); accents on a word out of the dictionary that read without them as one of
+the 1,000 most frequent (``ín``). ``stray_stops`` adds spaces and specks read as stops (``of. the``,
+``issued . in``) and opening quotes nothing closes. Divided by the number of lower-case words of 3+
+letters, a misspelling here and there stays far below the threshold (``garbage_max_damaged_share``,
+``damaged_min_words``).
 """
 
 from __future__ import annotations
