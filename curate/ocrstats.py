@@ -72,8 +72,6 @@ _APOS_JOIN = re.compile(r"([a-z]{2,}|a|i)['\u2019]([a-z]{3,})")
 OPEN_WORDS = frozenset(("the", "a", "an", "and", "or", "nor", "of", "if", "than", "my", "your", "their", "its",
                         "our", "very"))
 _STOP_THEN_LOWER = re.compile(r"\.[ \t]+[a-z]")
-# a full stop or comma standing alone between a word and a lower-case word on the same line (``issued . in``):
-# a speck read as punctuation (not Python's ``from . import``, nor ``git add .`` at a line's end)
 # a closing single quote, not an apostrophe inside a word
 _CLOSING = re.compile("\u2019(?![A-Za-z])")
 # the tags of _kind's readings
@@ -210,9 +208,11 @@ def _ascii_letter(c: str) -> bool:
 
 
 def _lone_stops(text: str) -> int:
-    """Matches of ``([A-Za-z]+) [.,][ \\t]+(?=[a-z])`` whose word is not ``from``, found from the
-    places ``" ."`` and ``" ,"`` occur (a scan for a character class costs more than the text's rare
-    stops)."""
+    """A full stop or comma standing alone between a word and a lower-case word on the same line
+    (``issued . in``: a speck read as punctuation; not Python's ``from . import``, nor ``git add .``
+    at a line's end): the matches of ``([A-Za-z]+) [.,][ \\t]+(?=[a-z])`` whose word is not ``from``,
+    found from the places ``" ."`` and ``" ,"`` occur (a scan for a character class costs more than
+    the text's rare stops)."""
     n, size = 0, len(text)
     for mark in (" .", " ,"):
         i = text.find(mark)
@@ -308,8 +308,8 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
                 len(kind) == 4 and _joined(kind[2], kind[3], rank) and kind[1] not in rank)
         elif tag == JOINED:  # a stop or apostrophe where a space belongs
             a, b = kind[1], kind[2]
-            if kind[3] == ".":  # after an open word, or before one of the most frequent words
-                damaged += a in rank and b in rank and (a in OPEN_WORDS or rank[b] < FUNCTION_WORDS)
+            if kind[3] == ".":  # after an (English) open word, or before one of the most frequent words
+                damaged += a in rank and b in rank and ((lang == "en" and a in OPEN_WORDS) or rank[b] < FUNCTION_WORDS)
             else:  # two words, the second of 3+ letters, that are not one word
                 damaged += a in rank and b in rank and (a + b) not in rank
         elif tag == ACCENT:

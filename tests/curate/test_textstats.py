@@ -171,7 +171,8 @@ def reference_damaged(tokens: list[str], lang: str, d: tuple) -> int | None:
             damaged += (inner or edge) and len(letters) > 2 and letters in rank or (joined and letters not in rank)
         elif re.fullmatch(r"[a-z]{2,}\.[a-z]{2,}", core):  # a full stop where a space belongs
             a, b = core.split(".")
-            damaged += a in rank and b in rank and (a in ocrstats.OPEN_WORDS or rank[b] < ocrstats.FUNCTION_WORDS)
+            damaged += a in rank and b in rank and ((lang == "en" and a in ocrstats.OPEN_WORDS)
+                                                     or rank[b] < ocrstats.FUNCTION_WORDS)
         elif re.fullmatch(r"([a-z]{2,}|a|i)['\u2019][a-z]{3,}", core):  # an apostrophe where a space belongs
             a, b = re.split("['\u2019]", core)
             damaged += a in rank and b in rank and a + b not in rank
