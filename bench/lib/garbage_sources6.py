@@ -44,11 +44,10 @@ import re
 import shutil
 import subprocess
 import sys
-from functools import cache
+from collections.abc import Callable
 from pathlib import Path
 
 SPLIT = "heldout6"
-CACHE = Path(os.environ.get("GARBAGE6_CACHE", "/work/garbage6_cache"))
 PACKAGES = ("postgresql-doc-15", "r-doc-html", "crawl-common", "freeciv-data", "debian-faq", "debian-history")
 KINDS = ("ocr_noise",)
 MIN_DOC, MAX_DOC = 400, 6000
@@ -58,10 +57,7 @@ FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 
 
 def _x(*parts: str) -> Path:
-    if not (CACHE / "x").is_dir():
-        raise FileNotFoundError(f"{CACHE / 'x'} is missing: the heldout6 sources are read from a cache; fill it "
-                                "with `.venv/bin/python bench/lib/garbage_sources6.py --fill` (or set GARBAGE6_CACHE)")
-    return CACHE.joinpath("x", *parts)
+    return ROUND.x(*parts)
 
 
 def _chunks(text: str, max_doc: int = MAX_DOC) -> list[str]:
@@ -132,8 +128,7 @@ def _freeciv() -> list[str]:
     return _grouped(entries)
 
 
-@cache
-def heldout6_real() -> dict[str, list[tuple[str, str]]]:
+def _real() -> dict[str, list[tuple[str, str]]]:
     doc = _x("usr", "share", "doc")
     pg = sorted((doc / "postgresql-doc-15" / "html").glob("*.html"))
     r = sorted((doc / "r-doc-html" / "manual").glob("R-*.html"))
@@ -146,16 +141,7 @@ def heldout6_real() -> dict[str, list[tuple[str, str]]]:
         "crawl_descriptions": [(c, "descript") for c in _crawl()],
         "freeciv_help": [(c, "help") for c in _freeciv()],
     }
-    for d, docs in out.items():
-        # a fixed order that does not follow the files: sha1 of the text
-        out[d] = sorted(dict.fromkeys(docs), key=lambda t: hashlib.sha1(t[0].encode()).hexdigest())
     return out
-
-
-def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources6 holds only the {SPLIT!r} split, not {split!r}")
-    return heldout6_real()
 
 
 # -- OCR by Tesseract of a degraded rendering ------------------------------------------------------------
@@ -204,37 +190,70 @@ def tesseract(png: bytes) -> str:
     return got.stdout.decode("utf-8", errors="replace").strip()
 
 
-def ocr_text(text: str, rng) -> str:
-    """``text`` rendered, degraded and read back by Tesseract (paragraph by paragraph runs of lines)."""
-    return tesseract(render(text, rng, rng.randint(60, 95)))
+class OcrSplit:
+    """A held-out split whose garbage is Tesseract's reading of its own real documents (rounds 6-9): real
+    domains built by ``build`` from Debian packages unpacked in a cache folder (``$env``, default
+    ``/work/garbage<N>_cache``), every garbage document the OCR of one of them (the first 2,500
+    characters of a document of a domain drawn at random), rendered in one of ``fonts`` (paths under
+    ``usr/share/fonts`` of the cache; None: DejaVu, installed). ``python bench/lib/<module>.py --fill``
+    downloads and unpacks the packages."""
+
+    def __init__(self, split: str, module: str, env: str, packages: tuple[str, ...],
+                 build: Callable[[], dict[str, list[tuple[str, str]]]],
+                 fonts: tuple[tuple[str, ...], ...] | None = None) -> None:
+        self.split, self.module, self.env, self.packages = split, module, env, packages
+        self.cache = Path(os.environ.get(env, f"/work/garbage{split.removeprefix('heldout')}_cache"))
+        self._build, self.fonts = build, fonts
+        self._real: dict[str, list[tuple[str, str]]] | None = None
+
+    def x(self, *parts: str) -> Path:
+        """A path under the cache's unpacked packages (a clear error when the cache is not filled)."""
+        if not (self.cache / "x").is_dir():
+            raise FileNotFoundError(f"{self.cache / 'x'} is missing: the {self.split} sources are read from a cache; "
+                                    f"fill it with `.venv/bin/python bench/lib/{self.module}.py --fill` (or set "
+                                    f"{self.env})")
+        return self.cache.joinpath("x", *parts)
+
+    def real(self) -> dict[str, list[tuple[str, str]]]:
+        """The real domains, each in a fixed order that does not follow the files: sha1 of the text."""
+        if self._real is None:
+            self._real = {d: sorted(dict.fromkeys(docs), key=lambda t: hashlib.sha1(t[0].encode()).hexdigest())
+                          for d, docs in self._build().items()}
+        return self._real
+
+    def real_domains(self, split: str) -> dict[str, list[tuple[str, str]]]:
+        if split != self.split:
+            raise ValueError(f"{self.module} holds only the {self.split!r} split, not {split!r}")
+        return self.real()
+
+    def garbage_doc(self, kind: str, split: str, rng) -> tuple[str, str | None]:
+        """(garbage text, None): every garbage document of this split is OCR output."""
+        if split != self.split or kind != "ocr_noise":
+            raise ValueError(f"{self.module} makes only ocr_noise for {self.split!r}, not {kind!r} for {split!r}")
+        docs = self.real()
+        dom = rng.choice(sorted(docs))
+        src = rng.choice(docs[dom])[0][:2500]
+        fonts = tuple(self.x("usr", "share", "fonts", *f) for f in self.fonts) if self.fonts else None
+        return tesseract(render(src, rng, rng.randint(60, 95), fonts)), None
+
+    def fill(self) -> None:
+        """Download the packages and unpack them under the cache's ``x``."""
+        debs = self.cache / "debs"
+        debs.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", *self.packages], cwd=debs, check=True)
+        for f in sorted(debs.glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(f), str(self.cache / "x")], check=True)
+
+    def main(self) -> None:
+        if sys.argv[1:] == ["--fill"]:
+            self.fill()
+        else:
+            print(f"usage: {sys.argv[0]} --fill   (fills {self.cache})", file=sys.stderr)
+            sys.exit(2)
 
 
-def ocr_noise(rng) -> str:
-    docs = heldout6_real()
-    dom = rng.choice(sorted(docs))
-    src = rng.choice(docs[dom])[0][:2500]
-    return ocr_text(src, rng)
-
-
-def garbage_doc(kind: str, split: str, rng) -> tuple[str, str | None]:
-    """(garbage text, None): every garbage document of this split is OCR output."""
-    if split != SPLIT or kind != "ocr_noise":
-        raise ValueError(f"garbage_sources6 makes only ocr_noise for {SPLIT!r}, not {kind!r} for {split!r}")
-    return ocr_noise(rng), None
-
-
-def fill() -> None:
-    """Download the packages and unpack them under CACHE/x."""
-    debs = CACHE / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", *PACKAGES], cwd=debs, check=True)
-    for f in sorted(debs.glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(f), str(CACHE / "x")], check=True)
-
+ROUND = OcrSplit(SPLIT, "garbage_sources6", "GARBAGE6_CACHE", PACKAGES, _real)
+real_domains, garbage_doc = ROUND.real_domains, ROUND.garbage_doc
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--fill"]:
-        fill()
-    else:
-        print(f"usage: {sys.argv[0]} --fill   (fills {CACHE})", file=sys.stderr)
-        sys.exit(2)
+    ROUND.main()

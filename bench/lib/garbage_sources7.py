@@ -29,29 +29,21 @@ BeautifulSoup 4, as ``heldout6``'s.
 from __future__ import annotations
 
 import gzip
-import hashlib
-import os
-import subprocess
-import sys
-from functools import cache
 from pathlib import Path
 
-from lib.garbage_sources6 import _chunks, _html_text, render, tesseract
+from lib.garbage_sources6 import OcrSplit, _chunks, _html_text
 
 SPLIT = "heldout7"
-CACHE = Path(os.environ.get("GARBAGE7_CACHE", "/work/garbage7_cache"))
 PACKAGES = ("mutt", "zsh-doc", "lynx-common", "fortune-anarchism", "nethack-common", "fonts-freefont-ttf",
             "fonts-liberation2")
 KINDS = ("ocr_noise",)
-FONT_FILES = (("freefont", "FreeSerif.ttf"), ("freefont", "FreeSans.ttf"),
-              ("liberation2", "LiberationSerif-Regular.ttf"), ("liberation2", "LiberationSans-Regular.ttf"))
+FONT_FILES = (("truetype", "freefont", "FreeSerif.ttf"), ("truetype", "freefont", "FreeSans.ttf"),
+              ("truetype", "liberation2", "LiberationSerif-Regular.ttf"),
+              ("truetype", "liberation2", "LiberationSans-Regular.ttf"))
 
 
 def _x(*parts: str) -> Path:
-    if not (CACHE / "x").is_dir():
-        raise FileNotFoundError(f"{CACHE / 'x'} is missing: the heldout7 sources are read from a cache; fill it "
-                                "with `.venv/bin/python bench/lib/garbage_sources7.py --fill` (or set GARBAGE7_CACHE)")
-    return CACHE.joinpath("x", *parts)
+    return ROUND.x(*parts)
 
 
 def _read(path: Path) -> str:
@@ -62,7 +54,7 @@ def _read(path: Path) -> str:
 def _html_gz_text(path: Path) -> str:
     if path.suffix != ".gz":
         return _html_text(path)
-    tmp = CACHE / "tmp.html"
+    tmp = ROUND.cache / "tmp.html"
     tmp.write_text(_read(path))
     return _html_text(tmp)
 
@@ -72,8 +64,7 @@ def _fortunes() -> list[str]:
     return _chunks("\n\n".join(q.strip() for q in text.split("\n%\n") if q.strip()), 1500)
 
 
-@cache
-def heldout7_real() -> dict[str, list[tuple[str, str]]]:
+def _real() -> dict[str, list[tuple[str, str]]]:
     doc = _x("usr", "share", "doc")
     zsh = sorted((doc / "zsh-common" / "html").glob("*.html"))
     lynx_html = sorted((doc / "lynx-common" / "lynx_help").rglob("*.html*"))
@@ -88,44 +79,11 @@ def heldout7_real() -> dict[str, list[tuple[str, str]]]:
         "nethack_guidebook": [(c, "Guidebook.txt")
                               for c in _chunks(_read(doc / "nethack-common" / "Guidebook.txt.gz"), 2500)],
     }
-    for d, docs in out.items():
-        out[d] = sorted(dict.fromkeys(docs), key=lambda t: hashlib.sha1(t[0].encode()).hexdigest())
     return out
 
 
-def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources7 holds only the {SPLIT!r} split, not {split!r}")
-    return heldout7_real()
-
-
-def ocr_noise(rng) -> str:
-    docs = heldout7_real()
-    dom = rng.choice(sorted(docs))
-    src = rng.choice(docs[dom])[0][:2500]
-    fonts = tuple(_x("usr", "share", "fonts", "truetype", d, f) for d, f in FONT_FILES)
-    return tesseract(render(src, rng, rng.randint(60, 95), fonts))
-
-
-def garbage_doc(kind: str, split: str, rng) -> tuple[str, str | None]:
-    """(garbage text, None): every garbage document of this split is OCR output."""
-    if split != SPLIT or kind != "ocr_noise":
-        raise ValueError(f"garbage_sources7 makes only ocr_noise for {SPLIT!r}, not {kind!r} for {split!r}")
-    return ocr_noise(rng), None
-
-
-def fill() -> None:
-    """Download the packages and unpack them under CACHE/x."""
-    debs = CACHE / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", *PACKAGES], cwd=debs, check=True)
-    for f in sorted(debs.glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(f), str(CACHE / "x")], check=True)
-
+ROUND = OcrSplit(SPLIT, "garbage_sources7", "GARBAGE7_CACHE", PACKAGES, _real, FONT_FILES)
+real_domains, garbage_doc = ROUND.real_domains, ROUND.garbage_doc
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--fill"]:
-        fill()
-    else:
-        print(f"usage: {sys.argv[0]} --fill   (fills {CACHE})", file=sys.stderr)
-        sys.exit(2)
+    ROUND.main()

@@ -16,7 +16,7 @@ packages (``apt-get download``), none used by an earlier split, by the dev set o
 * ``exim_spec``: the Exim specification (``exim4-doc-html`` 4.96, ``spec_html``, HTML as text);
 * ``hg_help``: Mercurial's help topics (``mercurial-common`` 6.3.2, ``mercurial/helptext/*.txt``), in
   documents of up to 2,500 characters;
-* ``emacs_etc``: Emacs's ``PROBLEMS``, ``DEBUG``, ``TODO`` and ``NEWS.24``-``NEWS.27`` (``emacs-common`` 28.2);
+* ``emacs_etc``: Emacs's ``PROBLEMS``, ``DEBUG``, ``TODO`` and ``NEWS.24``-``NEWS.27`` (``emacs-common`` 28.2; ``TODO`` is the name of its wish-list file);
 * ``kitten_items``: robotfindskitten's non-kitten items (``robotfindskitten``, ``vanilla.nki``), in file
   order, joined into documents of up to 600 characters.
 
@@ -27,17 +27,11 @@ BeautifulSoup 4, as ``heldout6``'s.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
-from functools import cache
 from pathlib import Path
 
-from lib.garbage_sources6 import _chunks, _html_text, render, tesseract
+from lib.garbage_sources6 import OcrSplit, _chunks, _html_text
 
 SPLIT = "heldout8"
-CACHE = Path(os.environ.get("GARBAGE8_CACHE", "/work/garbage8_cache"))
 PACKAGES = ("postfix-doc", "exim4-doc-html", "mercurial-common", "emacs-common", "robotfindskitten",
             "fonts-urw-base35", "fonts-crosextra-carlito", "fonts-crosextra-caladea")
 KINDS = ("ocr_noise",)
@@ -46,19 +40,16 @@ FONT_FILES = (("opentype", "urw-base35", "NimbusRoman-Regular.otf"), ("opentype"
 
 
 def _x(*parts: str) -> Path:
-    if not (CACHE / "x").is_dir():
-        raise FileNotFoundError(f"{CACHE / 'x'} is missing: the heldout8 sources are read from a cache; fill it "
-                                "with `.venv/bin/python bench/lib/garbage_sources8.py --fill` (or set GARBAGE8_CACHE)")
-    return CACHE.joinpath("x", *parts)
+    return ROUND.x(*parts)
 
 
-@cache
-def heldout8_real() -> dict[str, list[tuple[str, str]]]:
+def _real() -> dict[str, list[tuple[str, str]]]:
     doc = _x("usr", "share", "doc")
     postfix = sorted((doc / "postfix" / "html").glob("*.html"))
     exim = sorted((doc / "exim4-doc-html" / "spec_html").glob("*.html"))
     hg = sorted(_x("usr", "lib", "python3", "dist-packages", "mercurial", "helptext").glob("*.txt"))
     etc = sorted(_x("usr", "share", "emacs").glob("*/etc"))[0]
+    # Emacs's own files of those names (its known problems, debugging notes, wish list, release notes)
     emacs = [etc / n for n in ("PROBLEMS", "DEBUG", "TODO", "NEWS.24", "NEWS.25", "NEWS.26", "NEWS.27")]
     nki = _x("usr", "share", "games", "robotfindskitten", "vanilla.nki").read_text(errors="replace")
     out: dict[str, list[tuple[str, str]]] = {
@@ -69,44 +60,11 @@ def heldout8_real() -> dict[str, list[tuple[str, str]]]:
         "kitten_items": [(c, "vanilla.nki") for c in _chunks("\n\n".join(
             ln.strip() for ln in nki.splitlines() if ln.strip()), 600)],
     }
-    for d, docs in out.items():
-        out[d] = sorted(dict.fromkeys(docs), key=lambda t: hashlib.sha1(t[0].encode()).hexdigest())
     return out
 
 
-def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources8 holds only the {SPLIT!r} split, not {split!r}")
-    return heldout8_real()
-
-
-def ocr_noise(rng) -> str:
-    docs = heldout8_real()
-    dom = rng.choice(sorted(docs))
-    src = rng.choice(docs[dom])[0][:2500]
-    fonts = tuple(_x("usr", "share", "fonts", *f) for f in FONT_FILES)
-    return tesseract(render(src, rng, rng.randint(60, 95), fonts))
-
-
-def garbage_doc(kind: str, split: str, rng) -> tuple[str, str | None]:
-    """(garbage text, None): every garbage document of this split is OCR output."""
-    if split != SPLIT or kind != "ocr_noise":
-        raise ValueError(f"garbage_sources8 makes only ocr_noise for {SPLIT!r}, not {kind!r} for {split!r}")
-    return ocr_noise(rng), None
-
-
-def fill() -> None:
-    """Download the packages and unpack them under CACHE/x."""
-    debs = CACHE / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", *PACKAGES], cwd=debs, check=True)
-    for f in sorted(debs.glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(f), str(CACHE / "x")], check=True)
-
+ROUND = OcrSplit(SPLIT, "garbage_sources8", "GARBAGE8_CACHE", PACKAGES, _real, FONT_FILES)
+real_domains, garbage_doc = ROUND.real_domains, ROUND.garbage_doc
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--fill"]:
-        fill()
-    else:
-        print(f"usage: {sys.argv[0]} --fill   (fills {CACHE})", file=sys.stderr)
-        sys.exit(2)
+    ROUND.main()

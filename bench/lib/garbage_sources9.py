@@ -26,17 +26,11 @@ BeautifulSoup 4, as ``heldout6``'s.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
-from functools import cache
 from pathlib import Path
 
-from lib.garbage_sources6 import _chunks, _html_text, render, tesseract
+from lib.garbage_sources6 import OcrSplit, _chunks, _html_text
 
 SPLIT = "heldout9"
-CACHE = Path(os.environ.get("GARBAGE9_CACHE", "/work/garbage9_cache"))
 PACKAGES = ("sqlite3-doc", "octave-doc", "maxima-doc", "swi-prolog-doc", "gnome-user-docs", "fonts-lato",
             "fonts-open-sans", "fonts-ebgaramond", "fonts-roboto-unhinted")
 KINDS = ("ocr_noise",)
@@ -46,14 +40,10 @@ FONT_FILES = (("truetype", "lato", "Lato-Regular.ttf"), ("truetype", "open-sans"
 
 
 def _x(*parts: str) -> Path:
-    if not (CACHE / "x").is_dir():
-        raise FileNotFoundError(f"{CACHE / 'x'} is missing: the heldout9 sources are read from a cache; fill it "
-                                "with `.venv/bin/python bench/lib/garbage_sources9.py --fill` (or set GARBAGE9_CACHE)")
-    return CACHE.joinpath("x", *parts)
+    return ROUND.x(*parts)
 
 
-@cache
-def heldout9_real() -> dict[str, list[tuple[str, str]]]:
+def _real() -> dict[str, list[tuple[str, str]]]:
     doc = _x("usr", "share", "doc")
     sqlite = sorted((doc / "sqlite3").glob("*.html"))
     octave = sorted((doc / "octave" / "octave.html").glob("*.html"))
@@ -67,44 +57,11 @@ def heldout9_real() -> dict[str, list[tuple[str, str]]]:
         "prolog_manual": [(c, p.name) for p in prolog for c in _chunks(_html_text(p))],
         "gnome_help": [(c, p.name) for p in gnome for c in _chunks(_html_text(p))],
     }
-    for d, docs in out.items():
-        out[d] = sorted(dict.fromkeys(docs), key=lambda t: hashlib.sha1(t[0].encode()).hexdigest())
     return out
 
 
-def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources9 holds only the {SPLIT!r} split, not {split!r}")
-    return heldout9_real()
-
-
-def ocr_noise(rng) -> str:
-    docs = heldout9_real()
-    dom = rng.choice(sorted(docs))
-    src = rng.choice(docs[dom])[0][:2500]
-    fonts = tuple(_x("usr", "share", "fonts", *f) for f in FONT_FILES)
-    return tesseract(render(src, rng, rng.randint(60, 95), fonts))
-
-
-def garbage_doc(kind: str, split: str, rng) -> tuple[str, str | None]:
-    """(garbage text, None): every garbage document of this split is OCR output."""
-    if split != SPLIT or kind != "ocr_noise":
-        raise ValueError(f"garbage_sources9 makes only ocr_noise for {SPLIT!r}, not {kind!r} for {split!r}")
-    return ocr_noise(rng), None
-
-
-def fill() -> None:
-    """Download the packages and unpack them under CACHE/x."""
-    debs = CACHE / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", *PACKAGES], cwd=debs, check=True)
-    for f in sorted(debs.glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(f), str(CACHE / "x")], check=True)
-
+ROUND = OcrSplit(SPLIT, "garbage_sources9", "GARBAGE9_CACHE", PACKAGES, _real, FONT_FILES)
+real_domains, garbage_doc = ROUND.real_domains, ROUND.garbage_doc
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--fill"]:
-        fill()
-    else:
-        print(f"usage: {sys.argv[0]} --fill   (fills {CACHE})", file=sys.stderr)
-        sys.exit(2)
+    ROUND.main()
