@@ -289,7 +289,7 @@ class ToxicityScorer(Annotator):
             low = text.lower()
         if lang in NO_SPACE_LANGS:
             return counter.count(low)
-        return self._token_codes(lang, counter).count(low, low.split() if tokens is None else tokens)
+        return self._token_codes(lang, counter).count(low, low.split() if tokens is None else tokens, text)
 
     def _token_codes(self, lang: str, counter: BadwordCounter) -> TokenCodes:
         codes = self._codes.get(lang)

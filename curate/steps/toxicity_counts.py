@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from curate import native
-from curate.steps.toxicity_words import HIT, SPACED, ObfuscatedWords
+from curate.steps.toxicity_words import HIT, LOWER, SPACED, ObfuscatedWords
 
 NO_SPACE_LANGS = ("ja", "th", "zh")  # written without spaces: match substrings (datatrove's C4 rule)
 
@@ -175,36 +175,43 @@ class TokenCodes(dict):
         if low is None:
             low = text.lower()
 
-        def hits() -> set[str]:
-            hit_codes = [c for c in kinds if self.table[c][1] & HIT]
+        def hits(flag: int) -> set[str]:
+            hit_codes = [c for c in kinds if self.table[c][1] & flag]
             return {words[i] for i in native.unique_counts(lows[np.isin(codes, hit_codes)])[0].tolist()}
 
-        return self._decide(low, kinds, hits, low.split)
+        return self._decide(low, kinds, hits, low.split, text.split)
 
-    def count(self, text: str, tokens: list[str]) -> int:
-        """``counter.count(text)`` plus ``obfuscated.count(text)`` (``text`` lower-cased, ``tokens``
-        its ``split()``)."""
+    def count(self, text: str, tokens: list[str], original: str | None = None) -> int:
+        """``counter.count(text)`` plus ``obfuscated.count(text, original)`` (``text`` lower-cased,
+        ``tokens`` its ``split()``, ``original``: the text before lower-casing)."""
         if len(self) > 1_000_000:
             self.clear()
         distinct = list(set(tokens))
         codes = self.codes_of(distinct)
 
-        def hits() -> set[str]:
-            return {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & HIT}
+        def hits(flag: int) -> set[str]:
+            return {t for t, c in zip(distinct, codes, strict=True) if self.table[c][1] & flag}
 
-        return self._decide(text, set(codes), hits, lambda: tokens)
+        return self._decide(text, set(codes), hits, lambda: tokens,
+                            None if original is None else original.split)
 
-    def _decide(self, text: str, kinds: set[int], hits: Callable[[], set[str]], tokens: Callable[[], list[str]]
-                ) -> int:
-        """The count from the codes of a text's distinct tokens (``kinds``); ``hits()``: its tokens
-        whose code is flagged HIT, ``tokens()``: its ``split()`` (called only when needed)."""
+    def _decide(self, text: str, kinds: set[int], hits: Callable[[int], set[str]], tokens: Callable[[], list[str]],
+                original: Callable[[], list[str]] | None = None) -> int:
+        """The count from the codes of a text's distinct tokens (``kinds``); ``hits(flag)``: its
+        tokens whose code has ``flag``, ``tokens()``: its ``split()``, ``original()``: the split of
+        the text before lower-casing (each called only when needed; without ``original``, LOWER
+        tokens count everywhere)."""
         if not kinds or kinds == {0}:
             return 0
         pairs = [self.table[c] for c in kinds]
         n = self.counter.count_runs(text, set().union(*(p[0] for p in pairs)))
         if self.obfuscated is not None:
-            flags = {p[1] for p in pairs}
-            hit = hits() if HIT in flags else set()
+            flags = set().union(*({f & b for b in (HIT, SPACED, LOWER)} for _, f in pairs))
+            hit = hits(HIT) if HIT in flags else set()
+            lower = hits(LOWER) if LOWER in flags else set()
+            if lower and original is None:
+                hit, lower = hit | lower, set()
             # the tokens only matter when some are hits
-            n += self.obfuscated.count_flagged(text, tokens() if hit else [], hit, SPACED in flags)
+            n += self.obfuscated.count_flagged(text, tokens() if hit or lower else [], hit, SPACED in flags,
+                                               lower, original() if lower else None)
         return n

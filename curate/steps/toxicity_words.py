@@ -17,7 +17,10 @@ match (``BadwordCounter``) does not see. A token's core (surrounding punctuation
   (``spices``), or a compound starting or ending with a "root" (a word of 4+ letters listed by at
   least ``ROOT_SOURCES`` vendored lists, not "okayish", that no ordinary English word starts or
   ends with, so ``cock`` of ``cocktail`` is not one) when the token is not an English word at all;
-* letters separated by single spaces or dots (``f u c k``, ``f.u.c.k``): joined and looked up.
+* letters separated by single spaces or dots (``f u c k``, ``f.u.c.k``): joined and looked up;
+* an English word (in ``wordfreq``, so never read as a compound above) made of a root and a word
+  (``dickhead``, ``motherfucking``, ``assfuck``: the other part a list word or an English word of
+  Zipf ``COMPOUND_PART_ZIPF``+), counted only where written in lower case (``Dickson`` is a name).
 
 Only tokens with a digit or symbol among letters, a tripled letter, or single-letter runs take the
 slow path; ordinary tokens cost one dict lookup each (cached per distinct token).
@@ -59,7 +62,11 @@ _SPACED = re.compile(r"(?<![^\s(\"'])[a-z](?:([ .])[a-z])(?:\1[a-z]){1,14}(?![^\
 _SPACED_SEPS = (re.compile(r" (?=[a-z] [a-z](?![^\s.,;:!?)\"']))"), re.compile(r"\.(?=[a-z]\.[a-z](?![^\s.,;:!?)\"']))"))
 _ALPHA = re.compile(r"[a-z]+")
 _DOTTED = re.compile(r"[a-z]\.[a-z]")  # "f.u.c.k": a spaced word written with dots
-HIT, SPACED = 1, 2
+HIT, SPACED, LOWER = 1, 2, 4  # LOWER: a hit only where the text writes the token in lower case
+COMPOUND_PART_ZIPF = 3.0  # the other part of an English root compound: a word at least this common
+# English root compounds whose root is read in its innocent sense (the cat): left out
+INNOCENT_COMPOUNDS = frozenset({"pussycat", "pussycats", "pussyfoot", "pussyfoots", "pussyfooted",
+                                "pussyfooting"})
 _OBFUSCATION_CHARS = dict.fromkeys(map(ord, "".join(LEET) + MASK))  # str.translate: delete them
 _LEET_CHARS = dict.fromkeys(map(ord, "".join(LEET)))  # str.translate: delete the leet characters
 _OBFUSCATING = re.compile("[" + re.escape("".join(LEET) + MASK) + "]")  # a leet or masking character
@@ -187,32 +194,70 @@ class ObfuscatedWords:
         for r in sorted(self.roots):
             for suf in INFLECT:
                 self.inflected.setdefault(r + suf, []).append(r)
-        # English words that are no list word, no inflection of a root and not stretched: never a hit
+        self.lower_only = self._english_compounds()
+        # English words that are no list word, no inflection of a root, no root compound and not
+        # stretched: never a hit
         self.plain = frozenset(w for w in self.vocab if w.isascii() and w not in self.words and w not in self.inflected
-                               and not _TRIPLE.search(w))
+                               and w not in self.lower_only and not _TRIPLE.search(w))
         self.by_shape: dict[tuple[int, str, str], list[str]] = {}
         for w in sorted(self.words):
             self.by_shape.setdefault((len(w), w[0], w[-1]), []).append(w)
         self._cache: dict[str, bool] = {}
 
-    def count(self, text: str) -> int:
+    def _english_compounds(self) -> frozenset[str]:
+        """English words (``vocab``) of letters that are no list word and no root inflection, made
+        of a root and another part of 3+ letters that is a list word or an English word of Zipf
+        ``COMPOUND_PART_ZIPF``+ (``INNOCENT_COMPOUNDS`` aside)."""
+        words, vocab, roots = self.words, self.vocab, self.roots
+
+        def part(p: str) -> bool:
+            return len(p) >= 3 and (p in words or vocab.get(p, 0.0) >= COMPOUND_PART_ZIPF)
+
+        heads = {r[:ROOT_MIN] for r in roots}
+        tails = {r[-ROOT_MIN:] for r in roots}
+        out = set()
+        for v in vocab:
+            if (v[:ROOT_MIN] not in heads and v[-ROOT_MIN:] not in tails) or len(v) < ROOT_MIN + 3:
+                continue  # no root starts or ends it (every root has ROOT_MIN+ letters), or too short
+            if v in words or v in self.inflected or v in INNOCENT_COMPOUNDS or not (v.isascii() and v.isalpha()):
+                continue
+            for k in self.root_lens:
+                if len(v) - k < 3:
+                    break
+                if (v[:k] in roots and part(v[k:])) or (v[-k:] in roots and part(v[:-k])):
+                    out.add(v)
+                    break
+        return frozenset(out)
+
+    def count(self, text: str, original: str | None = None) -> int:
         """Hits in ``text`` (lower-cased) that an exact match of the list words does not count (the
-        scorer reads each distinct token's flags once through ``TokenCodes`` and ``count_flagged``)."""
+        scorer reads each distinct token's flags once through ``TokenCodes`` and ``count_flagged``);
+        ``original``: the text before lower-casing (without it, LOWER tokens count everywhere)."""
         cache = self._cache
         if len(cache) > 500_000:
             cache.clear()
         tokens = text.split()
         distinct = set(tokens)
-        for t in distinct.difference(cache):  # per distinct token: HIT, SPACED (may start a spaced word), 0
+        for t in distinct.difference(cache):  # per distinct token: HIT, SPACED (may start a spaced word), LOWER, 0
             cache[t] = self._flags(t)
         flags = list(map(cache.__getitem__, distinct))
         kinds = set(flags)
         hit = {t for t, f in zip(distinct, flags, strict=True) if f & HIT} if HIT in kinds else set()
-        return self.count_flagged(text, tokens, hit, SPACED in kinds)
+        lower = {t for t, f in zip(distinct, flags, strict=True) if f & LOWER} if LOWER in kinds else set()
+        if lower and original is None:
+            hit |= lower
+            lower = set()
+        return self.count_flagged(text, tokens, hit, SPACED in kinds, lower,
+                                  original.split() if lower and original is not None else None)
 
-    def count_flagged(self, text: str, tokens: list[str], hit: set[str], spaced: bool) -> int:
-        """``count`` given the tokens flagged HIT and whether any token is flagged SPACED."""
+    def count_flagged(self, text: str, tokens: list[str], hit: set[str], spaced: bool,
+                      lower: set[str] | None = None, original_tokens: list[str] | None = None) -> int:
+        """``count`` given the tokens flagged HIT, whether any token is flagged SPACED, and those
+        flagged LOWER with ``original_tokens``, the original text's ``split()``: a LOWER token counts
+        where the original token is the same (written in lower case)."""
         hits = sum(map(hit.__contains__, tokens)) if hit else 0
+        if lower and original_tokens is not None and len(original_tokens) == len(tokens):
+            hits += sum(1 for t, o in zip(tokens, original_tokens, strict=True) if t == o and t in lower)
         if spaced:
             for m in spaced_words(text):
                 joined = m.group().replace(m.group(1), "")
@@ -227,12 +272,14 @@ class ObfuscatedWords:
         return self._flags(tok)
 
     def _flags(self, tok: str) -> int:
-        """HIT when the token is an obfuscated, inflected or compound list word, SPACED when it can
-        be part of a word spelt with spaces or dots (one letter other than "a" or "i", or letters
-        between dots)."""
+        """HIT when the token is an obfuscated, inflected or compound list word, LOWER when it is an
+        English root compound, SPACED when it can be part of a word spelt with spaces or dots (one
+        letter other than "a" or "i", or letters between dots)."""
         core = tok.strip(STRIP).rstrip("!")
         if core in self.plain:
             return SPACED if len(tok) == 1 and tok not in "ai" else 0
+        if core in self.lower_only:
+            return LOWER
         if 3 <= len(core) <= 40 and core not in self.words and self._token_hit(core):
             return HIT
         if (len(tok) == 1 and tok.isalpha() and tok not in "ai") or _DOTTED.search(tok):

@@ -24,7 +24,8 @@ def scorer() -> ToxicityScorer:
 @pytest.mark.parametrize("text", [
     "you are a f*ck", "what a f#cking mess", "sh1t happens", "$h!t", "b!tch", "pu55y", "p0rn",
     "f u c k you", "such a f u c k.", "f.u.c.k this", "fuuuuck", "shiiiit", "whores", "fucknugget",
-    "shiteater", "whoreface", "assf*cker", "sh*thead", "b*llsh*t",
+    "shiteater", "whoreface", "assf*cker", "sh*thead", "b*llsh*t", "what a dickhead.", "motherfucking idiot",
+    "you assfuck", "that batshit plan",
 ])
 def test_obfuscated_and_derived_forms_are_counted(scorer: ToxicityScorer, text: str) -> None:
     assert scorer.count_badwords(text, "en") >= 1
@@ -36,6 +37,7 @@ def test_obfuscated_and_derived_forms_are_counted(scorer: ToxicityScorer, text: 
     "spices", "analysis", "buttonpress", "pussycat", "snigger", "sucklings", "e.g. i.e. U.S.A.",
     "x = s[1:3] # t_s", "l33t h4x0r", "1st 2nd 3rd 4th", "C# and F# and R", "a.k.a. Mr. T",
     "area = width*height", "count*total", "grid#column", "max*min*abs", "user_name_field", "100%done",
+    "Dickson beat Roddick", "Penistone station", "pussyfooting around", "the Benedick scene",
 ])
 def test_ordinary_text_is_not_counted(scorer: ToxicityScorer, text: str) -> None:
     assert scorer.count_badwords(text, "en") == 0
@@ -162,3 +164,17 @@ def test_badword_counts_at_word_positions_are_finditer_counts() -> None:
             assert count_at_words(pat, text, subset) == want, (text, subset, lang)
             total += want
     assert total > 1000
+
+
+def test_english_root_compounds_count_where_written_in_lower_case() -> None:
+    """An English word made of a root and a word (``dickhead``) counts where the text writes it in
+    lower case; the same letters capitalised are read as a name (``Dickson``). The scorer's two
+    paths (token strings and, with the compiled kernels, ids of the shared token table) agree."""
+    scorer, _ = toxicity_steps(ToxicityConfig(model="none"))
+    texts = ["Mr Dickson met a dickson fan.", "DICKHEAD and dickhead! and Dickhead", "Roddick, roddick."]
+    want = [1, 1, 1]
+    assert [scorer.count_badwords(t, "en") for t in texts] == want
+    modelled, _ = toxicity_steps(ToxicityConfig())  # the packaged linear model: the shared-table path
+    docs = [Document(text=t, id=str(i), metadata={"lang": "en"}) for i, t in enumerate(texts)]
+    assert modelled.filter_batch(docs) == [True] * len(docs)
+    assert [d.metadata["badwords"] for d in docs] == want
