@@ -209,9 +209,7 @@ class TokenCodes(dict):
             flags = set().union(*({f & b for b in (HIT, SPACED, LOWER)} for _, f in pairs))
             hit = hits(HIT) if HIT in flags else set()
             lower = hits(LOWER) if LOWER in flags else set()
-            if lower and original is None:
-                hit, lower = hit | lower, set()
             # the tokens only matter when some are hits
             n += self.obfuscated.count_flagged(text, tokens() if hit or lower else [], hit, SPACED in flags,
-                                               lower, original() if lower else None)
+                                               lower, original() if lower and original is not None else None)
         return n

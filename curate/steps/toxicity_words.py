@@ -244,9 +244,6 @@ class ObfuscatedWords:
         kinds = set(flags)
         hit = {t for t, f in zip(distinct, flags, strict=True) if f & HIT} if HIT in kinds else set()
         lower = {t for t, f in zip(distinct, flags, strict=True) if f & LOWER} if LOWER in kinds else set()
-        if lower and original is None:
-            hit |= lower
-            lower = set()
         return self.count_flagged(text, tokens, hit, SPACED in kinds, lower,
                                   original.split() if lower and original is not None else None)
 
@@ -254,10 +251,14 @@ class ObfuscatedWords:
                       lower: set[str] | None = None, original_tokens: list[str] | None = None) -> int:
         """``count`` given the tokens flagged HIT, whether any token is flagged SPACED, and those
         flagged LOWER with ``original_tokens``, the original text's ``split()``: a LOWER token counts
-        where the original token is the same (written in lower case)."""
+        where the original token is the same (written in lower case); without ``original_tokens``
+        (no case to read) it counts everywhere."""
         hits = sum(map(hit.__contains__, tokens)) if hit else 0
-        if lower and original_tokens is not None and len(original_tokens) == len(tokens):
-            hits += sum(1 for t, o in zip(tokens, original_tokens, strict=True) if t == o and t in lower)
+        if lower:
+            if original_tokens is None or len(original_tokens) != len(tokens):
+                hits += sum(map(lower.__contains__, tokens))
+            else:
+                hits += sum(1 for t, o in zip(tokens, original_tokens, strict=True) if t == o and t in lower)
         if spaced:
             for m in spaced_words(text):
                 joined = m.group().replace(m.group(1), "")
