@@ -64,6 +64,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources8 import KINDS, garbage_doc, real_domains
     elif split == "heldout9":  # OCR noise only, other fonts and real domains, see its module
         from lib.garbage_sources9 import KINDS, garbage_doc, real_domains
+    elif split == "heldout10":
+        from lib.garbage_sources10 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -180,7 +182,7 @@ def score(truth: dict, out: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-                                            "heldout8", "heldout9"),
+                                            "heldout8", "heldout9", "heldout10"),
                     required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)
