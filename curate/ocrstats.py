@@ -19,7 +19,10 @@ not in the language's dictionary:
   language's most frequent (``ofthe``, ``andmodify``);
 * **broken words**: the word joined to its neighbour makes a dictionary word (``pa cket``);
 
-plus, among words used once: case flipped inside (``tHIS``); digits where letters belong (``1ist``,
+plus, among words used once: case flipped inside (``tHIS``; one capital inside a lower-case word that
+reads as a dictionary word without it, ``pubLic``, ``worLd``, not ``iPhone``); a bracket, brace or
+underscore where a letter belongs (``informa[ion``, ``fo_lowing``: 6+ characters, and one letter in its
+place makes a dictionary word; not ``user_name``); digits where letters belong (``1ist``,
 ``0f``; not ``1s``, ``5m``); a stray mark in or at a frequent word (``wa^s``, ``out˙``); two words
 joined by a mark, a full stop or an apostrophe (``removes:a``, ``the.effects``, ``of'sight``; not
 ``os.path``, ``don't``); accents on a word out of the dictionary that read without them as one of
@@ -48,6 +51,12 @@ DAMAGED_MIN_WORDS = 30  # lower-case words of 3+ letters a document needs before
 MAX_CANDIDATES = 400  # distinct out-of-dictionary words looked at per document
 MAX_SPLIT_ANCHORS = 1000  # positions of out-of-dictionary words tried for a broken word per document
 _CASE_FLIP = re.compile(r"[a-z]+[A-Z]{2,}")
+# one capital inside a lower-case word (``pubLic``: OCR's L for l), 2+ letters before it (not ``iPhone``)
+_ONE_CAPITAL = re.compile(r"[a-z]{2,}[A-Z][a-z]+")
+# a bracket, brace or underscore between letters where OCR lost a letter (``informa[ion``, ``fo_lowing``)
+_LOST_LETTER = re.compile(r"[a-z]+[\[\]{}_][a-z]+")
+LOST_MIN = 6  # characters of such a token: shorter ones are code (``x[i``, ``p_n``)
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # a word with digits where letters belong: 0 for o, 1 for l or i, 5 for s, ...
 _MIXED_DIGITS = re.compile(r"(?=[a-z0-9]*[a-z])(?=[a-z0-9]*[0-9])[a-z0-9]{3,}")
 # the readings tried: 1 as l or i, 8 as s or b (the other digits have one usual confusion)
@@ -75,7 +84,7 @@ _STOP_THEN_LOWER = re.compile(r"\.[ \t]+[a-z]")
 # a closing single quote, not an apostrophe inside a word
 _CLOSING = re.compile("\u2019(?![A-Za-z])")
 # the tags of _kind's readings
-SEEN, TOP, WORD, ACCENT, JOINED = "seen", "top", "word", "accent", "joined"
+SEEN, TOP, WORD, ACCENT, JOINED, LOWERED, LOST = "seen", "top", "word", "accent", "joined", "lowered", "lost"
 
 
 def _deletes(w: str) -> set[str]:
@@ -170,13 +179,19 @@ def _kind(tok: str) -> tuple[str, ...]:
     """What a non-plain token of 2+ characters may be (``tok`` is a whitespace token): ("",) for a
     case flip; (tag, reading, ...) for a token that counts when one of its readings is a word of the
     document (SEEN: digits where letters belong), among the language's FUNCTION_WORDS (TOP: two
-    characters, a digit for a letter) or among its SPLIT_WORDS (WORD: a stray mark); (ACCENT, word)
+    characters, a digit for a letter) or among its SPLIT_WORDS (WORD: a stray mark; LOWERED: one capital
+    inside; LOST: a bracket, brace or underscore for a letter, one reading per letter); (ACCENT, word)
     for two accented letters (:func:`misread_accents`); () for anything else."""
     core = tok.strip(_EDGE)
     if len(core) < 2:
         return ()
     if _CASE_FLIP.fullmatch(core):
         return ("",)
+    if _ONE_CAPITAL.fullmatch(core):
+        return (LOWERED, core.lower())
+    if len(core) >= LOST_MIN and _LOST_LETTER.fullmatch(core):
+        i = next(k for k, c in enumerate(core) if not c.isalpha())
+        return (LOST, *(core[:i] + c + core[i + 1:] for c in _LETTERS))
     readings = lambda: tuple(w for w in dict.fromkeys(core.translate(r) for r in _READINGS) if w.isalpha())  # noqa: E731
     if len(core) == 2:
         if _SHORT_DIGITS.fullmatch(core):
@@ -314,6 +329,10 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
                 damaged += a in rank and b in rank and (a + b) not in rank
         elif tag == ACCENT:
             damaged += misread_accents(kind[1], rank)
+        elif tag == LOWERED:  # one capital where a lower-case letter belongs
+            damaged += kind[1] in rank
+        elif tag == LOST:  # a mark where a letter belongs
+            damaged += any(w in rank for w in kind[1:])
         else:
             damaged += any(rank.get(w, FUNCTION_WORDS) < FUNCTION_WORDS for w in kind[1:])
     for w, c in zip(oov_words[:MAX_CANDIDATES], oov_counts, strict=False):

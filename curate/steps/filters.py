@@ -98,6 +98,11 @@ class FilterConfig:
         "help": "auto: keyword stuffing: the top 3 content words' share of content words above this ..."})
     garbage_max_rep_ngrams: float = field(default=0.5, metadata={
         "help": "auto: ... and this share of tokens in repeated 5-grams"})
+    garbage_max_stuffing_terse: float = field(default=0.15, metadata={
+        "help": "auto: keyword stuffing also above this top-3 share (and the repeated 5-grams) in text with "
+                "few function words (below stuffing_terse_max_function_words): keyword lists"})
+    stuffing_terse_max_function_words: float = field(default=0.18, metadata={
+        "help": "auto: share of the language's 100 most frequent words below which garbage_max_stuffing_terse applies"})
     garbage_max_stamped_lines: float = field(default=0.5, metadata={
         "help": "auto: machine output: share of lines (8+) with a timestamp in their first 40 characters"})
     garbage_min_line_start_variety: float = field(default=0.2, metadata={

@@ -139,8 +139,10 @@ class CalibratedFilter(CurationStep):
         if s.get("mojibake", 0.0) > c.garbage_max_mojibake:
             return "garbage:mojibake"
         st, rep = s.get("stuffing"), s.get("rep_ngram_share")
-        if st is not None and rep is not None and st > c.garbage_max_stuffing and rep > c.garbage_max_rep_ngrams:
-            return "garbage:keyword_stuffing"
+        if st is not None and rep is not None and rep > c.garbage_max_rep_ngrams and (
+                st > c.garbage_max_stuffing or (st > c.garbage_max_stuffing_terse and sw is not None
+                                                and sw < c.stuffing_terse_max_function_words)):
+            return "garbage:keyword_stuffing"  # a few words repeated in phrases; lower bar for keyword lists
         sl, var = s.get("stamped_share"), s.get("line_start_variety")
         if (sl is not None and sl > c.garbage_max_stamped_lines) or (
                 var is not None and var < c.garbage_min_line_start_variety):

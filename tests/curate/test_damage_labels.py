@@ -107,6 +107,22 @@ def test_marks_accents_and_two_letter_digit_words() -> None:
     assert doc_stats("Je ne sais pas où il est. " * 12, "fr")["damaged_words"] == 0
 
 
+def test_one_capital_and_lost_letters() -> None:
+    """One capital inside a lower-case word that reads as a word without it (``pubLic``: OCR's L for
+    l) and a bracket, brace or underscore where a letter belongs (``informa[ion``) count; brand names
+    (``iPhone``), camel case (``getElementById``), snake case (``user_name``, ``week_day``) and short
+    code (``x[i``, ``p_n``) do not."""
+    base = doc_stats(PROSE, "en")["damaged_words"]
+    cases = {"committee": "commiTtee", "members": "memBers", "building": "buil[ing", "decision": "deci_ion",
+             "history": "hist{ry"}
+    for word, bad in cases.items():
+        text = PROSE.replace(f" {word} ", f" {bad} ", 1)
+        assert text != PROSE, word
+        assert doc_stats(text, "en")["damaged_words"] == base + 1, (word, bad)
+    real = PROSE.replace(" the new ", " the iPhone getElementById user_name week_day x[i p_n new ", 1)
+    assert doc_stats(real, "en")["damaged_words"] == base
+
+
 def test_spaces_read_as_punctuation() -> None:
     """What an OCR engine makes of a space or a speck: two words joined by a mark, a full stop or an
     apostrophe (``met:on``, ``the.chair``, ``to'discuss``), a full stop after a word that never ends a

@@ -114,6 +114,22 @@ def test_mixture_targets_leave_out_judged_garbage(tmp_path: Path):
     assert targets_for({}, ["junk", "prose"]) == ["junk", "prose"]  # pools without verdicts: nothing judged
 
 
+def test_keyword_lists_with_few_function_words_are_stuffing():
+    """A keyword list (few function words, repeated phrases) whose keywords spread over many names
+    stays under the top-3 share of ``garbage_max_stuffing`` and is caught by the terse bar; the same
+    statistics with the function words of prose are not."""
+    from curate.steps.garbage import CalibratedFilter
+
+    filt = CalibratedFilter(FilterConfig())
+    base = {"n_words": 300.0, "dict_share": 0.9, "vocab_richness": 6.0, "compress_ratio": 3.0,
+            "n_lines": 5.0, "words_per_line": 60.0, "word_order": None, "word_pairs": 0}
+    terse = {**base, "stop_share": 0.12, "stuffing": 0.2, "rep_ngram_share": 0.7}
+    assert filt.garbage_reason(terse) == "garbage:keyword_stuffing"
+    assert filt.garbage_reason({**terse, "stop_share": 0.3}) is None  # prose has its function words
+    assert filt.garbage_reason({**terse, "rep_ngram_share": 0.3}) is None  # and no repeated phrases
+    assert filt.garbage_reason({**terse, "stuffing": 0.1}) is None
+
+
 def test_bad_input_never_crashes():
     huge = "lorem ipsum dolor sit amet " * 190_000  # one line of ~5 MB
     marks = "\u0301\u0308\u0327" * 2000  # valid UTF-8, only combining marks
