@@ -175,12 +175,20 @@ def misread_accents(w: str, rank: dict[str, int]) -> bool:
     return plain != w and plain.isascii() and w not in rank and rank.get(plain, COMMON_WORDS) < COMMON_WORDS
 
 
+@lru_cache(maxsize=1 << 16)
+def lost_letter(lang: str, a: str, b: str) -> bool:
+    """One letter between ``a`` and ``b`` makes one of the language's SPLIT_WORDS (a LOST token's
+    reading; snake case, ``user_name``, mostly reads as no word: the verdict is kept per token)."""
+    rank = near_miss_index(lang).rank
+    return any(a + c + b in rank for c in _LETTERS)
+
+
 def _kind(tok: str) -> tuple[str, ...]:
     """What a non-plain token of 2+ characters may be (``tok`` is a whitespace token): ("",) for a
     case flip; (tag, reading, ...) for a token that counts when one of its readings is a word of the
     document (SEEN: digits where letters belong), among the language's FUNCTION_WORDS (TOP: two
     characters, a digit for a letter) or among its SPLIT_WORDS (WORD: a stray mark; LOWERED: one capital
-    inside; LOST: a bracket, brace or underscore for a letter, one reading per letter); (ACCENT, word)
+    inside; LOST: a bracket, brace or underscore for a letter, the letters around it, :func:`lost_letter`); (ACCENT, word)
     for two accented letters (:func:`misread_accents`); () for anything else."""
     core = tok.strip(_EDGE)
     if len(core) < 2:
@@ -191,7 +199,7 @@ def _kind(tok: str) -> tuple[str, ...]:
         return (LOWERED, core.lower())
     if len(core) >= LOST_MIN and _LOST_LETTER.fullmatch(core):
         i = next(k for k, c in enumerate(core) if not c.isalpha())
-        return (LOST, *(core[:i] + c + core[i + 1:] for c in _LETTERS))
+        return (LOST, core[:i], core[i + 1:])
     readings = lambda: tuple(w for w in dict.fromkeys(core.translate(r) for r in _READINGS) if w.isalpha())  # noqa: E731
     if len(core) == 2:
         if _SHORT_DIGITS.fullmatch(core):
@@ -332,7 +340,7 @@ def damaged_words(tokens: list[str], counts: list[int], oov_words: list[str], oo
         elif tag == LOWERED:  # one capital where a lower-case letter belongs
             damaged += kind[1] in rank
         elif tag == LOST:  # a mark where a letter belongs
-            damaged += any(w in rank for w in kind[1:])
+            damaged += lost_letter(lang, kind[1], kind[2])
         else:
             damaged += any(rank.get(w, FUNCTION_WORDS) < FUNCTION_WORDS for w in kind[1:])
     for w, c in zip(oov_words[:MAX_CANDIDATES], oov_counts, strict=False):
