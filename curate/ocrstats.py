@@ -19,17 +19,14 @@ not in the language's dictionary:
   language's most frequent (``ofthe``, ``andmodify``);
 * **broken words**: the word joined to its neighbour makes a dictionary word (``pa cket``);
 
-plus, among words used once: case flipped inside (``tHIS``; one capital inside a lower-case word that
-reads as a dictionary word without it, ``pubLic``, ``worLd``, not ``iPhone``); a bracket, brace or
-underscore where a letter belongs (``informa[ion``, ``fo_lowing``: 6+ characters, and one letter in its
-place makes a dictionary word; not ``user_name``); digits where letters belong (``1ist``,
-``0f``; not ``1s``, ``5m``); a stray mark in or at a frequent word (``wa^s``, ``out˙``); two words
-joined by a mark, a full stop or an apostrophe (``removes:a``, ``the.effects``, ``of'sight``; not
-``os.path``, ``don't``); accents on a word out of the dictionary that read without them as one of
-the 1,000 most frequent (``ín``). ``stray_stops`` adds spaces and specks read as stops (``of. the``,
-``issued . in``) and opening quotes nothing closes. Divided by the number of lower-case words of 3+
-letters, a misspelling here and there stays far below the threshold (``garbage_max_damaged_share``,
-``damaged_min_words``).
+plus, among words used once: case flipped inside (``tHIS``; one capital, ``pubLic``, not ``iPhone``);
+a bracket, brace or underscore for a letter (``informa[ion``; 6+ characters, not ``user_name``); digits
+for letters (``1ist``, ``0f``; not ``1s``); a stray mark in or at a frequent word (``wa^s``, ``out˙``);
+two words joined by a mark, a stop or an apostrophe (``removes:a``, ``the.effects``, ``of'sight``; not
+``os.path``, ``don't``); accents on a word out of the dictionary that read without them as one of the
+1,000 most frequent (``ín``). ``stray_stops`` adds spaces and specks read as stops (``of. the``) and
+opening quotes nothing closes. Per lower-case word of 3+ letters, a misspelling here and there stays
+far below the threshold (``garbage_max_damaged_share``, ``damaged_min_words``).
 """
 
 from __future__ import annotations
