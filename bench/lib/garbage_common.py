@@ -124,3 +124,50 @@ def dispatch(kind: str, split: str, own_split: str, module: str, rng: random.Ran
     if kind == "mojibake":
         return mojibake(rng)
     return cap(generators[kind](rng)), None
+
+
+def spam_layout(lines: list[str], rng: random.Random) -> str:
+    """Spam lines as they appear on a page: one per line (35 %) or run into paragraphs of 2-5."""
+    if rng.random() < 0.35:
+        return "\n".join(lines)
+    paras, i = [], 0
+    while i < len(lines):
+        n = rng.randint(2, 5)
+        paras.append(" ".join(lines[i:i + n]))
+        i += n
+    return "\n\n".join(paras)
+
+
+def nav_window(pages: list[list[str]], rng: random.Random) -> str:
+    """800-MAX_DOC characters of navigation lines from a random line of a random page, running on
+    into the next pages as a crawl's dump would."""
+    p = rng.randrange(len(pages))
+    lines, want = pages[p], rng.randint(800, MAX_DOC)
+    i = rng.randrange(len(lines))
+    out, size = [], 0
+    while size < want and len(out) < 3000:
+        if i >= len(lines):  # the page ended: go on with the next page
+            p = (p + 1) % len(pages)
+            lines, i = pages[p], 0
+            continue
+        out.append(lines[i])
+        size += len(lines[i]) + 1
+        i += 1
+    return "\n".join(out)[:MAX_DOC]
+
+
+def log_groups(folder: Path) -> list[list[str]]:
+    """The non-blank lines of each ``*.log`` file of ``folder`` (20+ lines), in name order."""
+    groups = []
+    for p in sorted(folder.glob("*.log")):
+        lines = [ln for ln in p.read_text(errors="replace").splitlines() if ln.strip()]
+        if len(lines) >= 20:
+            groups.append(lines)
+    return groups
+
+
+def log_window(groups: list[list[str]], rng: random.Random) -> str:
+    """10-60 consecutive lines of one log."""
+    lines, k = rng.choice(groups), rng.randint(10, 60)
+    i = rng.randrange(max(1, len(lines) - k))
+    return "\n".join(lines[i:i + k])[:MAX_DOC]

@@ -128,7 +128,11 @@ from lib.garbage_common import (  # noqa: E402
         file_chunk,
         fill_cli,
         layout_like,
+        log_groups,
+        log_window,
         mis_decode,
+        nav_window,
+        spam_layout,
 )
 from lib.garbage_sources5 import _Html, _pick, _prose  # noqa: E402  (code only: no source of heldout5)
 
@@ -455,6 +459,8 @@ int f{i}(const char *s, int n) {{
 }}
 """
 
+# a generated test file run with `pytest -v` at fill time: its failing and skipped tests are there on
+# purpose, so that the log holds FAILED and SKIPPED lines as real test logs do
 PYTEST_SRC = '''import math
 
 import pytest
@@ -642,15 +648,7 @@ def seo_spam(rng: random.Random) -> str:
                         month=rng.choice(MONTHS), phone=f"1-8{rng.randint(0, 9)}{rng.randint(0, 9)}-{rng.randint(200, 999)}"
                         f"-{rng.randint(1000, 9999)}", code=f"{iata}{iata2}{rng.randint(10, 99)}")
 
-    lines = [fill(rng.choice(SPAM10)) for _ in range(rng.randint(8, 30))]
-    if rng.random() < 0.35:
-        return "\n".join(lines)
-    paras, i = [], 0
-    while i < len(lines):
-        n = rng.randint(2, 5)
-        paras.append(" ".join(lines[i:i + n]))
-        i += n
-    return "\n\n".join(paras)
+    return spam_layout([fill(rng.choice(SPAM10)) for _ in range(rng.randint(8, 30))], rng)
 
 
 # -- boilerplate ---------------------------------------------------------------------------------
@@ -663,20 +661,7 @@ def _pages() -> list[list[str]]:
 
 
 def boilerplate(rng: random.Random) -> str:
-    pages = _pages()
-    p = rng.randrange(len(pages))
-    lines, want = pages[p], rng.randint(800, MAX_DOC)
-    i = rng.randrange(len(lines))
-    out, size = [], 0
-    while size < want and len(out) < 3000:
-        if i >= len(lines):  # the page ended: go on with the next page, as a crawl would
-            p = (p + 1) % len(pages)
-            lines, i = pages[p], 0
-            continue
-        out.append(lines[i])
-        size += len(lines[i]) + 1
-        i += 1
-    return "\n".join(out)[:MAX_DOC]
+    return nav_window(_pages(), rng)
 
 
 # -- pseudo-Latin and other fake language, logs, OCR readings: drawn from the fill's output --------
@@ -692,18 +677,11 @@ def pseudo_latin(rng: random.Random) -> str:
 
 @cache
 def _logs() -> list[list[str]]:
-    groups = []
-    for p in sorted(_need("logs").glob("*.log")):
-        lines = [ln for ln in p.read_text(errors="replace").splitlines() if ln.strip()]
-        if len(lines) >= 20:
-            groups.append(lines)
-    return groups
+    return log_groups(_need("logs"))
 
 
 def logs(rng: random.Random) -> str:
-    lines, k = rng.choice(_logs()), rng.randint(10, 60)
-    i = rng.randrange(max(1, len(lines) - k))
-    return "\n".join(lines[i:i + k])[:MAX_DOC]
+    return log_window(_logs(), rng)
 
 
 @cache

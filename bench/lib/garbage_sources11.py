@@ -130,7 +130,11 @@ from lib.garbage_common import (  # noqa: E402
         file_chunk,
         fill_cli,
         layout_like,
+        log_groups,
+        log_window,
         mis_decode,
+        nav_window,
+        spam_layout,
 )
 from lib.garbage_sources5 import _handbook_nav, _Html, _pick, _prose  # noqa: E402  (code only: no source of heldout5)
 from lib.garbage_sources10 import _debref_nav, _head, _joined, _render  # noqa: E402  (code only)
@@ -583,15 +587,7 @@ def seo_spam(rng: random.Random) -> str:
                         phone=f"1-8{rng.randint(0, 9)}{rng.randint(0, 9)}-{rng.randint(200, 999)}-{rng.randint(1000, 9999)}",
                         code=f"{car.split()[0][:4].upper()}{rng.randint(10, 99)}")
 
-    lines = [fill(rng.choice(SPAM11)) for _ in range(rng.randint(8, 30))]
-    if rng.random() < 0.35:
-        return "\n".join(lines)
-    paras, i = [], 0
-    while i < len(lines):
-        n = rng.randint(2, 5)
-        paras.append(" ".join(lines[i:i + n]))
-        i += n
-    return "\n\n".join(paras)
+    return spam_layout([fill(rng.choice(SPAM11)) for _ in range(rng.randint(8, 30))], rng)
 
 
 # -- boilerplate ---------------------------------------------------------------------------------
@@ -604,20 +600,7 @@ def _pages() -> list[list[str]]:
 
 
 def boilerplate(rng: random.Random) -> str:
-    pages = _pages()
-    p = rng.randrange(len(pages))
-    lines, want = pages[p], rng.randint(800, MAX_DOC)
-    i = rng.randrange(len(lines))
-    out, size = [], 0
-    while size < want and len(out) < 3000:
-        if i >= len(lines):  # the page ended: go on with the next page, as a crawl would
-            p = (p + 1) % len(pages)
-            lines, i = pages[p], 0
-            continue
-        out.append(lines[i])
-        size += len(lines[i]) + 1
-        i += 1
-    return "\n".join(out)[:MAX_DOC]
+    return nav_window(_pages(), rng)
 
 
 # -- pseudo-words and random words, logs, OCR readings: drawn from the fill's output ---------------
@@ -633,18 +616,11 @@ def pseudo_latin(rng: random.Random) -> str:
 
 @cache
 def _logs() -> list[list[str]]:
-    groups = []
-    for p in sorted(_need("logs").glob("*.log")):
-        lines = [ln for ln in p.read_text(errors="replace").splitlines() if ln.strip()]
-        if len(lines) >= 20:
-            groups.append(lines)
-    return groups
+    return log_groups(_need("logs"))
 
 
 def logs(rng: random.Random) -> str:
-    lines, k = rng.choice(_logs()), rng.randint(10, 60)
-    i = rng.randrange(max(1, len(lines) - k))
-    return "\n".join(lines[i:i + k])[:MAX_DOC]
+    return log_window(_logs(), rng)
 
 
 @cache
