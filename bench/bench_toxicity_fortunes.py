@@ -9,7 +9,7 @@ reported but not counted, being offensive in opinion rather than in words.
 
 Cookies are split by their position in their file: even positions are the development half, odd
 ones the held-out half (``--half``), so a rule or threshold chosen on one half is judged on the
-other. Criteria and results: docs/curation-safety.md ("Offensive cookies").
+other. Criteria and results: docs/curation.md ("Cookies people marked offensive").
 
 Per category: the share of cookies the step flags, and the scores (the model's window maximum,
 listed-word hits per word) for threshold studies (``--scores``). The repository is not a dependency;

@@ -82,6 +82,8 @@ class TokenTable:
         self.kinded = np.full(1024, -1, np.int8)  # ocrstats._kind of the token is not (): 1, 0 not, -1 not looked up
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
         self.is_stop: dict[str, np.ndarray] = {}  # lang -> per lower-cased id: 1 stopword, 0 not, -1 unknown
+        # model -> per lower-cased id: (weight, 1 in the model's vocabulary / 0 not / -1 not looked up)
+        self.low_weight: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def shrink(self) -> None:
         """Forget every id from ``max_tokens // 2`` on and keep those before it: the tokens seen
@@ -111,6 +113,8 @@ class TokenTable:
             arr[k:] = -1
         for arr in self.is_stop.values():
             arr[n_low:] = -1
+        for _, known in self.low_weight.values():
+            known[n_low:] = -1
 
     def _grow(self, n: int) -> None:
         cap = len(self.size)
@@ -246,6 +250,24 @@ class TokenTable:
             self.kinded[todo] = [1 if _kind(tokens[i]) else 0 for i in todo.tolist()]
             flags = self.kinded[ids]
         return flags
+
+    def low_weights(self, key: str, lows: np.ndarray, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Per lower-cased id of ``lows``: (the weight of its stripped form in ``weights``, 0 if
+        absent; whether it is present), looked up once per id and kept under ``key``."""
+        w, known = self.low_weight.get(key, (np.zeros(0), np.zeros(0, np.int8)))
+        n = len(self.low_words)
+        if len(known) < n:
+            grow = max(n, 2 * len(known), 1024) - len(known)
+            w = np.concatenate([w, np.zeros(grow)])
+            known = np.concatenate([known, np.full(grow, -1, np.int8)])
+            self.low_weight[key] = (w, known)
+        todo = native.unique_counts(lows[known[lows] < 0])[0]
+        if len(todo):
+            words = self.low_words
+            got = [weights.get(words[j].strip(_EDGE_PUNCT)) for j in todo.tolist()]
+            known[todo] = [g is not None for g in got]
+            w[todo] = [g or 0.0 for g in got]
+        return w[lows], known[lows] == 1
 
     def stop_flags(self, lang: str, lows: np.ndarray, stop: frozenset[str]) -> np.ndarray:
         """Per lower-cased id of ``lows``: is it one of ``stop`` (the language's most frequent words)."""

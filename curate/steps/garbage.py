@@ -147,6 +147,10 @@ class CalibratedFilter(CurationStep):
         if (sl is not None and sl > c.garbage_max_stamped_lines) or (
                 var is not None and var < c.garbage_min_line_start_variety):
             return "garbage:machine_output"
+        sp = s.get("spam_score")
+        if (sp is not None and c.garbage_max_spam_score is not None and sp > c.garbage_max_spam_score
+                and (s.get("spam_words") or 0) >= c.spam_min_words):
+            return "garbage:spam"  # offers, prices and calls to act: the content-word spam model
         return None
 
     def pseudo_language(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
