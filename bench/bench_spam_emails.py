@@ -206,7 +206,8 @@ def main() -> int:
         truth = json.loads(tfile.read_text())
     else:
         truth = build(work, Path(args.corpus), args.half, rate=args.rate, per_domain=args.per_domain, own=args.own,
-                      min_words=args.min_words, seed=args.seed)
+                      min_words=args.min_words, seed=args.seed, fresh=Path(args.fresh) if args.fresh else None,
+                      fresh_per_domain=args.fresh_per_domain)
     out = run_chain(work, args.steps.split(","), Path(args.params), args.out_name)
     res = score(truth, out)
     for k in ("garbage_mixed_eight_kinds", "mostly_junk_real_kept", "one_doc_kept"):

@@ -8,9 +8,10 @@ token is its lower-cased form with edge punctuation stripped; the vocabulary hol
 only (letters, not among the language's 100 most frequent words nor a few pronouns), so the score
 reads what a text offers and sells, not its grammar or its person. Positive: spam-like.
 
-Only languages with a model (``en``) get a score; the garbage detectors read it as
-``garbage:spam`` above ``garbage_max_spam_score`` when at least ``spam_min_words`` of the
-document's tokens are in the vocabulary. The weights are looked up once per lower-cased token id
+Only languages with a model (``en``) get a score. The domain verdict counts a document scoring
+above ``verdict_max_spam_score`` as junk; a document is dropped for it (``garbage:spam``) only above
+``garbage_max_spam_score``, off by default; both need ``spam_min_words`` of the document's tokens
+in the vocabulary. The weights are looked up once per lower-cased token id
 of the shared token table (``TokenTable.low_weights``)."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from curate import junkstats as js
-from curate import native, spamscore
+from curate import native
 from curate.ocrstats import (
     DAMAGED_MIN_WORDS,
     MAX_SPLIT_ANCHORS,
@@ -261,7 +261,7 @@ def doc_stats(text: str, lang: str | None, order: WordOrderModel | None = None,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None,
                    line_start_variety=None, oov_share=None, plain_share=0.0, stop_share=None,
-                   damaged_share=None, damaged_words=None, spam_score=None, spam_words=0.0)
+                   damaged_share=None, damaged_words=None)
         return out
     lows, size, total = _token_stats(out, ids, lang, lines, text)
     # the next reader of the document's tokens (the toxicity scorer) asks for those of the original text
@@ -308,7 +308,6 @@ def _token_stats(out: dict[str, float | None], ids: np.ndarray, lang: str | None
         out["stuffing"] = js.stuffing(lows, content)
     else:
         out["stop_share"] = out["stuffing"] = None
-    out["spam_score"], out["spam_words"] = spamscore.score_lows(_TABLE, lows, lang)
     out["rep_ngram_share"] = js.rep_ngram_share(lows)
     out["stamped_share"] = js.stamped_share(lines)
     out["line_start_variety"] = js.line_start_variety(lines)

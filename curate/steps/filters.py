@@ -103,11 +103,14 @@ class FilterConfig:
                 "few function words (below stuffing_terse_max_function_words): keyword lists"})
     stuffing_terse_max_function_words: float = field(default=0.18, metadata={
         "help": "auto: share of the language's 100 most frequent words below which garbage_max_stuffing_terse applies"})
-    garbage_max_spam_score: float | None = field(default=1.0, metadata={
-        "help": "auto: commercial spam: the content-word spam model's score (curate.spamscore) above this; "
-                "null: off. Languages without a model are not scored"})
+    garbage_max_spam_score: float | None = field(default=None, metadata={
+        "help": "auto: drop a document whose commercial-spam score (curate.spamscore) is above this; null: no "
+                "document is dropped for it (the default: the score also rises on manuals about mail and accounts)"})
+    verdict_max_spam_score: float | None = field(default=1.0, metadata={
+        "help": "auto: domain verdict: a sampled document scoring above this on the commercial-spam model counts "
+                "as junk in the domain's junk_share (no document is dropped for it); null: not counted"})
     spam_min_words: int = field(default=20, metadata={
-        "help": "auto: tokens of the document in the spam model's vocabulary needed for garbage_max_spam_score"})
+        "help": "auto: tokens of the document in the spam model's vocabulary needed for either spam bar"})
     garbage_max_stamped_lines: float = field(default=0.5, metadata={
         "help": "auto: machine output: share of lines (8+) with a timestamp in their first 40 characters"})
     garbage_min_line_start_variety: float = field(default=0.2, metadata={

@@ -34,8 +34,18 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from curate import spamscore
 from curate.steps.base import CurationStep
-from curate.textstats import LOG_STATS, STYLE_STATS, Memo, WordOrderModel, doc_stats, segments, text_key
+from curate.textstats import (
+    _TABLE,
+    LOG_STATS,
+    STYLE_STATS,
+    Memo,
+    WordOrderModel,
+    doc_stats,
+    segments,
+    text_key,
+)
 
 # outlier statistics that are shares of the document's words: their low threshold allows for the
 # chance variation of a short document (share_allowance)
@@ -69,6 +79,8 @@ class CalibratedFilter(CurationStep):
         self._model_key = b""
         # user overrides (curate.filters.per_domain) of the garbage thresholds
         self._by_domain = {d: cfg.for_domain(d) for d in (cfg.per_domain or {})}
+        # the spam score is measured for every document only where a document can be dropped for it
+        self._spam_drops = any(c.garbage_max_spam_score is not None for c in (cfg, *self._by_domain.values()))
 
     # -- calibration protocol (curate.calibrate) ---------------------------------------------
     def fit(self, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
@@ -92,8 +104,17 @@ class CalibratedFilter(CurationStep):
 
     def measure(self, doc: Document, dom: dict[str, Any] | None = None) -> dict[str, float | None]:
         """``doc_stats`` of the document (memoised: the calibration measures the sampled documents,
-        the run measures them again with the same model; the returned dict is read only)."""
-        return self.measure_lang(doc, self._language(doc, dom))
+        the run measures them again with the same model; the returned dict is read only), with the
+        spam score where a document may be dropped for it."""
+        lang = self._language(doc, dom)
+        stats = self.measure_lang(doc, lang)
+        return {**stats, **self.spam_stats(doc, lang)} if self._spam_drops else stats
+
+    @staticmethod
+    def spam_stats(doc: Document, lang: str) -> dict[str, float | None]:
+        """``spam_score`` and ``spam_words`` (``curate.spamscore``) of the document in ``lang``."""
+        score, words = spamscore.score_lows(_TABLE, _TABLE.low[_TABLE.text_ids(doc.text)], lang)
+        return {"spam_score": score, "spam_words": words}
 
     def measure_lang(self, doc: Document, lang: str) -> dict[str, float | None]:
         """``doc_stats`` of the document in language ``lang`` (memoised like :meth:`measure`)."""
@@ -147,11 +168,7 @@ class CalibratedFilter(CurationStep):
         if (sl is not None and sl > c.garbage_max_stamped_lines) or (
                 var is not None and var < c.garbage_min_line_start_variety):
             return "garbage:machine_output"
-        sp = s.get("spam_score")
-        if (sp is not None and c.garbage_max_spam_score is not None and sp > c.garbage_max_spam_score
-                and (s.get("spam_words") or 0) >= c.spam_min_words):
-            return "garbage:spam"  # offers, prices and calls to act: the content-word spam model
-        return None
+        return spam_reason(s, c.garbage_max_spam_score, c.spam_min_words)
 
     def pseudo_language(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
                         c: Any) -> bool:
@@ -252,7 +269,12 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
         clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]
         entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
-        entry.update(domain_verdict(reasons, cfg))
+        c = probe._by_domain.get(dom, cfg)
+        # the verdict also counts documents the spam model scores above its verdict bar (none is dropped for it)
+        judged = [r or spam_reason(probe.spam_stats(d, probe._language(d, probe.domains[dom])),
+                                   c.verdict_max_spam_score, c.spam_min_words)
+                  for r, d in zip(reasons, docs, strict=True)]
+        entry.update(domain_verdict(judged, cfg))
         if len(clean) < cfg.min_domain_docs:
             entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
                                  f"{cfg.min_domain_docs}; garbage rules only")
@@ -280,8 +302,18 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         "domains": domains, "frequent_segments": frequent, "word_order": order.to_dict()}
 
 
+def spam_reason(s: dict[str, float | None], bar: float | None, min_words: int) -> str | None:
+    """``garbage:spam`` when the commercial-spam score is above ``bar`` (None: never) on a document with
+    ``min_words`` tokens in the model's vocabulary: offers, prices and calls to act."""
+    sp = s.get("spam_score")
+    if sp is not None and bar is not None and sp > bar and (s.get("spam_words") or 0) >= min_words:
+        return "garbage:spam"
+    return None
+
+
 def domain_verdict(reasons: list[str | None], cfg: Any) -> dict[str, Any]:
-    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents.
+    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents (with
+    ``garbage:spam`` for those the spam model scores above ``verdict_max_spam_score``).
 
     The detectors' thresholds are fixed (what natural-language text of any register meets), not
     fitted on the domain, so the score compares the domain with that reference, not with itself.

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from datatrove.data import Document
 
 from curate import spamscore
 from curate.steps.filters import FilterConfig
 from curate.steps.garbage import CalibratedFilter
-from curate.textstats import _TABLE, doc_stats
+from curate.textstats import _TABLE
 
 OFFER = ("Limited time offer! Order today and save 50% on every product in our online store. Free shipping "
          "on all orders over $25, and a full money back guarantee if you are not satisfied with your purchase. "
@@ -22,18 +22,28 @@ STORY = ("The old man walked down to the harbour every morning before dawn. He w
          "daughter had asked him many times to stay at home, but he said the sea was the only clock he trusted.")
 
 
+def _doc(text: str) -> Document:
+    return Document(text=text, id="d", metadata={"lang": "en", "lang_score": 0.99})
+
+
 def test_the_table_score_is_the_text_score():
-    for text in (OFFER, MANUAL, STORY, OFFER + "\n\n" + MANUAL):
-        s = doc_stats(text, "en")
-        assert s["spam_score"] == pytest.approx(spamscore.score_text(text), abs=1e-9)
+    for text in (OFFER, MANUAL, STORY, OFFER + "\n\n" + MANUAL, "Click, click! CLICK: " + OFFER):
+        s = CalibratedFilter.spam_stats(_doc(text), "en")
+        assert s["spam_score"] == spamscore.score_text(text)  # the same sums, exactly rounded
         assert s["spam_words"] == sum(w in spamscore.model("en")[1] for w in spamscore.content_words(text))
-    before = doc_stats(OFFER, "en")["spam_score"]
+    before = CalibratedFilter.spam_stats(_doc(OFFER), "en")
     _TABLE.clear()  # ids looked up again from nothing: the same score
-    assert doc_stats(OFFER, "en")["spam_score"] == before
+    assert CalibratedFilter.spam_stats(_doc(OFFER), "en") == before
+
+
+def test_the_score_is_measured_per_document_only_where_it_can_drop_one():
+    on = CalibratedFilter(FilterConfig(garbage_max_spam_score=1.0))
+    assert on.measure(_doc(OFFER))["spam_score"] > 1.0
+    assert "spam_score" not in CalibratedFilter(FilterConfig()).measure(_doc(OFFER))
 
 
 def test_offers_score_above_the_bar_and_plain_text_below():
-    bar = FilterConfig().garbage_max_spam_score
+    bar = FilterConfig().verdict_max_spam_score
     assert spamscore.score_text(OFFER) > bar
     assert spamscore.score_text(MANUAL) < 0 < bar
     assert spamscore.score_text(STORY) < bar
@@ -46,15 +56,41 @@ def test_person_and_function_words_are_not_read():
 
 def test_languages_without_a_model_get_no_score():
     assert spamscore.model("de") is None
-    assert doc_stats("Der Vertrag wird am Montag unterschrieben und gilt ab sofort.", "de")["spam_score"] is None
+    text = "Der Vertrag wird am Montag unterschrieben und gilt ab sofort."
+    assert CalibratedFilter.spam_stats(_doc(text), "de") == {"spam_score": None, "spam_words": 0.0}
 
 
 def test_the_rule_needs_the_score_and_enough_words():
-    filt = CalibratedFilter(FilterConfig())
+    assert CalibratedFilter(FilterConfig()).garbage_reason(
+        {"n_words": 300.0, "dict_share": 0.9, "vocab_richness": 6.0, "compress_ratio": 3.0, "n_lines": 5.0,
+         "words_per_line": 60.0, "word_order": None, "word_pairs": 0, "stop_share": 0.4, "spam_score": 9.0,
+         "spam_words": 90.0}) is None  # by default no document is dropped for its score
+    filt = CalibratedFilter(FilterConfig(garbage_max_spam_score=1.0))
     base = {"n_words": 300.0, "dict_share": 0.9, "vocab_richness": 6.0, "compress_ratio": 3.0, "n_lines": 5.0,
             "words_per_line": 60.0, "word_order": None, "word_pairs": 0, "stop_share": 0.4}
     spam = {**base, "spam_score": 2.0, "spam_words": 40.0}
     assert filt.garbage_reason(spam) == "garbage:spam"
     assert filt.garbage_reason({**spam, "spam_words": 10.0}) is None  # too few words to judge
     assert filt.garbage_reason({**spam, "spam_score": 0.5}) is None
-    assert CalibratedFilter(FilterConfig(garbage_max_spam_score=None)).garbage_reason(spam) is None  # off
+
+
+OFFERS = ["Order today and save 40% on every product in our online store, with free shipping on all orders.",
+          "Click here to claim your discount coupon and get a free gift with any purchase over $50.",
+          "Our prices are the lowest anywhere: compare and buy direct from the manufacturer, money back guarantee.",
+          "Call our toll free number now to speak with a sales representative about financing and credit.",
+          "Subscribe to our mailing list for exclusive deals, special offers and limited time promotions.",
+          "Earn extra income from home: no experience needed, start your own business for just $29.95."]
+
+
+def test_a_domain_of_offers_is_judged_garbage_without_dropping_a_document():
+    from curate.calibrate import fit_steps
+
+    docs = {"shop": [" ".join(OFFERS[(i + k) % 6] for k in range(5)) for i in range(12)],
+            "prose": [STORY, MANUAL] * 6}
+    sample = {d: [Document(text=t, id=f"{d}/{i}", metadata={"domain": d, "lang": "en", "lang_score": 0.99})
+                  for i, t in enumerate(ts)] for d, ts in docs.items()}
+    filt = CalibratedFilter(FilterConfig())
+    sec = fit_steps([filt], {d: list(v) for d, v in sample.items()})["filters"]
+    assert sec["domains"]["shop"]["verdict"] == "garbage" and "garbage:spam" in sec["domains"]["shop"]["why"]
+    assert sec["domains"]["prose"]["verdict"] == "ok"
+    assert all(filt.filter(d) is True for d in sample["shop"])  # judged, not dropped

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import junkstats as js
-from curate import ocrstats, spamscore
+from curate import ocrstats
 from curate import textstats as ts
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"
@@ -258,8 +258,7 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
         out.update(mean_word_len=0.0, alpha_share=0.0, dict_share=None, dup_line_share=0.0,
                    top_word_share=0.0, vocab_richness=None, word_order=None, word_pairs=0,
                    stuffing=None, rep_ngram_share=None, stamped_share=None, line_start_variety=None,
-                   oov_share=None, plain_share=0.0, stop_share=None, damaged_share=None, damaged_words=None,
-                   spam_score=None, spam_words=0.0)
+                   oov_share=None, plain_share=0.0, stop_share=None, damaged_share=None, damaged_words=None)
         out["label_share"], out["label_char_share"] = reference_labels(lines, js.stopwords(lang) if lang else frozenset())
         return out
     out["mean_word_len"] = sum(map(len, tokens)) / n
@@ -279,9 +278,6 @@ def reference_stats(text: str, lang: str | None, order: ts.WordOrderModel | None
     out["stop_share"] = sum(t.lower() in stop for t in tokens) / n if stop is not None else None
     out["stuffing"] = reference_stuffing(tokens, lang, d)
     out["rep_ngram_share"] = reference_rep_ngrams([t.lower() for t in tokens])
-    out["spam_score"] = spamscore.score_text(text, lang) if spamscore.model(lang) else None
-    vocab = spamscore.model(lang)[1] if spamscore.model(lang) else {}
-    out["spam_words"] = float(sum(w in vocab for w in spamscore.content_words(text, lang))) if vocab else 0.0
     dmg = reference_damaged(tokens, lang, d) if d is not None and len(plain) >= ocrstats.DAMAGED_MIN_WORDS else None
     if dmg is not None:
         dmg += reference_stray_stops(text, lang)
