@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from curate import junkstats as js
+from curate import native
 
 MODELS = Path(__file__).resolve().parent / "models" / "spam"
 # pronouns and auxiliaries left out of the vocabulary besides the 100 most frequent words: a model
@@ -74,14 +75,14 @@ def score_lows(table, lows: np.ndarray, lang: str | None) -> tuple[float | None,
     if m is None or not len(lows):
         return None, 0.0
     bias, weights = m
-    w, known = table.low_weights(f"spam:{lang}", lows, weights)
-    k = int(known.sum())
+    hit, core_weight = table.low_weights(f"spam:{lang}", lows, weights)
+    k = len(hit)
     if k == 0:
         return None, 0.0
     # distinct stripped forms (``Click`` and ``click,`` are one word), each once, with its count
-    _, first, counts = np.unique(table.low_core[lows[known]], return_index=True, return_counts=True)
+    cores, counts = native.unique_counts(table.low_core[hit])
     f = _tf(counts)
-    return bias + math.fsum(w[known][first] * f) / math.fsum(f), float(k)
+    return bias + math.fsum((core_weight[cores] * f).tolist()) / math.fsum(f.tolist()), float(k)
 
 
 def score_text(text: str, lang: str = "en") -> float | None:

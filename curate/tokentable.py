@@ -82,7 +82,8 @@ class TokenTable:
         self.kinded = np.full(1024, -1, np.int8)  # ocrstats._kind of the token is not (): 1, 0 not, -1 not looked up
         self.in_dict: dict[str, np.ndarray] = {}  # lang -> 1 word, 0 not, -1 not looked up yet
         self.is_stop: dict[str, np.ndarray] = {}  # lang -> per lower-cased id: 1 stopword, 0 not, -1 unknown
-        # model -> per lower-cased id: (weight, 1 in the model's vocabulary / 0 not / -1 not looked up)
+        # model -> (per lower-cased id: 1 in the model's vocabulary / 0 not / -1 not looked up,
+        #           per stripped-form id: its weight where a looked-up id has that form)
         self.low_weight: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def shrink(self) -> None:
@@ -113,7 +114,7 @@ class TokenTable:
             arr[k:] = -1
         for arr in self.is_stop.values():
             arr[n_low:] = -1
-        for _, known in self.low_weight.values():
+        for known, _ in self.low_weight.values():
             known[n_low:] = -1
 
     def _grow(self, n: int) -> None:
@@ -252,22 +253,29 @@ class TokenTable:
         return flags
 
     def low_weights(self, key: str, lows: np.ndarray, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-        """Per lower-cased id of ``lows``: (the weight of its stripped form in ``weights``, 0 if
-        absent; whether it is present), looked up once per id and kept under ``key``."""
-        w, known = self.low_weight.get(key, (np.zeros(0), np.zeros(0, np.int8)))
+        """``(hit, core_weight)``: the ids of ``lows`` (lower-cased ids, in order) whose stripped form
+        is in ``weights``, and the per-stripped-form-id weight array (``core_weight[low_core[i]]``);
+        each id is looked up once and kept under ``key``."""
+        known, cw = self.low_weight.get(key, (np.zeros(0, np.int8), np.zeros(0)))
         n = len(self.low_words)
         if len(known) < n:
-            grow = max(n, 2 * len(known), 1024) - len(known)
-            w = np.concatenate([w, np.zeros(grow)])
-            known = np.concatenate([known, np.full(grow, -1, np.int8)])
-            self.low_weight[key] = (w, known)
-        todo = native.unique_counts(lows[known[lows] < 0])[0]
-        if len(todo):
+            known = np.concatenate([known, np.full(max(n, 2 * len(known), 1024) - len(known), -1, np.int8)])
+            self.low_weight[key] = (known, cw)
+        flags = known[lows]
+        if (flags < 0).any():
+            todo = native.unique_counts(lows[flags < 0])[0]
             words = self.low_words
             got = [weights.get(words[j].strip(_EDGE_PUNCT)) for j in todo.tolist()]
             known[todo] = [g is not None for g in got]
-            w[todo] = [g or 0.0 for g in got]
-        return w[lows], known[lows] == 1
+            have = [(j, g) for j, g in zip(todo.tolist(), got, strict=True) if g is not None]
+            if have:
+                cores = self.low_core[[j for j, _ in have]]
+                if int(cores.max()) >= len(cw):
+                    cw = np.concatenate([cw, np.zeros(max(int(cores.max()) + 1, 2 * len(cw), 1024) - len(cw))])
+                    self.low_weight[key] = (known, cw)
+                cw[cores] = [g for _, g in have]  # a stripped form has one weight, whichever id brings it
+            flags = known[lows]
+        return lows[flags == 1], cw
 
     def stop_flags(self, lang: str, lows: np.ndarray, stop: frozenset[str]) -> np.ndarray:
         """Per lower-cased id of ``lows``: is it one of ``stop`` (the language's most frequent words)."""

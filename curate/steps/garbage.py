@@ -45,6 +45,7 @@ from curate.textstats import (
     doc_stats,
     segments,
     text_key,
+    token_lows,
 )
 
 # outlier statistics that are shares of the document's words: their low threshold allows for the
@@ -113,7 +114,9 @@ class CalibratedFilter(CurationStep):
     @staticmethod
     def spam_stats(doc: Document, lang: str) -> dict[str, float | None]:
         """``spam_score`` and ``spam_words`` (``curate.spamscore``) of the document in ``lang``."""
-        score, words = spamscore.score_lows(_TABLE, _TABLE.low[_TABLE.text_ids(doc.text)], lang)
+        if spamscore.model(lang) is None:
+            return {"spam_score": None, "spam_words": 0.0}
+        score, words = spamscore.score_lows(_TABLE, token_lows(doc.text)[0], lang)
         return {"spam_score": score, "spam_words": words}
 
     def measure_lang(self, doc: Document, lang: str) -> dict[str, float | None]:
@@ -264,16 +267,18 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         language = min(lang_counts.items(), key=lambda x: (-x[1], x[0]))[0] if lang_counts else cfg.language
         entry: dict[str, Any] = {"docs": len(docs), "language": language}
         probe.domains = {dom: {"language": language}}
-        stats = [probe.measure(d, probe.domains[dom]) for d in docs]
+        stats, spam = [], []
+        for d in docs:  # the spam score right after the statistics: it reads the tokens they just read
+            stats.append(probe.measure(d, probe.domains[dom]))
+            spam.append(probe.spam_stats(d, probe._language(d, probe.domains[dom])))
         # thresholds from the documents that are not garbage: a domain's garbage must not widen them
         reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
         clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]
         entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
         c = probe._by_domain.get(dom, cfg)
         # the verdict also counts documents the spam model scores above its verdict bar (none is dropped for it)
-        judged = [r or spam_reason(probe.spam_stats(d, probe._language(d, probe.domains[dom])),
-                                   c.verdict_max_spam_score, c.spam_min_words)
-                  for r, d in zip(reasons, docs, strict=True)]
+        judged = [r or spam_reason(sp, c.verdict_max_spam_score, c.spam_min_words)
+                  for r, sp in zip(reasons, spam, strict=True)]
         entry.update(domain_verdict(judged, cfg))
         if len(clean) < cfg.min_domain_docs:
             entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
