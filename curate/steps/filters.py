@@ -131,6 +131,9 @@ class FilterConfig:
     domain_max_junk_share: float = field(default=0.4, metadata={
         "help": "auto: a domain whose sampled documents fail the garbage detectors at this share or more is "
                 "judged garbage (calibration.json, stats.json, report; never a mixture target)"})
+    verdict_max_docs: int = field(default=300, metadata={
+        "help": "auto: the domain verdict is taken over the first this many sampled documents (the sample is in "
+                "sha1(id) order: a random subset; the spam score is measured for these only)"})
     verdict_min_docs: int = field(default=5, metadata={
         "help": "auto: fewer sampled documents: the domain's verdict is 'unknown'"})
     min_domain_docs: int = field(default=50, metadata={

@@ -268,17 +268,19 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         entry: dict[str, Any] = {"docs": len(docs), "language": language}
         probe.domains = {dom: {"language": language}}
         stats, spam = [], []
-        for d in docs:  # the spam score right after the statistics: it reads the tokens they just read
+        for i, d in enumerate(docs):  # the spam score right after the statistics: it reads their tokens
             stats.append(probe.measure(d, probe.domains[dom]))
-            spam.append(probe.spam_stats(d, probe._language(d, probe.domains[dom])))
+            if i < cfg.verdict_max_docs:
+                spam.append(probe.spam_stats(d, probe._language(d, probe.domains[dom])))
         # thresholds from the documents that are not garbage: a domain's garbage must not widen them
         reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
         clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]
         entry["garbage_share"] = round(1 - len(clean) / len(stats), 4) if stats else 0.0
         c = probe._by_domain.get(dom, cfg)
         # the verdict also counts documents the spam model scores above its verdict bar (none is dropped for it)
+        # over the first verdict_max_docs of the sample (in sha1(id) order: a random subset of it)
         judged = [r or spam_reason(sp, c.verdict_max_spam_score, c.spam_min_words)
-                  for r, sp in zip(reasons, spam, strict=True)]
+                  for r, sp in zip(reasons[:len(spam)], spam, strict=True)]
         entry.update(domain_verdict(judged, cfg))
         if len(clean) < cfg.min_domain_docs:
             entry["fallback"] = (f"global: {len(clean)} non-garbage documents < min_domain_docs "
@@ -317,8 +319,9 @@ def spam_reason(s: dict[str, float | None], bar: float | None, min_words: int) -
 
 
 def domain_verdict(reasons: list[str | None], cfg: Any) -> dict[str, Any]:
-    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents (with
-    ``garbage:spam`` for those the spam model scores above ``verdict_max_spam_score``).
+    """A domain's junk score and verdict from the stage-1 reasons of its sampled documents (the first
+    ``verdict_max_docs``; with ``garbage:spam`` for those the spam model scores above
+    ``verdict_max_spam_score``).
 
     The detectors' thresholds are fixed (what natural-language text of any register meets), not
     fitted on the domain, so the score compares the domain with that reference, not with itself.

@@ -94,3 +94,15 @@ def test_a_domain_of_offers_is_judged_garbage_without_dropping_a_document():
     assert sec["domains"]["shop"]["verdict"] == "garbage" and "garbage:spam" in sec["domains"]["shop"]["why"]
     assert sec["domains"]["prose"]["verdict"] == "ok"
     assert all(filt.filter(d) is True for d in sample["shop"])  # judged, not dropped
+
+
+def test_the_verdict_reads_the_first_verdict_max_docs_of_the_sample():
+    from curate.calibrate import fit_steps
+
+    docs = [Document(text=" ".join(OFFERS[(i + k) % 6] for k in range(5)), id=f"shop/{i}",
+                     metadata={"domain": "shop", "lang": "en", "lang_score": 0.99}) for i in range(12)]
+    full = fit_steps([CalibratedFilter(FilterConfig())], {"shop": list(docs)})["filters"]["domains"]["shop"]
+    part = fit_steps([CalibratedFilter(FilterConfig(verdict_max_docs=5))], {"shop": list(docs)})
+    assert "12 of 12 sampled documents" in full["why"]
+    assert "5 of 5 sampled documents" in part["filters"]["domains"]["shop"]["why"]
+    assert part["filters"]["domains"]["shop"]["docs"] == 12  # the outlier rules still read every sampled one
