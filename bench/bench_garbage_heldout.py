@@ -48,8 +48,6 @@ RATES = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.30)
 
 
 def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: int) -> dict:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     if split == "heldout3":
         from lib.garbage_sources3 import KINDS, garbage_doc, real_domains
     elif split == "heldout4":
@@ -107,6 +105,14 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         add(f"mostly_junk/{kind}/{n:04d}", text, "mostly_junk", f"mostly_junk:{kind}", orig)
     add("one_doc/00000", real[first][-1][0], "one_doc", "one_doc:real")
     rng.shuffle(rows)
+    return write_set(work, rows, truth)
+
+
+def write_set(work: Path, rows: list[dict], truth: dict) -> dict:
+    """A built set: ``WORK/docs/part-0.parquet`` (the rows, replacing what was there) and ``WORK/truth.json``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     d = work / "docs"
     if d.exists():
         shutil.rmtree(d)

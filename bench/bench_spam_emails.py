@@ -38,7 +38,6 @@ import email.policy
 import json
 import random
 import re
-import shutil
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -46,7 +45,7 @@ from pathlib import Path
 import harness
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_garbage_heldout import run_chain, score  # noqa: E402
+from bench_garbage_heldout import run_chain, score, write_set  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HALVES = {"dev": ("spam-1", ("easy-ham-1",)), "heldout": ("spam-2", ("easy-ham-2", "hard-ham-1"))}
@@ -143,9 +142,6 @@ def fresh_domains(root: Path, per_domain: int, rng: random.Random) -> dict[str, 
 
 def build(work: Path, corpus: Path, half: str, *, rate: float, per_domain: int, own: int, min_words: int,
           seed: int, fresh: Path | None = None, fresh_per_domain: int = 150) -> dict:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     rng = random.Random(seed)
     spam_group, ham_groups = HALVES[half]
     spam = messages(corpus, spam_group, min_words)
@@ -173,13 +169,7 @@ def build(work: Path, corpus: Path, half: str, *, rate: float, per_domain: int, 
     for src, text in spam[:own]:
         add(f"spam_only/{src}", text, "spam_only", "own:spam_email", src)
     rng.shuffle(rows)
-    d = work / "docs"
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows), d / "part-0.parquet", row_group_size=500)
-    (work / "truth.json").write_text(json.dumps(truth))
-    return truth
+    return write_set(work, rows, truth)
 
 
 def main() -> int:

@@ -126,9 +126,9 @@ def dispatch(kind: str, split: str, own_split: str, module: str, rng: random.Ran
     return cap(generators[kind](rng)), None
 
 
-def spam_layout(lines: list[str], rng: random.Random) -> str:
-    """Spam lines as they appear on a page: one per line (35 %) or run into paragraphs of 2-5."""
-    if rng.random() < 0.35:
+def spam_layout(lines: list[str], rng: random.Random, p_lines: float = 0.35) -> str:
+    """Spam lines as they appear on a page: one per line (``p_lines`` of pages) or run into paragraphs of 2-5."""
+    if rng.random() < p_lines:
         return "\n".join(lines)
     paras, i = [], 0
     while i < len(lines):

@@ -91,6 +91,7 @@ from lib.garbage_common import (  # noqa: E402
         file_chunk,
         fill_cli,
         layout_like,
+        spam_layout,
         stable_hash,
 )
 
@@ -497,15 +498,7 @@ def seo_spam(rng: random.Random) -> str:
                         Tag2=tag2.title(), htag=tag.replace(" ", ""), htag2=tag2.replace(" ", ""),
                         hkw=kw.replace(" ", ""), hkw2=kw2.replace(" ", ""), year=rng.randint(2016, 2026))
 
-    lines = [fill(rng.choice(SPAM3)) for _ in range(rng.randint(8, 30))]
-    if rng.random() < 0.5:
-        return "\n".join(lines)
-    paras, i = [], 0
-    while i < len(lines):
-        k = rng.randint(2, 5)
-        paras.append(" ".join(lines[i:i + k]))
-        i += k
-    return "\n\n".join(paras)
+    return spam_layout([fill(rng.choice(SPAM3)) for _ in range(rng.randint(8, 30))], rng, 0.5)
 
 
 # -- boilerplate ---------------------------------------------------------------------------------

@@ -107,6 +107,7 @@ from lib.garbage_common import (  # noqa: E402
         fill_cli,
         layout_like,
         mis_decode,
+        spam_layout,
         stable_hash,
 )
 
@@ -459,15 +460,7 @@ def seo_spam(rng: random.Random) -> str:
                         25, 30, 40, 50, 70)), n=rng.choice((5, 7, 10, 12, 15, 20, 25)),
                         code=f"{kw.split()[0].upper()[:6]}{rng.randint(10, 99)}", **pick)
 
-    lines = [fill(rng.choice(SPAM4)) for _ in range(rng.randint(8, 30))]
-    if rng.random() < 0.4:
-        return "\n".join(lines)
-    paras, i = [], 0
-    while i < len(lines):
-        n = rng.randint(2, 5)
-        paras.append(" ".join(lines[i:i + n]))
-        i += n
-    return "\n\n".join(paras)
+    return spam_layout([fill(rng.choice(SPAM4)) for _ in range(rng.randint(8, 30))], rng, 0.4)
 
 
 # -- boilerplate ---------------------------------------------------------------------------------

@@ -117,6 +117,7 @@ from lib.garbage_common import (  # noqa: E402
         fill_cli,
         layout_like,
         mis_decode,
+        spam_layout,
         stable_hash,
 )
 
@@ -520,15 +521,7 @@ def seo_spam(rng: random.Random) -> str:
                         pct=rng.choice((15, 20, 30, 40, 50, 60, 75, 80)), n=rng.choice((5, 7, 9, 10, 12, 15)),
                         code=f"{drug.replace(' ', '')[:5].upper()}{rng.randint(10, 99)}")
 
-    lines = [fill(rng.choice(SPAM5)) for _ in range(rng.randint(8, 30))]
-    if rng.random() < 0.35:
-        return "\n".join(lines)
-    paras, i = [], 0
-    while i < len(lines):
-        n = rng.randint(2, 5)
-        paras.append(" ".join(lines[i:i + n]))
-        i += n
-    return "\n\n".join(paras)
+    return spam_layout([fill(rng.choice(SPAM5)) for _ in range(rng.randint(8, 30))], rng)
 
 
 # -- boilerplate ---------------------------------------------------------------------------------
