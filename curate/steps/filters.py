@@ -184,6 +184,9 @@ class FilterConfig:
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
             raise ConfigError(f"curate.filters.profile must be one of {list(PROFILES)}, got {self.profile!r}")
+        if self.verdict_max_docs < 1:
+            raise ConfigError(f"curate.filters.verdict_max_docs must be at least 1 (the documents the domain verdict "
+                              f"reads), got {self.verdict_max_docs}")
         self.rep_top_n_grams = {int(k): float(v) for k, v in dict(self.rep_top_n_grams).items()}
         self.rep_dup_n_grams = {int(k): float(v) for k, v in dict(self.rep_dup_n_grams).items()}
         for dom, over in (self.per_domain or {}).items():

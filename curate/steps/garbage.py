@@ -269,9 +269,10 @@ def fit_filter_calibration(cfg: Any, docs_by_domain: dict[str, list[Document]]) 
         probe.domains = {dom: {"language": language}}
         stats, spam = [], []
         for i, d in enumerate(docs):  # the spam score right after the statistics: it reads their tokens
-            stats.append(probe.measure(d, probe.domains[dom]))
-            if i < cfg.verdict_max_docs:
-                spam.append(probe.spam_stats(d, probe._language(d, probe.domains[dom])))
+            st = probe.measure(d, probe.domains[dom])
+            stats.append(st)
+            if i < cfg.verdict_max_docs:  # measure() has it already where documents may be dropped for it
+                spam.append(st if "spam_score" in st else probe.spam_stats(d, probe._language(d, probe.domains[dom])))
         # thresholds from the documents that are not garbage: a domain's garbage must not widen them
         reasons = [probe.doc_garbage(d, s, probe.domains[dom], dom) for d, s in zip(docs, stats, strict=True)]
         clean = [s for s, r in zip(stats, reasons, strict=True) if r is None]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from datatrove.data import Document
 
+from corpusmix.config import ConfigError
 from curate import spamscore
 from curate.steps.filters import FilterConfig
 from curate.steps.garbage import CalibratedFilter
@@ -106,3 +108,5 @@ def test_the_verdict_reads_the_first_verdict_max_docs_of_the_sample():
     assert "12 of 12 sampled documents" in full["why"]
     assert "5 of 5 sampled documents" in part["filters"]["domains"]["shop"]["why"]
     assert part["filters"]["domains"]["shop"]["docs"] == 12  # the outlier rules still read every sampled one
+    with pytest.raises(ConfigError, match="verdict_max_docs must be at least 1"):
+        FilterConfig(verdict_max_docs=0)
