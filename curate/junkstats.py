@@ -211,3 +211,50 @@ def label_share(lines: list[str], stop: frozenset[str] = frozenset()) -> tuple[f
         return None, None
     labels = [s for s in segs if _is_label(s, stop)]
     return len(labels) / len(segs), sum(map(len, labels)) / sum(map(len, segs))
+
+
+PROSE_PREFIX = 65_536  # characters looked at for prose_chars
+PROSE_LINE_WORDS = 5  # a line inside a prose run has at least this many words (its last line: any)
+PROSE_MIN_WORDS = 8  # a prose run has at least this many words ...
+PROSE_MIN_FUNCTION_WORDS = 2  # ... of which at least this many are function words (grammar)
+
+
+def prose_chars(text: str, stop: frozenset[str] = frozenset()) -> tuple[int, int]:
+    """(characters in prose runs, characters of non-blank lines) of the first PROSE_PREFIX characters.
+
+    A prose run is a block of consecutive lines (no blank line, label or separator line between
+    them; hard-wrapped paragraphs are one run) of PROSE_LINE_WORDS+ words each, whose last line
+    may be shorter but ends the run with closing punctuation (``TERMINAL``): PROSE_MIN_WORDS+ words
+    with PROSE_MIN_FUNCTION_WORDS+ function words ``stop``. A page whose navigation labels fill most
+    of its segments (``label_share``) but which also holds paragraphs of sentences is a page of
+    content with its menus, not a menu."""
+    prose = total = 0
+    run: list[str] = []
+
+    def close() -> None:
+        nonlocal prose
+        if run and run[-1].endswith(TERMINAL):
+            words = " ".join(run).split()
+            if len(words) >= PROSE_MIN_WORDS and sum(w.lower() in stop for w in words) >= PROSE_MIN_FUNCTION_WORDS:
+                prose += sum(map(len, run))
+        run.clear()
+
+    for raw in text[:PROSE_PREFIX].split("\n"):
+        s = raw.strip()
+        if not s:
+            close()
+            continue
+        total += len(s)
+        if _SEPARATOR_CHAR.search(s) is not None or _is_label(s, stop):
+            close()
+        elif len(s.split(None, PROSE_LINE_WORDS - 1)) >= PROSE_LINE_WORDS:
+            if run and run[-1].endswith(TERMINAL) and s[0].isupper():
+                close()  # a new sentence on a new line: runs of lines are the same either way
+            run.append(s)
+        elif run and s.endswith(TERMINAL):
+            run.append(s)  # the short last line of a wrapped paragraph
+            close()
+        else:
+            close()
+    close()
+    return prose, total

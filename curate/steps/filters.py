@@ -86,6 +86,11 @@ class FilterConfig:
                 "no closing punctuation, digits or code): menus, sidebars, footers"})
     label_min_char_share: float = field(default=0.15, metadata={
         "help": "auto: ... and the labels hold at least this share of its characters (not an article with headings)"})
+    navigation_keep_prose_chars: int | None = field(default=800, metadata={
+        "help": "auto: ... unless it holds at least this many characters of prose runs (junkstats.prose_chars: "
+                "paragraphs of sentences; a page of content with its menus); null: no exception"})
+    navigation_keep_prose_share: float = field(default=0.3, metadata={
+        "help": "auto: ... making at least this share of its characters"})
     oov_min_plain_share: float = field(default=0.3, metadata={
         "help": "auto: ... in running text: lower-case words are at least this share of the tokens (not code)"})
     garbage_min_function_words: float = field(default=0.1, metadata={

@@ -34,6 +34,7 @@ from datatrove.data import Document
 
 from corpusmix.config import ConfigError
 from corpusmix.logging import get_logger
+from curate import junkstats as js
 from curate import spamscore
 from curate.steps.base import CurationStep
 from curate.textstats import (
@@ -190,10 +191,23 @@ class CalibratedFilter(CurationStep):
         d_own = self.measure_lang(doc, label).get("dict_share")
         return d_own is None or d_own < bar
 
+    def content_with_menus(self, doc: Document, dom: dict[str, Any] | None, name: str) -> bool:
+        """A page mostly of navigation labels that also holds paragraphs of sentences: at least
+        ``navigation_keep_prose_chars`` characters and ``navigation_keep_prose_share`` of its own
+        (``junkstats.prose_chars``). Measured only for documents the navigation rule drops."""
+        c = self._by_domain.get(name, self.cfg)
+        if c.navigation_keep_prose_chars is None:
+            return False
+        lang = (dom or {}).get("language") or c.language
+        prose, total = js.prose_chars(doc.text, js.stopwords(lang) if lang else frozenset())
+        return prose >= c.navigation_keep_prose_chars and prose >= c.navigation_keep_prose_share * total
+
     def doc_garbage(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,
                     name: str) -> str | None:
         """The stage-1 reason of a document (the domain-independent detectors), or None."""
         reason = self.garbage_reason(s, name)
+        if reason == "garbage:navigation" and self.content_with_menus(doc, dom, name):
+            reason = self.garbage_reason({**s, "label_share": None}, name)  # judged by the other rules
         if reason is None and self.pseudo_language(doc, s, dom, self._by_domain.get(name, self.cfg)):
             return "garbage:pseudo_language"
         return reason
