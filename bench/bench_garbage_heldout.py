@@ -68,6 +68,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources11 import KINDS, garbage_doc, real_domains
     elif split == "heldout12":  # four manuals with their menus, and their page chrome: see its module
         from lib.garbage_sources12 import KINDS, garbage_doc, real_domains
+    elif split == "heldout13":  # round 12's construction on four other manuals
+        from lib.garbage_sources13 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -192,7 +194,7 @@ def score(truth: dict, out: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-                                            "heldout8", "heldout9", "heldout10", "heldout11", "heldout12"),
+                                            "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", "heldout13"),
                     required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)

@@ -215,7 +215,7 @@ def label_share(lines: list[str], stop: frozenset[str] = frozenset()) -> tuple[f
 
 PROSE_PREFIX = 65_536  # characters looked at for prose_chars
 PROSE_LINE_WORDS = 5  # a line inside a prose run has at least this many words (its last line: any)
-PROSE_MIN_WORDS = 8  # a prose run has at least this many words ...
+PROSE_MIN_WORDS = 12  # a prose run has at least this many words (not a heading phrased as a question) ...
 PROSE_MIN_FUNCTION_WORDS = 2  # ... of which at least this many are function words (grammar)
 
 
@@ -225,18 +225,23 @@ def prose_chars(text: str, stop: frozenset[str] = frozenset()) -> tuple[int, int
     A prose run is a block of consecutive lines (no blank line, label or separator line between
     them; hard-wrapped paragraphs are one run) of PROSE_LINE_WORDS+ words each, whose last line
     may be shorter but ends the run with closing punctuation (``TERMINAL``): PROSE_MIN_WORDS+ words
-    with PROSE_MIN_FUNCTION_WORDS+ function words ``stop``. A page whose navigation labels fill most
-    of its segments (``label_share``) but which also holds paragraphs of sentences is a page of
-    content with its menus, not a menu."""
+    with PROSE_MIN_FUNCTION_WORDS+ function words ``stop``. A run met again in the document counts
+    once: a footer's sentences repeated page after page are boilerplate by their recurrence. A page
+    whose navigation labels fill most of its segments (``label_share``) but which also holds
+    paragraphs of sentences is a page of content with its menus, not a menu."""
     prose = total = 0
     run: list[str] = []
+    seen: set[str] = set()
 
     def close() -> None:
         nonlocal prose
         if run and run[-1].endswith(TERMINAL):
             words = " ".join(run).split()
-            if len(words) >= PROSE_MIN_WORDS and sum(w.lower() in stop for w in words) >= PROSE_MIN_FUNCTION_WORDS:
+            key = " ".join(words)
+            if (len(words) >= PROSE_MIN_WORDS and key not in seen
+                    and sum(w.lower() in stop for w in words) >= PROSE_MIN_FUNCTION_WORDS):
                 prose += sum(map(len, run))
+                seen.add(key)
         run.clear()
 
     for raw in text[:PROSE_PREFIX].split("\n"):

@@ -72,9 +72,11 @@ def _texts(path: Path) -> tuple[str, str]:
     return whole.text("main"), parts.text("nav")
 
 
-def fill_cache(cache_dir: Path | None = None) -> Path:
-    """Download the pinned packages and write ``real/<domain>.json`` ([source, text] per document) and
-    ``chrome_pages.json`` ([domain, page, navigation text] per page) under ``cache_dir``."""
+def fill_cache(cache_dir: Path | None = None, debian: dict[str, str] = DEBIAN,
+               sites: dict[str, tuple[str, str]] = SITES) -> Path:
+    """Download the pinned packages ``debian`` and write ``real/<domain>.json`` ([source, text] per
+    document) and ``chrome_pages.json`` ([domain, page, navigation text] per page) of ``sites`` under
+    ``cache_dir``."""
     out = Path(cache_dir or CACHE)
     tmp = out.with_name(out.name + ".tmp")
     if tmp.exists():
@@ -82,12 +84,12 @@ def fill_cache(cache_dir: Path | None = None) -> Path:
     (tmp / "real").mkdir(parents=True)
     with tempfile.TemporaryDirectory() as dl:
         d = Path(dl)
-        subprocess.run(["apt-get", "download", *(f"{n}={v}" for n, v in DEBIAN.items())], cwd=d, check=True,
+        subprocess.run(["apt-get", "download", *(f"{n}={v}" for n, v in debian.items())], cwd=d, check=True,
                        capture_output=True, timeout=900)
-        for n in DEBIAN:
+        for n in debian:
             subprocess.run(["dpkg-deb", "-x", str(sorted(d.glob(f"{n}_*.deb"))[0]), str(d / "root")], check=True)
         pages = []
-        for dom, (sub, pattern) in SITES.items():
+        for dom, (sub, pattern) in sites.items():
             base = d / "root" / sub
             docs = []
             for p in sorted(base.glob(pattern)):
@@ -98,40 +100,52 @@ def fill_cache(cache_dir: Path | None = None) -> Path:
                     pages.append([dom, rel, nav])
             (tmp / "real" / f"{dom}.json").write_text(json.dumps(docs))
         (tmp / "chrome_pages.json").write_text(json.dumps(pages))
-    (tmp / "MANIFEST.json").write_text(json.dumps({"debian": DEBIAN}, indent=1))
+    (tmp / "MANIFEST.json").write_text(json.dumps({"debian": debian}, indent=1))
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
     return out
 
 
-def _need(rel: str) -> Path:
-    p = CACHE / rel
+def _need(rel: str, cache_dir: Path = CACHE, fill: str = "garbage_sources12", env: str = "GARBAGE12_CACHE") -> Path:
+    p = cache_dir / rel
     if not p.exists():
-        raise FileNotFoundError(f"{p} is missing: fill it with `.venv/bin/python bench/lib/garbage_sources12.py "
-                                f"--fill` (or set GARBAGE12_CACHE to a filled folder)")
+        raise FileNotFoundError(f"{p} is missing: fill it with `.venv/bin/python bench/lib/{fill}.py --fill` (or set "
+                                f"{env} to a filled folder)")
     return p
+
+
+def site_domains(cache_dir: Path, sites: dict[str, tuple[str, str]], **need) -> dict[str, list[tuple[str, str]]]:
+    """The real domains of a filled cache: (text, source) per document."""
+    return {dom: [(t, s) for s, t in json.loads(_need(f"real/{dom}.json", cache_dir, **need).read_text())]
+            for dom in sites}
+
+
+@cache
+def chrome_pages(cache_dir: Path, **need) -> list[list[str]]:
+    """The navigation lines of each page of a filled cache."""
+    return [[ln for ln in nav.splitlines() if ln.strip()] for _dom, _page, nav in
+            json.loads(_need("chrome_pages.json", cache_dir, **need).read_text()) if nav.strip()]
+
+
+def chrome_or_g11(kind: str, rng: random.Random, pages: list[list[str]]) -> tuple[str, str | None]:
+    """A ``page_chrome`` document drawn from ``pages``, or a document of ``heldout11``'s kind ``kind``."""
+    if kind == "page_chrome":
+        return cap(nav_window(pages, rng)), None
+    return g11.garbage_doc(kind, g11.SPLIT, rng)
 
 
 def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
     if split != SPLIT:
         raise ValueError(f"garbage_sources12 holds only the {SPLIT!r} split, not {split!r}")
-    return {dom: [(t, s) for s, t in json.loads(_need(f"real/{dom}.json").read_text())] for dom in SITES}
-
-
-@cache
-def _chrome_pages() -> list[list[str]]:
-    return [[ln for ln in nav.splitlines() if ln.strip()] for _dom, _page, nav in
-            json.loads(_need("chrome_pages.json").read_text()) if nav.strip()]
+    return site_domains(CACHE, SITES)
 
 
 def garbage_doc(kind: str, split: str, rng: random.Random) -> tuple[str, str | None]:
     """(garbage text, the clean original for mojibake, else None)."""
     if split != SPLIT:
         raise ValueError(f"garbage_sources12 holds only the {SPLIT!r} split, not {split!r}")
-    if kind == "page_chrome":
-        return cap(nav_window(_chrome_pages(), rng)), None
-    return g11.garbage_doc(kind, g11.SPLIT, rng)
+    return chrome_or_g11(kind, rng, chrome_pages(CACHE))
 
 
 if __name__ == "__main__":

@@ -76,3 +76,15 @@ def test_a_menu_is_dropped_and_a_page_with_its_menus_is_kept() -> None:
     assert _reason(CalibratedFilter(FilterConfig(navigation_keep_prose_chars=None)), page) == "garbage:navigation"
     # a larger share bar than the page's prose holds
     assert _reason(CalibratedFilter(FilterConfig(navigation_keep_prose_share=0.95)), page) == "garbage:navigation"
+
+
+def test_a_repeated_footer_counts_once_and_questions_are_headings() -> None:
+    footer = ("This page is licensed under the terms of the licence that comes with the software and its manual.\n"
+              "See the history and the licence for more information about what you may do with the text.")
+    once = js.prose_chars(footer, STOP)[0]
+    assert once == len(footer) - 1  # two runs, the newline not counted
+    assert js.prose_chars("\n\n".join([footer] * 5), STOP)[0] == once
+    questions = "\n".join(["Why was the program created in the first place?", "What is the program good for?",
+                           "How do I get a copy of the source code?",
+                           "Is there a mailing list devoted to the program?"] * 3)
+    assert js.prose_chars(questions, STOP)[0] == 0  # entries of a table of contents, under PROSE_MIN_WORDS each
