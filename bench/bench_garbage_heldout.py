@@ -3,7 +3,8 @@
 Sources and their two halves (``dev``: what the detectors were developed on; ``heldout``: what
 they are judged on) are described in ``bench/lib/garbage_sources.py``; the later rounds
 (``heldout2``-``heldout9``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-9.py``
-(``heldout6``-``heldout9`` hold OCR noise alone). One set per half::
+(``heldout6``-``heldout9`` hold OCR noise alone; ``heldout12``-``heldout13``: manuals with their menus and
+their page chrome, ``garbage_sources12.py``). One set per half::
 
     real domains (150 documents each), each with garbage of every kind mixed in at a rate of
     5-30 % of the domain (rates cycle 5, 10, 15, 20, 25, 30, 30 %), kinds assigned round-robin;

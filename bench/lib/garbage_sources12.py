@@ -18,7 +18,11 @@ Built to judge the navigation rule's exception for pages of content with their m
 * the other kinds: ``heldout11``'s generators and cache (mojibake, SEO spam, boilerplate,
   pseudo-Latin, logs, shuffled sentences, OCR noise, CSV dumps, minified code).
 
-Fill: ``.venv/bin/python bench/lib/garbage_sources12.py --fill`` (needs ``apt-get download``).
+Fill: ``.venv/bin/python bench/lib/garbage_sources12.py --fill`` (needs ``apt-get download``). Round 11's
+cache must be filled too, and the bench runs with round 11's ``PYTHONPATH`` (nupunkt, for its shuffled
+sentences)::
+
+    PYTHONPATH=/tmp/benchpkgs11 .venv/bin/python bench/bench_garbage_heldout.py --split heldout12 --work W
 """
 
 from __future__ import annotations
