@@ -3,7 +3,7 @@
 Sources and their two halves (``dev``: what the detectors were developed on; ``heldout``: what
 they are judged on) are described in ``bench/lib/garbage_sources.py``; the later rounds
 (``heldout2``-``heldout9``) in ``bench/lib/garbage_sources.py`` and ``garbage_sources3-9.py``
-(``heldout6``-``heldout9`` hold OCR noise alone; ``heldout12``-``heldout13``: manuals with their menus and
+(``heldout6``-``heldout9`` hold OCR noise alone; ``heldout12``-``heldout14``: manuals with their menus and
 their page chrome, ``garbage_sources12.py``). One set per half::
 
     real domains (150 documents each), each with garbage of every kind mixed in at a rate of
@@ -71,6 +71,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources12 import KINDS, garbage_doc, real_domains
     elif split == "heldout13":  # round 12's construction on four other manuals
         from lib.garbage_sources13 import KINDS, garbage_doc, real_domains
+    elif split == "heldout14":  # round 12's construction on five manuals about mail and money
+        from lib.garbage_sources14 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 
@@ -195,7 +197,7 @@ def score(truth: dict, out: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7",
-                                            "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", "heldout13"),
+                                            "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14"),
                     required=True)
     ap.add_argument("--work", default="/tmp/garbage_bench")
     ap.add_argument("--per-domain", type=int, default=150)

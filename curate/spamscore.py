@@ -9,15 +9,17 @@ only (letters, not among the language's 100 most frequent words nor a few pronou
 reads what a text offers and sells, not its grammar or its person. Positive: spam-like.
 
 Only languages with a model (``en``) get a score. The domain verdict counts a document scoring
-above ``verdict_max_spam_score`` as junk; a document is dropped for it (``garbage:spam``) only above
-``garbage_max_spam_score``, off by default; both need ``spam_min_words`` of the document's tokens
-in the vocabulary. The weights are looked up once per lower-cased token id
+above ``verdict_max_spam_score`` as junk; a document is dropped for it (``garbage:spam``) above
+``garbage_max_spam_score`` when it also carries ``spam_min_offer_marks`` offer marks per 100 tokens
+(:func:`offer_marks`; the score alone also rises on manuals about mail and accounts); both need
+``spam_min_words`` of the document's tokens in the vocabulary. The weights are looked up once per lower-cased token id
 of the shared token table (``TokenTable.low_weights``)."""
 
 from __future__ import annotations
 
 import gzip
 import math
+import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -32,6 +34,18 @@ MODELS = Path(__file__).resolve().parent / "models" / "spam"
 # of who speaks to whom would flag dialogue, letters and help pages
 _PERSON = frozenset({"you", "your", "yours", "our", "ours", "we", "us", "i", "my", "me", "will", "please",
                      "this", "here", "now", "new", "can"})
+
+
+# what an offer shows besides its words: a price, a percentage, a toll-free or dashed phone number, an
+# exclamation mark, the word "free"
+_OFFER_MARK = re.compile(r"[$€£]\s?\d|\d\s?%|\b1-8\d\d\b|\b\d{3}-\d{3}-\d{4}\b|!|\bfree\b", re.IGNORECASE)
+
+
+def offer_marks(text: str) -> float:
+    """Offer marks (prices, percentages, phone numbers, exclamation marks, "free") per 100 whitespace
+    tokens of ``text``: a manual about mail or accounts shares the words of spam, not these."""
+    n = len(text.split())
+    return 100.0 * len(_OFFER_MARK.findall(text)) / n if n else 0.0
 
 
 @cache

@@ -108,9 +108,12 @@ class FilterConfig:
                 "few function words (below stuffing_terse_max_function_words): keyword lists"})
     stuffing_terse_max_function_words: float = field(default=0.18, metadata={
         "help": "auto: share of the language's 100 most frequent words below which garbage_max_stuffing_terse applies"})
-    garbage_max_spam_score: float | None = field(default=None, metadata={
-        "help": "auto: drop a document whose commercial-spam score (curate.spamscore) is above this; null: no "
-                "document is dropped for it (the default: the score also rises on manuals about mail and accounts)"})
+    garbage_max_spam_score: float | None = field(default=1.0, metadata={
+        "help": "auto: drop a document whose commercial-spam score (curate.spamscore) is above this and which "
+                "carries spam_min_offer_marks; null: no document is dropped for it"})
+    spam_min_offer_marks: float = field(default=1.0, metadata={
+        "help": "auto: ... offer marks (prices, percentages, phone numbers, '!', 'free') per 100 tokens needed for "
+                "that drop: the score alone also rises on manuals about mail and accounts"})
     verdict_max_spam_score: float | None = field(default=1.0, metadata={
         "help": "auto: domain verdict: a sampled document scoring above this on the commercial-spam model counts "
                 "as junk in the domain's junk_share (no document is dropped for it); null: not counted"})

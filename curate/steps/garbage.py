@@ -83,6 +83,7 @@ class CalibratedFilter(CurationStep):
         self._by_domain = {d: cfg.for_domain(d) for d in (cfg.per_domain or {})}
         # the spam score is measured for every document only where a document can be dropped for it
         self._spam_drops = any(c.garbage_max_spam_score is not None for c in (cfg, *self._by_domain.values()))
+        self._min_marks = min(c.spam_min_offer_marks for c in (cfg, *self._by_domain.values()))
 
     # -- calibration protocol (curate.calibrate) ---------------------------------------------
     def fit(self, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
@@ -110,7 +111,10 @@ class CalibratedFilter(CurationStep):
         spam score where a document may be dropped for it."""
         lang = self._language(doc, dom)
         stats = self.measure_lang(doc, lang)
-        return {**stats, **self.spam_stats(doc, lang)} if self._spam_drops else stats
+        if not self._spam_drops:
+            return stats
+        marks = spamscore.offer_marks(doc.text)  # the score only where the marks allow a drop
+        return {**stats, "offer_marks": marks, **(self.spam_stats(doc, lang) if marks >= self._min_marks else {})}
 
     @staticmethod
     def spam_stats(doc: Document, lang: str) -> dict[str, float | None]:
@@ -172,6 +176,8 @@ class CalibratedFilter(CurationStep):
         if (sl is not None and sl > c.garbage_max_stamped_lines) or (
                 var is not None and var < c.garbage_min_line_start_variety):
             return "garbage:machine_output"
+        if (s.get("offer_marks") or 0.0) < c.spam_min_offer_marks:
+            return None
         return spam_reason(s, c.garbage_max_spam_score, c.spam_min_words)
 
     def pseudo_language(self, doc: Document, s: dict[str, float | None], dom: dict[str, Any] | None,

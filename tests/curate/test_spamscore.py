@@ -39,9 +39,20 @@ def test_the_table_score_is_the_text_score():
 
 
 def test_the_score_is_measured_per_document_only_where_it_can_drop_one():
-    on = CalibratedFilter(FilterConfig(garbage_max_spam_score=1.0))
+    on = CalibratedFilter(FilterConfig())  # the default drops offers
     assert on.measure(_doc(OFFER))["spam_score"] > 1.0
-    assert "spam_score" not in CalibratedFilter(FilterConfig()).measure(_doc(OFFER))
+    assert "spam_score" not in CalibratedFilter(FilterConfig(garbage_max_spam_score=None)).measure(_doc(OFFER))
+    # no offer marks, no drop possible: the score is not computed
+    assert "spam_score" not in on.measure(_doc(MANUAL)) and on.measure(_doc(MANUAL))["offer_marks"] == 0.0
+
+
+def test_offer_marks() -> None:
+    # a percentage, "!", a price, a toll-free number, "free": 5 marks in 9 tokens
+    assert spamscore.offer_marks("Save 50% now! Only $25, call 1-800-555-0199. FREE gift.") == 100.0 * 5 / 9
+    assert spamscore.offer_marks(MANUAL) == 0.0
+    assert spamscore.offer_marks("") == 0.0
+    # a manual's own words for accounts and mail do not count; its exclamation marks do
+    assert spamscore.offer_marks("Open the account settings and send the message to your contacts.") == 0.0
 
 
 def test_offers_score_above_the_bar_and_plain_text_below():
@@ -62,18 +73,16 @@ def test_languages_without_a_model_get_no_score():
     assert CalibratedFilter.spam_stats(_doc(text), "de") == {"spam_score": None, "spam_words": 0.0}
 
 
-def test_the_rule_needs_the_score_and_enough_words():
-    assert CalibratedFilter(FilterConfig()).garbage_reason(
-        {"n_words": 300.0, "dict_share": 0.9, "vocab_richness": 6.0, "compress_ratio": 3.0, "n_lines": 5.0,
-         "words_per_line": 60.0, "word_order": None, "word_pairs": 0, "stop_share": 0.4, "spam_score": 9.0,
-         "spam_words": 90.0}) is None  # by default no document is dropped for its score
-    filt = CalibratedFilter(FilterConfig(garbage_max_spam_score=1.0))
+def test_the_rule_needs_the_score_the_offer_marks_and_enough_words():
     base = {"n_words": 300.0, "dict_share": 0.9, "vocab_richness": 6.0, "compress_ratio": 3.0, "n_lines": 5.0,
             "words_per_line": 60.0, "word_order": None, "word_pairs": 0, "stop_share": 0.4}
-    spam = {**base, "spam_score": 2.0, "spam_words": 40.0}
+    spam = {**base, "spam_score": 2.0, "spam_words": 40.0, "offer_marks": 2.0}
+    filt = CalibratedFilter(FilterConfig())  # the default: garbage_max_spam_score 1.0, spam_min_offer_marks 1.0
     assert filt.garbage_reason(spam) == "garbage:spam"
+    assert filt.garbage_reason({**spam, "offer_marks": 0.5}) is None  # the words of spam without its marks
     assert filt.garbage_reason({**spam, "spam_words": 10.0}) is None  # too few words to judge
     assert filt.garbage_reason({**spam, "spam_score": 0.5}) is None
+    assert CalibratedFilter(FilterConfig(garbage_max_spam_score=None)).garbage_reason(spam) is None  # off
 
 
 OFFERS = ["Order today and save 40% on every product in our online store, with free shipping on all orders.",
@@ -84,18 +93,20 @@ OFFERS = ["Order today and save 40% on every product in our online store, with f
           "Earn extra income from home: no experience needed, start your own business for just $29.95."]
 
 
-def test_a_domain_of_offers_is_judged_garbage_without_dropping_a_document():
+@pytest.mark.parametrize("drops", [True, False])
+def test_a_domain_of_offers_is_judged_garbage_and_its_documents_dropped_where_drops_are_on(drops: bool):
     from curate.calibrate import fit_steps
 
     docs = {"shop": [" ".join(OFFERS[(i + k) % 6] for k in range(5)) for i in range(12)],
             "prose": [STORY, MANUAL] * 6}
     sample = {d: [Document(text=t, id=f"{d}/{i}", metadata={"domain": d, "lang": "en", "lang_score": 0.99})
                   for i, t in enumerate(ts)] for d, ts in docs.items()}
-    filt = CalibratedFilter(FilterConfig())
+    filt = CalibratedFilter(FilterConfig() if drops else FilterConfig(garbage_max_spam_score=None))
     sec = fit_steps([filt], {d: list(v) for d, v in sample.items()})["filters"]
     assert sec["domains"]["shop"]["verdict"] == "garbage" and "garbage:spam" in sec["domains"]["shop"]["why"]
     assert sec["domains"]["prose"]["verdict"] == "ok"
-    assert all(filt.filter(d) is True for d in sample["shop"])  # judged, not dropped
+    assert all((filt.filter(d) is True) is not drops for d in sample["shop"])  # dropped, or judged only
+    assert all(filt.filter(d) is True for d in sample["prose"])
 
 
 def test_the_verdict_reads_the_first_verdict_max_docs_of_the_sample():
