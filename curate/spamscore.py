@@ -11,7 +11,8 @@ reads what a text offers and sells, not its grammar or its person. Positive: spa
 Only languages with a model (``en``) get a score. The domain verdict counts a document scoring
 above ``verdict_max_spam_score`` as junk; a document is dropped for it (``garbage:spam``) above
 ``garbage_max_spam_score`` when it also carries ``spam_min_offer_marks`` offer marks per 100 tokens
-(:func:`offer_marks`; the score alone also rises on manuals about mail and accounts); both need
+(:func:`offer_marks`, counted only where the score allows the drop; the score alone also rises on
+manuals about mail and accounts); both need
 ``spam_min_words`` of the document's tokens in the vocabulary. The weights are looked up once per lower-cased token id
 of the shared token table (``TokenTable.low_weights``)."""
 

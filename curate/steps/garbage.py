@@ -57,6 +57,7 @@ _log = get_logger("curate.calibrate")  # the calibration's log, where the fit's 
 #: doc_stats by (text digest, language, calibration digest), shared by the calibration's probe
 #: filter and the run's filter in one process
 _STATS = Memo(50_000)
+_SPAM = Memo(50_000)  # spam_stats (and offer marks) per (text, language): calibration and run read them both
 
 
 def to_scale(stat: str, x: float) -> float:
@@ -83,7 +84,11 @@ class CalibratedFilter(CurationStep):
         self._by_domain = {d: cfg.for_domain(d) for d in (cfg.per_domain or {})}
         # the spam score is measured for every document only where a document can be dropped for it
         self._spam_drops = any(c.garbage_max_spam_score is not None for c in (cfg, *self._by_domain.values()))
-        self._min_marks = min(c.spam_min_offer_marks for c in (cfg, *self._by_domain.values()))
+        # the offer marks (a regex over the text) only where the score and words already allow a drop
+        cfgs = (cfg, *self._by_domain.values())
+        bars = [c.garbage_max_spam_score for c in cfgs if c.garbage_max_spam_score is not None]
+        self._min_bar = min(bars) if bars else math.inf
+        self._min_spam_words = min(c.spam_min_words for c in cfgs)
 
     # -- calibration protocol (curate.calibrate) ---------------------------------------------
     def fit(self, docs_by_domain: dict[str, list[Document]]) -> dict[str, Any]:
@@ -113,8 +118,14 @@ class CalibratedFilter(CurationStep):
         stats = self.measure_lang(doc, lang)
         if not self._spam_drops:
             return stats
-        marks = spamscore.offer_marks(doc.text)  # the score only where the marks allow a drop
-        return {**stats, "offer_marks": marks, **(self.spam_stats(doc, lang) if marks >= self._min_marks else {})}
+        key = (text_key(doc.text), lang, self._min_bar, self._min_spam_words)
+        spam = _SPAM.get(key)
+        if spam is None:
+            spam = self.spam_stats(doc, lang)
+            if (spam["spam_score"] or -math.inf) > self._min_bar and spam["spam_words"] >= self._min_spam_words:
+                spam = {**spam, "offer_marks": spamscore.offer_marks(doc.text)}
+            _SPAM.put(key, spam)
+        return {**stats, **spam}
 
     @staticmethod
     def spam_stats(doc: Document, lang: str) -> dict[str, float | None]:
