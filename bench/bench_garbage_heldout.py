@@ -67,12 +67,8 @@ def build(work: Path, split: str, *, per_domain: int, seed: int, own_per_kind: i
         from lib.garbage_sources10 import KINDS, garbage_doc, real_domains
     elif split == "heldout11":
         from lib.garbage_sources11 import KINDS, garbage_doc, real_domains
-    elif split == "heldout12":  # four manuals with their menus, and their page chrome: see its module
+    elif split in ("heldout12", "heldout13", "heldout14"):  # manuals with their menus: see its module
         from lib.garbage_sources12 import KINDS, garbage_doc, real_domains
-    elif split == "heldout13":  # round 12's construction on four other manuals
-        from lib.garbage_sources13 import KINDS, garbage_doc, real_domains
-    elif split == "heldout14":  # round 12's construction on five manuals about mail and money
-        from lib.garbage_sources14 import KINDS, garbage_doc, real_domains
     else:
         from lib.garbage_sources import KINDS, garbage_doc, real_domains
 

@@ -1,16 +1,17 @@
-"""Sources of the ``heldout12`` split: four manuals as a naive crawl reads them (every page's whole
-text, menus and sidebars included), the garbage of ``heldout11`` mixed in, and the page chrome of
-the same manuals as a garbage kind of its own.
-
-Built to judge the navigation rule's exception for pages of content with their menus
-(``curate.junkstats.prose_chars``); no rule or model was developed on these packages. Pinned Debian
-12 packages (``DEBIAN``), downloaded once by ``--fill`` into ``CACHE``:
+"""Sources of the ``heldout12``-``heldout14`` splits: manuals as a naive crawl reads them (every page's
+whole text, menus and sidebars included), the garbage of ``heldout11`` mixed in, and the page chrome of
+the same manuals as a garbage kind of its own. No rule or model was developed on these packages before
+each split's run. Pinned Debian 12 packages per split (``ROUNDS``), downloaded once by ``--fill``:
 
 * real domains (every page's text by an HTML-to-text that drops only scripts, styles and the
-  head; cut into documents of at most MAX_DOC characters at paragraph breaks):
-  ``apache_manual`` (the Apache HTTP Server 2.4 manual, English pages), ``python_docs`` (the Python
-  3.11 documentation, every page including its indexes), ``gimp_help`` (the GIMP 2.10 user manual),
-  ``kicad_docs`` (KiCad 6's eight manuals, one page each);
+  head; cut into documents of at most MAX_DOC characters at paragraph breaks).
+  ``heldout12`` (judged the navigation rule's exception for pages of content with their menus,
+  ``curate.junkstats.prose_chars``): the Apache HTTP Server 2.4 manual (English pages), the Python 3.11
+  documentation (every page including its indexes), the GIMP 2.10 user manual, KiCad 6's eight manuals.
+  ``heldout13`` (judged that exception's revision): The Rust Programming Language (Debian's
+  ``rust-doc``), Wireshark's user's and developer's guides, the C++ Annotations, HAProxy's docs.
+  ``heldout14`` (judged the per-document spam drop where its words are at home): the Claws Mail
+  manual, NeoMutt's manual, HomeBank's help, Sylpheed's manual and FAQ, GNU Mailutils' manual;
 * ``page_chrome``: the text of the same pages' navigation elements alone (``nav``/``header``/
   ``footer``/``aside`` and elements whose class or id names a menu, sidebar, header, footer,
   breadcrumb, table of contents or related links), 800-MAX_DOC characters running on across pages
@@ -18,7 +19,7 @@ Built to judge the navigation rule's exception for pages of content with their m
 * the other kinds: ``heldout11``'s generators and cache (mojibake, SEO spam, boilerplate,
   pseudo-Latin, logs, shuffled sentences, OCR noise, CSV dumps, minified code).
 
-Fill: ``.venv/bin/python bench/lib/garbage_sources12.py --fill`` (needs ``apt-get download``). Round 11's
+Fill: ``.venv/bin/python bench/lib/garbage_sources12.py --fill [--split heldout13]`` (needs ``apt-get download``). Round 11's
 cache must be filled too, and the bench runs with round 11's ``PYTHONPATH`` (nupunkt, for its shuffled
 sentences)::
 
@@ -41,21 +42,49 @@ from pathlib import Path
 if not __package__:  # run as a script (--fill): import the shared helpers as bench/lib's module
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lib import garbage_sources11 as g11  # noqa: E402
-from lib.garbage_common import MAX_DOC, cap, chunks, fill_cli, nav_window  # noqa: E402
+from lib.garbage_common import MAX_DOC, cap, chunks, nav_window  # noqa: E402
 from lib.garbage_sources5 import _Html  # noqa: E402  (code only: no source of heldout5)
 
-CACHE = Path(os.environ.get("GARBAGE12_CACHE", "/work/garbage12_cache"))
-SPLIT = "heldout12"
 MIN_DOC = 400
 KINDS = (*g11.KINDS, "page_chrome")
-DEBIAN = {"apache2-doc": "2.4.71-1~deb12u1", "python3.11-doc": "3.11.2-6+deb12u9", "gimp-help-en": "2.10.34-2",
-          "kicad-doc-en": "6.0.11+dfsg-1"}
-SITES = {  # domain: (folder under the unpacked root, glob)
-    "apache_manual": ("usr/share/doc/apache2-doc/manual/en", "**/*.html"),
-    "python_docs": ("usr/share/doc/python3.11/html", "**/*.html"),
-    "gimp_help": ("usr/share/gimp/2.0/help/en", "*.html"),
-    "kicad_docs": ("usr/share/doc/kicad/help/en", "*.html"),
+# split: (cache folder, its environment variable, pinned Debian 12 packages, {domain: (folder under the
+# unpacked root, glob)})
+ROUNDS = {
+    "heldout12": ("/work/garbage12_cache", "GARBAGE12_CACHE",
+                  {"apache2-doc": "2.4.71-1~deb12u1", "python3.11-doc": "3.11.2-6+deb12u9",
+                   "gimp-help-en": "2.10.34-2", "kicad-doc-en": "6.0.11+dfsg-1"},
+                  {"apache_manual": ("usr/share/doc/apache2-doc/manual/en", "**/*.html"),
+                   "python_docs": ("usr/share/doc/python3.11/html", "**/*.html"),
+                   "gimp_help": ("usr/share/gimp/2.0/help/en", "*.html"),
+                   "kicad_docs": ("usr/share/doc/kicad/help/en", "*.html")}),
+    # built after round 12 had been used to revise the navigation exception
+    "heldout13": ("/work/garbage13_cache", "GARBAGE13_CACHE",
+                  {"rust-doc": "1.63.0+dfsg1-2", "wireshark-doc": "4.0.17-0+deb12u3",
+                   "c++-annotations-html": "12.2.0-2", "haproxy-doc": "2.6.12-1+deb12u4"},
+                  {"rust_book": ("usr/share/doc/rust-doc/html/book", "**/*.html"),
+                   "wireshark_guides": ("usr/share/doc/wireshark", "**/*.html"),
+                   "cpp_annotations": ("usr/share/doc/c++-annotations/html", "*.html"),
+                   "haproxy_docs": ("usr/share/doc/haproxy/html", "*.html")}),
+    # mail and money, where the spam model's words are at home (judges the per-document spam drop);
+    # NeoMutt's chapter pages only: its all-in-one manual.html repeats them
+    "heldout14": ("/work/garbage14_cache", "GARBAGE14_CACHE",
+                  {"claws-mail-doc": "4.1.1-2", "neomutt": "20220429+dfsg1-4.1", "homebank-data": "5.6.2-1",
+                   "sylpheed-doc": "20140827-3", "mailutils-doc": "1:3.15-4"},
+                  {"claws_mail_manual": ("usr/share/doc/claws-mail/manual/en", "*.html"),
+                   "neomutt_manual": ("usr/share/doc/neomutt/html", "[!m]*.html"),
+                   "homebank_help": ("usr/share/doc/homebank-data/help", "*.html"),
+                   "sylpheed_manual": ("usr/share/doc/sylpheed-doc", "*/en/*.html"),
+                   "mailutils_manual": ("usr/share/doc/mailutils/mailutils.html", "*.html")}),
 }
+
+
+def _cache(split: str) -> Path:
+    if split not in ROUNDS:
+        raise ValueError(f"garbage_sources12 holds the splits {sorted(ROUNDS)}, not {split!r}")
+    default, env, _debian, _sites = ROUNDS[split]
+    return Path(os.environ.get(env, default))
+
+
 _CHROME = re.compile(r"nav|sidebar|menu|header|footer|breadcrumb|toc|related|toplang|bottomlang|path")
 
 
@@ -76,12 +105,12 @@ def _texts(path: Path) -> tuple[str, str]:
     return whole.text("main"), parts.text("nav")
 
 
-def fill_cache(cache_dir: Path | None = None, debian: dict[str, str] = DEBIAN,
-               sites: dict[str, tuple[str, str]] = SITES) -> Path:
-    """Download the pinned packages ``debian`` and write ``real/<domain>.json`` ([source, text] per
-    document) and ``chrome_pages.json`` ([domain, page, navigation text] per page) of ``sites`` under
-    ``cache_dir``."""
-    out = Path(cache_dir or CACHE)
+def fill_cache(split: str, cache_dir: Path | None = None) -> Path:
+    """Download the pinned packages of ``split`` and write ``real/<domain>.json`` ([source, text] per
+    document) and ``chrome_pages.json`` ([domain, page, navigation text] per page) under ``cache_dir``
+    (default: the split's cache)."""
+    _default, _env, debian, sites = ROUNDS[split]
+    out = Path(cache_dir or _cache(split))
     tmp = out.with_name(out.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -111,46 +140,41 @@ def fill_cache(cache_dir: Path | None = None, debian: dict[str, str] = DEBIAN,
     return out
 
 
-def _need(rel: str, cache_dir: Path = CACHE, fill: str = "garbage_sources12", env: str = "GARBAGE12_CACHE") -> Path:
-    p = cache_dir / rel
+def _need(split: str, rel: str) -> Path:
+    p = _cache(split) / rel
     if not p.exists():
-        raise FileNotFoundError(f"{p} is missing: fill it with `.venv/bin/python bench/lib/{fill}.py --fill` (or set "
-                                f"{env} to a filled folder)")
+        raise FileNotFoundError(f"{p} is missing: fill it with `.venv/bin/python bench/lib/garbage_sources12.py --fill "
+                                f"--split {split}` (or set {ROUNDS[split][1]} to a filled folder)")
     return p
 
 
-def site_domains(cache_dir: Path, sites: dict[str, tuple[str, str]], **need) -> dict[str, list[tuple[str, str]]]:
-    """The real domains of a filled cache: (text, source) per document."""
-    return {dom: [(t, s) for s, t in json.loads(_need(f"real/{dom}.json", cache_dir, **need).read_text())]
-            for dom in sites}
+def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
+    """The real domains of ``split``'s filled cache: (text, source) per document."""
+    return {dom: [(t, s) for s, t in json.loads(_need(split, f"real/{dom}.json").read_text())]
+            for dom in ROUNDS[split][3]}
 
 
 @cache
-def chrome_pages(cache_dir: Path, **need) -> list[list[str]]:
-    """The navigation lines of each page of a filled cache."""
+def _chrome_pages(split: str) -> list[list[str]]:
+    """The navigation lines of each page of ``split``'s filled cache."""
     return [[ln for ln in nav.splitlines() if ln.strip()] for _dom, _page, nav in
-            json.loads(_need("chrome_pages.json", cache_dir, **need).read_text()) if nav.strip()]
-
-
-def chrome_or_g11(kind: str, rng: random.Random, pages: list[list[str]]) -> tuple[str, str | None]:
-    """A ``page_chrome`` document drawn from ``pages``, or a document of ``heldout11``'s kind ``kind``."""
-    if kind == "page_chrome":
-        return cap(nav_window(pages, rng)), None
-    return g11.garbage_doc(kind, g11.SPLIT, rng)
-
-
-def real_domains(split: str) -> dict[str, list[tuple[str, str]]]:
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources12 holds only the {SPLIT!r} split, not {split!r}")
-    return site_domains(CACHE, SITES)
+            json.loads(_need(split, "chrome_pages.json").read_text()) if nav.strip()]
 
 
 def garbage_doc(kind: str, split: str, rng: random.Random) -> tuple[str, str | None]:
-    """(garbage text, the clean original for mojibake, else None)."""
-    if split != SPLIT:
-        raise ValueError(f"garbage_sources12 holds only the {SPLIT!r} split, not {split!r}")
-    return chrome_or_g11(kind, rng, chrome_pages(CACHE))
+    """(garbage text, the clean original for mojibake, else None): ``page_chrome`` from ``split``'s pages,
+    every other kind from ``heldout11``'s generators."""
+    _cache(split)
+    if kind == "page_chrome":
+        return cap(nav_window(_chrome_pages(split), rng)), None
+    return g11.garbage_doc(kind, g11.SPLIT, rng)
 
 
 if __name__ == "__main__":
-    fill_cli(SPLIT, CACHE, fill_cache)
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Fill the caches of the heldout12-14 sources.")
+    ap.add_argument("--fill", action="store_true", required=True)
+    ap.add_argument("--split", choices=sorted(ROUNDS), action="append", help="default: every split")
+    for sp in ap.parse_args().split or sorted(ROUNDS):
+        print(fill_cache(sp))
